@@ -1,0 +1,181 @@
+/*
+ * h5gds: the `gds` HDF5 virtual file driver.
+ *
+ * Moves raw dataset bytes between GPU (or host) memory and a POSIX file:
+ * through NVIDIA cuFile where GPUDirect Storage works, otherwise through a
+ * pipelined staging engine (pinned buffers, worker threads, O_DIRECT).
+ * Metadata and host buffers behave exactly as with HDF5's sec2 driver.
+ *
+ * Everything public is in this header. Works with HDF5 1.10 and 1.14+.
+ */
+#ifndef H5FDgds_H
+#define H5FDgds_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <hdf5.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define H5GDS_API
+#else
+#define H5GDS_API __attribute__((visibility("default")))
+#endif
+
+/* Registered VFD value of the gds driver (same as the reference hpc-io/vfd-gds). */
+#define H5FD_GDS_VALUE 512
+#define H5FD_GDS_NAME "gds"
+#define H5FD_GDS (H5FD_gds_init())
+
+/* ------------------------------------------------------------------------
+ * Configuration
+ * --------------------------------------------------------------------- */
+
+#define H5FD_GDS_CONFIG_VERSION 1
+
+/* Which data path raw-data requests from GPU memory take. */
+typedef enum H5FD_gds_mode_t {
+    H5FD_GDS_MODE_AUTO = 0, /* cuFile when true GPUDirect Storage works, else staged */
+    H5FD_GDS_MODE_CUFILE,   /* cuFile (also in its compatibility mode); staged if it fails */
+    H5FD_GDS_MODE_STAGED,   /* our pinned-buffer pipeline */
+    H5FD_GDS_MODE_POSIX     /* one bounce buffer, one thread: the simple baseline */
+} H5FD_gds_mode_t;
+
+/* A tri-state switch: off, on, or decided by the driver. */
+typedef enum H5FD_gds_switch_t {
+    H5FD_GDS_OFF = 0,
+    H5FD_GDS_ON = 1,
+    H5FD_GDS_SWITCH_AUTO = 2
+} H5FD_gds_switch_t;
+
+/* All settings of the driver. Initialise with H5FD_gds_config_init(), which
+ * fills the defaults and the H5GDS_CONFIG environment variable, then change
+ * what you need. `version` must be H5FD_GDS_CONFIG_VERSION. */
+typedef struct H5FD_gds_config_t {
+    unsigned version;
+    H5FD_gds_mode_t mode;       /* key: mode = auto|cufile|staged|posix */
+    unsigned threads;           /* key: threads; I/O worker threads (1..256) */
+    size_t io_block_size;       /* key: io_block_size; a large request is cut into blocks of this size */
+    size_t alignment;           /* key: alignment; memory alignment of staging buffers (power of two) */
+    size_t fs_block_size;       /* key: fs_block_size; file offset/length granularity of O_DIRECT (power of two) */
+    H5FD_gds_switch_t direct;   /* key: direct = on|off|auto; O_DIRECT for large transfers */
+    size_t staging_size;        /* key: staging_size; bytes of each pinned staging buffer */
+    unsigned staging_count;     /* key: staging_count; pinned staging buffers per worker (ring depth) */
+    size_t parallel_threshold;  /* key: parallel_threshold; host requests this large use the worker pool */
+    int stats;                  /* key: stats = on|off; print per-file statistics at close */
+    int log;                    /* key: log = on|off; say which path a file takes and why, on stderr */
+    int fsync_on_flush;         /* key: fsync = on|off; H5Fflush also fsyncs the file */
+} H5FD_gds_config_t;
+
+/* Fills `config` with defaults, then applies H5GDS_CONFIG ("key=value,...").
+ * Fails (negative, HDF5 error pushed) when the environment variable is malformed. */
+H5GDS_API herr_t H5FD_gds_config_init(H5FD_gds_config_t *config);
+
+/* Applies a "key=value,key=value" string on top of `config`. Sizes accept
+ * units (4096, 64KiB, 8MiB, 1GiB, 1MB, 8M). Unknown keys, bad numbers,
+ * non-power-of-two alignments and absurd sizes fail with an HDF5 error that
+ * names the key and the value; `config` is then left unchanged. */
+H5GDS_API herr_t H5FD_gds_config_parse(H5FD_gds_config_t *config, const char *text);
+
+/* Writes the configuration as a string accepted by H5FD_gds_config_parse. */
+H5GDS_API herr_t H5FD_gds_config_format(const H5FD_gds_config_t *config, char *buf, size_t size);
+
+/* ------------------------------------------------------------------------
+ * File access properties
+ * --------------------------------------------------------------------- */
+
+/* Returns the driver id, registering the driver on first use (negative on error). */
+H5GDS_API hid_t H5FD_gds_init(void);
+
+/* Reference-compatible: alignment = memory alignment, block_size = file
+ * system block size (O_DIRECT granularity), cbuf_size = staging buffer size.
+ * A zero argument keeps the default. Other settings: defaults + H5GDS_CONFIG. */
+H5GDS_API herr_t H5Pset_fapl_gds(hid_t fapl_id, size_t alignment, size_t block_size, size_t cbuf_size);
+H5GDS_API herr_t H5Pget_fapl_gds(hid_t fapl_id, size_t *alignment, size_t *block_size, size_t *cbuf_size);
+
+/* Full configuration. */
+H5GDS_API herr_t H5Pset_fapl_gds_config(hid_t fapl_id, const H5FD_gds_config_t *config);
+H5GDS_API herr_t H5Pget_fapl_gds_config(hid_t fapl_id, H5FD_gds_config_t *config);
+
+/* ------------------------------------------------------------------------
+ * Statistics
+ * --------------------------------------------------------------------- */
+
+/* How a request (or a checked dataset call) reached the file. */
+typedef enum H5FD_gds_route_t {
+    H5FD_GDS_ROUTE_NONE = 0,
+    H5FD_GDS_ROUTE_HOST,        /* host memory: pread/pwrite (possibly split over threads) */
+    H5FD_GDS_ROUTE_STAGED,      /* device memory through the pinned staging pipeline */
+    H5FD_GDS_ROUTE_CUFILE,      /* device memory through cuFile */
+    H5FD_GDS_ROUTE_POSIX_BOUNCE,/* device memory through one bounce buffer (mode=posix) */
+    H5FD_GDS_ROUTE_PASSTHROUGH, /* checked call: device buffer handed to the driver by HDF5 */
+    H5FD_GDS_ROUTE_HOST_STAGED  /* checked call: library staged through pinned host memory */
+} H5FD_gds_route_t;
+
+#define H5FD_GDS_NROUTES 7
+
+typedef struct H5FD_gds_stats_t {
+    uint64_t read_bytes[H5FD_GDS_NROUTES];
+    uint64_t read_calls[H5FD_GDS_NROUTES];
+    uint64_t write_bytes[H5FD_GDS_NROUTES];
+    uint64_t write_calls[H5FD_GDS_NROUTES];
+    double read_seconds;        /* wall time spent in raw-data read callbacks */
+    double write_seconds;       /* wall time spent in raw-data write callbacks */
+    uint64_t cufile_fallbacks;  /* device requests that wanted cuFile but were staged */
+    uint64_t direct_fallbacks;  /* O_DIRECT unusable for this file: buffered I/O used */
+    H5FD_gds_route_t device_route; /* the path device requests of this file take */
+} H5FD_gds_stats_t;
+
+/* Statistics of an open file that uses the gds driver. */
+H5GDS_API herr_t H5FD_gds_get_stats(hid_t file_id, H5FD_gds_stats_t *stats);
+H5GDS_API const char *H5FD_gds_route_name(H5FD_gds_route_t route);
+
+/* ------------------------------------------------------------------------
+ * Datasets and GPU buffers
+ *
+ * HDF5 hands the application's buffer to the driver only when it has no
+ * reason to touch it: same memory and file type, no data transform, no
+ * filters, no fill value to write, chunks that bypass the chunk cache,
+ * contiguous data (the gds driver disables data sieving). The helpers below
+ * produce properties that guarantee this; the checked calls verify it and
+ * stage through pinned host memory themselves when it does not hold.
+ * --------------------------------------------------------------------- */
+
+/* Makes a dataset creation property list suitable for GPU buffers:
+ * fill time never, early allocation. Returns the dcpl (or negative). */
+H5GDS_API hid_t H5FD_gds_create_dcpl(void);
+/* Adjusts an existing dcpl the same way. */
+H5GDS_API herr_t H5FD_gds_prepare_dcpl(hid_t dcpl_id);
+/* Makes a dataset access property list with the chunk cache off, so chunks
+ * go straight between the file and the user's buffer. */
+H5GDS_API hid_t H5FD_gds_create_dapl(void);
+
+/* H5Dwrite/H5Dread with the same arguments, safe for any buffer: host
+ * memory goes straight to H5Dwrite/H5Dread; device memory is handed to
+ * HDF5 when the dataset, types and transfer properties allow pass-through,
+ * otherwise it is staged through pinned host memory by the library. */
+H5GDS_API herr_t H5Dwrite_gds(hid_t dset_id, hid_t mem_type_id, hid_t mem_space_id, hid_t file_space_id,
+                              hid_t dxpl_id, const void *buf);
+H5GDS_API herr_t H5Dread_gds(hid_t dset_id, hid_t mem_type_id, hid_t mem_space_id, hid_t file_space_id,
+                             hid_t dxpl_id, void *buf);
+/* The route the calling thread's last H5Dwrite_gds/H5Dread_gds took. */
+H5GDS_API H5FD_gds_route_t H5FD_gds_last_route(void);
+
+/* Memory kind of a pointer, as the driver classifies it. */
+typedef enum H5FD_gds_memory_t {
+    H5FD_GDS_MEMORY_HOST = 0,   /* pageable host memory (or no CUDA in the process) */
+    H5FD_GDS_MEMORY_PINNED,     /* page-locked/registered host memory */
+    H5FD_GDS_MEMORY_DEVICE,     /* cudaMalloc'd device memory */
+    H5FD_GDS_MEMORY_MANAGED     /* managed (unified) memory */
+} H5FD_gds_memory_t;
+H5GDS_API H5FD_gds_memory_t H5FD_gds_memory_kind(const void *ptr);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* H5FDgds_H */

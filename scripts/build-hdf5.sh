@@ -1,0 +1,295 @@
+#!/usr/bin/env bash
+# Build HDF5 1.14.5 from Debian trixie's `hdf5` source package.
+#
+# Usage: scripts/build-hdf5.sh [PREFIX_ROOT]      (default: <repo>/build/deps)
+#
+# Result:
+#   PREFIX_ROOT/hdf5-1.14.5/          install tree (lib/libhdf5.so, include/, bin/)
+#   PREFIX_ROOT/hdf5-1.14.5-build/    build tree, kept: HDF5's own test programs
+#                                     (bin/, test/H5TEST/...) are run from it by
+#                                     tests/hdf5-suite/run-hdf5-tests.sh
+#   PREFIX_ROOT/hdf5-1.14.5-src/      unpacked upstream source (+ our test patch)
+#   PREFIX_ROOT/apt/                  private apt configuration/state/cache
+#
+# The source comes from `apt-get source` through a PRIVATE apt configuration
+# (own sources list, lists, cache and state dirs inside PREFIX_ROOT); the
+# machine's apt sources are never changed.  The archive URI is taken at run
+# time from the machine's own apt configuration.
+#
+# Environment knobs:
+#   H5_BUILD_JOBS      parallel compile jobs (default: nproc)
+#   H5_BUILD_TYPE      CMake build type (default: Release)
+#   H5_FORCE=1         ignore the stamp and re-run every step
+set -Eeuo pipefail
+
+HDF5_VERSION=1.14.5
+DEBIAN_SUITE=trixie
+KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
+
+SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO_ROOT=$(cd "$SCRIPT_DIR/.." && pwd)
+PATCH_FILE=$REPO_ROOT/tests/hdf5-suite/h5test-external-vfd.patch
+
+PREFIX_ROOT=${1:-$REPO_ROOT/build/deps}
+mkdir -p "$PREFIX_ROOT"
+PREFIX_ROOT=$(cd "$PREFIX_ROOT" && pwd)
+
+INSTALL_DIR=$PREFIX_ROOT/hdf5-$HDF5_VERSION
+BUILD_DIR=$PREFIX_ROOT/hdf5-$HDF5_VERSION-build
+SRC_DIR=$PREFIX_ROOT/hdf5-$HDF5_VERSION-src
+APT_DIR=$PREFIX_ROOT/apt
+DL_DIR=$PREFIX_ROOT/download
+STAMP=$INSTALL_DIR/.h5gds-build-stamp
+
+JOBS=${H5_BUILD_JOBS:-$(nproc 2>/dev/null || echo 2)}
+BUILD_TYPE=${H5_BUILD_TYPE:-Release}
+
+T0=$(date +%s)
+log()  { printf '[build-hdf5 %4ss] %s\n' "$(( $(date +%s) - T0 ))" "$*"; }
+die()  { printf '[build-hdf5] ERROR: %s\n' "$*" >&2; exit 1; }
+trap 'rc=$?; printf "[build-hdf5] ERROR: failed (exit %s) at line %s: %s\n" "$rc" "$LINENO" "$BASH_COMMAND" >&2' ERR
+
+# Run a long step quietly; on failure show the tail of its log.
+run_logged() {
+    local logf=$1; shift
+    if ! "$@" >"$logf" 2>&1; then
+        printf '[build-hdf5] ERROR: command failed: %s\n' "$*" >&2
+        printf '[build-hdf5] ---- last 40 lines of %s ----\n' "$logf" >&2
+        tail -n 40 "$logf" >&2
+        trap - ERR
+        exit 1
+    fi
+}
+
+# What the stamp records: anything that should trigger a rebuild when changed.
+patch_sum() { if [ -f "$PATCH_FILE" ]; then sha256sum "$PATCH_FILE" | cut -d' ' -f1; else echo none; fi; }
+STAMP_CONTENT="hdf5=$HDF5_VERSION patch=$(patch_sum) type=$BUILD_TYPE recipe=1"
+
+# ---------------------------------------------------------------- 0. done?
+if [ "${H5_FORCE:-0}" != 1 ] && [ -f "$INSTALL_DIR/lib/libhdf5.so" ] && [ -f "$STAMP" ] \
+   && [ "$(cat "$STAMP")" = "$STAMP_CONTENT" ]; then
+    log "HDF5 $HDF5_VERSION already built: $INSTALL_DIR (build tree $BUILD_DIR)"
+    exit 0
+fi
+if [ -f "$STAMP" ]; then
+    log "stamp differs from the wanted build ($STAMP_CONTENT): rebuilding"
+fi
+
+# ---------------------------------------------------------------- 1. apt packages
+need_root() { [ "$(id -u)" = 0 ] || die "must run as root (apt-get install / apt-get source); missing: $*"; }
+
+APT_UPDATED=0
+ensure_pkgs() {
+    local missing=() p
+    for p in "$@"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    need_root "${missing[*]}"
+    if [ $APT_UPDATED = 0 ]; then
+        log "apt-get update (system sources, to install: ${missing[*]})"
+        run_logged "$PREFIX_ROOT/apt-system-update.log" apt-get update
+        APT_UPDATED=1
+    fi
+    log "installing: ${missing[*]}"
+    run_logged "$PREFIX_ROOT/apt-system-install.log" \
+        env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
+}
+ensure_pkgs cmake ninja-build gcc libc6-dev dpkg-dev patch xz-utils zlib1g-dev debian-archive-keyring
+
+# ---------------------------------------------------------------- 2. source
+# Derive the main Debian archive URI from the machine's own apt configuration.
+find_debian_uri() {
+    local f uri
+    # deb822 *.sources files: take URIs of stanzas whose Suites are not -security
+    for f in /etc/apt/sources.list.d/*.sources; do
+        [ -f "$f" ] || continue
+        awk '
+            function flush() {
+                if (uris != "" && suites !~ /-security/ && enabled != "no")
+                    for (i = 1; i <= split(uris, u, /[ \t]+/); i++) if (u[i] != "") print u[i]
+                uris = ""; suites = ""; enabled = ""
+            }
+            /^[ \t]*#/ { next }
+            /^[ \t]*$/ { flush(); next }
+            tolower($1) == "uris:"    { $1 = ""; uris = $0 }
+            tolower($1) == "suites:"  { $1 = ""; suites = $0 }
+            tolower($1) == "enabled:" { enabled = tolower($2) }
+            END { flush() }
+        ' "$f"
+    done
+    # one-line style: deb [opts] URI suite comp...
+    for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+        [ -f "$f" ] || continue
+        awk '
+            $1 != "deb" && $1 != "deb-src" { next }
+            { i = 2; if ($2 ~ /^\[/) { while (i <= NF && $i !~ /\]$/) i++; i++ } }
+            $(i+1) !~ /-security/ { print $i }
+        ' "$f"
+    done
+}
+pick_debian_uri() {
+    local cands uri
+    cands=$(find_debian_uri | sed 's:[[:space:]]*$::; s:/*$::' | awk '!seen[$0]++')
+    # The main archive ends in /debian (not debian-security, debian-ports, ...).
+    uri=$(printf '%s\n' "$cands" | grep -E '/debian$' | head -n1 || true)
+    [ -n "$uri" ] || uri=$(printf '%s\n' "$cands" | grep -Ev 'security' | grep -E 'debian' | head -n1 || true)
+    printf '%s' "$uri"
+}
+
+fetch_source() {
+    local dsc uri
+    dsc=$(ls "$DL_DIR"/hdf5_"$HDF5_VERSION"*.dsc 2>/dev/null | head -n1 || true)
+    if [ -n "$dsc" ] && ls "$DL_DIR"/hdf5_"$HDF5_VERSION"*.orig.tar.* >/dev/null 2>&1; then
+        log "source package already downloaded: $(basename "$dsc")"
+        return 0
+    fi
+    need_root "apt-get source"
+    [ -f "$KEYRING" ] || die "Debian archive keyring $KEYRING not found"
+    uri=$(pick_debian_uri)
+    [ -n "$uri" ] || die "could not find the Debian archive URI in /etc/apt/sources.list{,.d/}"
+    log "private apt: deb-src $uri $DEBIAN_SUITE main"
+
+    mkdir -p "$APT_DIR"/{etc/apt.conf.d,etc/preferences.d,etc/trusted.gpg.d,lists/partial,cache/archives/partial,state}
+    printf 'deb-src [signed-by=%s] %s %s main\n' "$KEYRING" "$uri" "$DEBIAN_SUITE" >"$APT_DIR/etc/sources.list"
+    # apt's sandbox user must be able to write into the private dirs
+    chown -R _apt:root "$APT_DIR/lists/partial" "$APT_DIR/cache/archives/partial" 2>/dev/null || true
+
+    APT_OPTS=(
+        -o "Dir::Etc::sourcelist=$APT_DIR/etc/sources.list"
+        -o "Dir::Etc::sourceparts=-"
+        -o "Dir::Etc::preferences=$APT_DIR/etc/preferences"
+        -o "Dir::Etc::preferencesparts=$APT_DIR/etc/preferences.d"
+        -o "Dir::State=$APT_DIR/state"
+        -o "Dir::State::Lists=$APT_DIR/lists"
+        -o "Dir::State::status=/var/lib/dpkg/status"
+        -o "Dir::Cache=$APT_DIR/cache"
+        -o "Dir::Cache::archives=$APT_DIR/cache/archives"
+        -o "Dir::Cache::pkgcache=$APT_DIR/cache/pkgcache.bin"
+        -o "Dir::Cache::srcpkgcache=$APT_DIR/cache/srcpkgcache.bin"
+        -o "APT::Sandbox::User=root"
+        -o "Acquire::Languages=none"
+    )
+    log "apt-get update (private lists, $DEBIAN_SUITE sources only)"
+    run_logged "$APT_DIR/update.log" apt-get "${APT_OPTS[@]}" update
+    mkdir -p "$DL_DIR"
+    log "apt-get source --download-only hdf5=$HDF5_VERSION*"
+    # "hdf5=<version>" would need the exact Debian revision; ask for the
+    # suite's hdf5 and check the version below.
+    (cd "$DL_DIR" && run_logged "$APT_DIR/source.log" apt-get "${APT_OPTS[@]}" source --download-only "hdf5/$DEBIAN_SUITE")
+    dsc=$(ls "$DL_DIR"/hdf5_*.dsc 2>/dev/null | head -n1 || true)
+    [ -n "$dsc" ] || die "apt-get source did not produce a .dsc (see $APT_DIR/source.log)"
+    case "$(basename "$dsc")" in
+        hdf5_"$HDF5_VERSION"[+-]*) ;;
+        *) die "Debian $DEBIAN_SUITE's hdf5 source is $(basename "$dsc"), not $HDF5_VERSION" ;;
+    esac
+}
+
+unpack_source() {
+    local dsc tmp
+    dsc=$(ls "$DL_DIR"/hdf5_"$HDF5_VERSION"*.dsc | head -n1)
+    tmp=$PREFIX_ROOT/.hdf5-src-tmp
+    rm -rf "$tmp"
+    log "unpacking $(basename "$dsc") (upstream source, Debian patches not applied)"
+    # --skip-patches: the upstream tree; debian/patches only touch autotools,
+    # Fortran, Java and packaging details that a CMake C build does not need.
+    run_logged "$PREFIX_ROOT/unpack.log" dpkg-source --skip-patches -x "$dsc" "$tmp"
+    rm -rf "$SRC_DIR"
+    mv "$tmp" "$SRC_DIR"
+}
+
+check_version() {
+    local h=$SRC_DIR/src/H5public.h maj min rel
+    [ -f "$h" ] || die "$h missing: source tree incomplete"
+    maj=$(awk '$1=="#define" && $2=="H5_VERS_MAJOR"{print $3}' "$h")
+    min=$(awk '$1=="#define" && $2=="H5_VERS_MINOR"{print $3}' "$h")
+    rel=$(awk '$1=="#define" && $2=="H5_VERS_RELEASE"{print $3}' "$h")
+    [ "$maj.$min.$rel" = "$HDF5_VERSION" ] || die "unpacked source is HDF5 $maj.$min.$rel, expected $HDF5_VERSION"
+}
+
+apply_patch() {
+    local mark=$SRC_DIR/.h5gds-patch want
+    want=$(patch_sum)
+    [ -f "$mark" ] && [ "$(cat "$mark")" = "$want" ] && return 0
+    if [ -f "$mark" ]; then
+        # a different version of the patch was applied before: start from clean source
+        log "patch changed since last build: re-unpacking source"
+        unpack_source
+        check_version
+    fi
+    if [ -f "$PATCH_FILE" ]; then
+        log "applying $(basename "$PATCH_FILE")"
+        if patch -d "$SRC_DIR" -p1 -R --dry-run -s -f <"$PATCH_FILE" >/dev/null 2>&1; then
+            log "  (already applied)"
+        else
+            patch -d "$SRC_DIR" -p1 -N -s <"$PATCH_FILE" || die "could not apply $PATCH_FILE"
+        fi
+    fi
+    echo "$want" >"$mark"
+}
+
+fetch_source
+if [ ! -f "$SRC_DIR/CMakeLists.txt" ]; then
+    unpack_source
+fi
+check_version
+log "source OK: HDF5 $HDF5_VERSION in $SRC_DIR"
+apply_patch
+
+# ---------------------------------------------------------------- 3. configure, build, install
+CMAKE_ARGS=(
+    -G Ninja
+    -S "$SRC_DIR" -B "$BUILD_DIR"
+    -DCMAKE_BUILD_TYPE="$BUILD_TYPE"
+    -DCMAKE_INSTALL_PREFIX="$INSTALL_DIR"
+    -DBUILD_SHARED_LIBS=ON
+    -DBUILD_STATIC_LIBS=OFF
+    -DONLY_SHARED_LIBS=ON
+    -DBUILD_TESTING=ON
+    -DHDF5_BUILD_TOOLS=ON
+    -DHDF5_BUILD_UTILS=ON
+    -DHDF5_BUILD_HL_LIB=ON
+    -DHDF5_BUILD_HL_TOOLS=ON
+    -DHDF5_BUILD_FORTRAN=OFF
+    -DHDF5_BUILD_CPP_LIB=OFF
+    -DHDF5_BUILD_JAVA=OFF
+    -DHDF5_BUILD_EXAMPLES=OFF
+    -DHDF5_BUILD_DOC=OFF
+    -DHDF5_ENABLE_PARALLEL=OFF
+    -DHDF5_ENABLE_THREADSAFE=OFF
+    -DHDF5_ENABLE_SZIP_SUPPORT=OFF
+    -DHDF5_ENABLE_PLUGIN_SUPPORT=OFF
+    -DHDF5_ALLOW_EXTERNAL_SUPPORT=NO
+    -DHDF5_TEST_VFD=OFF
+    -DHDF5_TEST_PARALLEL=OFF
+    -DHDF5_TEST_FORTRAN=OFF
+    -DHDF5_TEST_CPP=OFF
+    -DHDF5_TEST_JAVA=OFF
+    -DHDF5_TEST_EXAMPLES=OFF
+    -DHDF5_ENABLE_Z_LIB_SUPPORT=ON
+)
+
+if [ ! -f "$BUILD_DIR/build.ninja" ] || [ ! -f "$BUILD_DIR/CMakeCache.txt" ]; then
+    log "configuring (CMake + Ninja, $BUILD_TYPE, shared, tools+tests+HL, zlib) -> $BUILD_DIR"
+    mkdir -p "$BUILD_DIR"
+    run_logged "$BUILD_DIR/h5gds-configure.log" cmake "${CMAKE_ARGS[@]}"
+else
+    log "build tree exists, reusing it: $BUILD_DIR"
+fi
+if grep -q '^#define H5_HAVE_FILTER_DEFLATE 1' "$BUILD_DIR/src/H5pubconf.h" 2>/dev/null; then
+    log "zlib (deflate) filter: enabled"
+else
+    log "zlib (deflate) filter: NOT enabled (zlib not found)"
+fi
+
+log "building with $JOBS jobs (log: $BUILD_DIR/h5gds-build.log)"
+run_logged "$BUILD_DIR/h5gds-build.log" cmake --build "$BUILD_DIR" -j "$JOBS"
+
+log "installing into $INSTALL_DIR"
+run_logged "$BUILD_DIR/h5gds-install.log" cmake --install "$BUILD_DIR"
+
+[ -f "$INSTALL_DIR/lib/libhdf5.so" ] || die "install finished but $INSTALL_DIR/lib/libhdf5.so is missing"
+"$BUILD_DIR/bin/h5dump" --version >/dev/null 2>&1 || log "warning: $BUILD_DIR/bin/h5dump --version failed"
+
+echo "$STAMP_CONTENT" >"$STAMP"
+log "done: HDF5 $HDF5_VERSION installed in $INSTALL_DIR; build tree (test programs) in $BUILD_DIR"

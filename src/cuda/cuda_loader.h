@@ -1,0 +1,74 @@
+/*
+ * Run-time loader for the CUDA driver API (libcuda) and cuFile (libcufile).
+ *
+ * Nothing here is linked: both libraries are dlopen'ed on first use, so the
+ * library builds and runs its host path on machines without CUDA. Only the
+ * types come from cuda.h / cufile.h. No other layer calls dlopen/dlsym.
+ */
+#ifndef H5GDS_CUDA_LOADER_H
+#define H5GDS_CUDA_LOADER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <cuda.h>
+#include <cufile.h>
+
+typedef struct gds_cuda_api {
+    CUresult (*Init)(unsigned);
+    CUresult (*GetErrorString)(CUresult, const char **);
+    CUresult (*PointerGetAttributes)(unsigned, CUpointer_attribute *, void **, CUdeviceptr);
+    CUresult (*CtxGetCurrent)(CUcontext *);
+    CUresult (*CtxSetCurrent)(CUcontext);
+    CUresult (*DevicePrimaryCtxRetain)(CUcontext *, CUdevice);
+    CUresult (*MemHostAlloc)(void **, size_t, unsigned);
+    CUresult (*MemFreeHost)(void *);
+    CUresult (*MemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream);
+    CUresult (*MemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
+    CUresult (*MemcpyHtoD)(CUdeviceptr, const void *, size_t);
+    CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
+    CUresult (*MemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream);
+    CUresult (*StreamCreate)(CUstream *, unsigned);
+    CUresult (*StreamDestroy)(CUstream);
+    CUresult (*StreamSynchronize)(CUstream);
+    CUresult (*EventCreate)(CUevent *, unsigned);
+    CUresult (*EventDestroy)(CUevent);
+    CUresult (*EventRecord)(CUevent, CUstream);
+    CUresult (*EventSynchronize)(CUevent);
+} gds_cuda_api_t;
+
+typedef struct gds_cufile_api {
+    CUfileError_t (*DriverOpen)(void);
+    CUfileError_t (*HandleRegister)(CUfileHandle_t *, CUfileDescr_t *);
+    void (*HandleDeregister)(CUfileHandle_t);
+    ssize_t (*Read)(CUfileHandle_t, void *, size_t, off_t, off_t);
+    ssize_t (*Write)(CUfileHandle_t, const void *, size_t, off_t, off_t);
+} gds_cufile_api_t;
+
+/* The CUDA driver API when the application has already loaded libcuda (it
+ * owns device memory only then), else NULL. Cheap after the first success:
+ * while CUDA is absent each call costs one dlopen(RTLD_NOLOAD). */
+const gds_cuda_api_t *gds_cuda_if_loaded(void);
+
+/* The CUDA driver API, loading libcuda if needed; NULL if unavailable.
+ * `why` (may be NULL) receives a reason on failure. */
+const gds_cuda_api_t *gds_cuda_load(const char **why);
+
+/* The cuFile API with the driver opened once per process; NULL if
+ * unavailable, with the reason in `why` (library missing, cuFileDriverOpen
+ * status). The result is decided once and cached. */
+const gds_cufile_api_t *gds_cufile_load(const char **why);
+
+/* Text for a CUresult (never NULL). */
+const char *gds_cuda_error_text(CUresult rc);
+
+/* Text for a cuFile status (never NULL); uses a caller buffer for errno-style codes. */
+const char *gds_cufile_error_text(CUfileError_t st, char *buf, size_t size);
+
+/* True when the nvidia-fs kernel module (true GPUDirect Storage) is present. */
+bool gds_nvfs_present(void);
+
+/* Testing hook: H5GDS_DISABLE_CUFILE=1 in the environment makes cuFile
+ * unavailable, as on a machine without it. */
+
+#endif

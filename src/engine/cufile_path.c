@@ -1,0 +1,133 @@
+/*
+ * Device memory <-> file through NVIDIA cuFile (GPUDirect Storage).
+ *
+ * The file is registered once (cuFileHandleRegister on the O_DIRECT
+ * descriptor). A request is cut into io_block_size blocks that pool workers
+ * pass to cuFileRead/cuFileWrite, which are thread safe. Every return value
+ * is checked: negative (errno or cuFile code), short (end of file on reads:
+ * the rest of the device range is zeroed; never acceptable on writes).
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "file_internal.h"
+#include "worker_pool.h"
+
+typedef struct cufile_job {
+    gds_file_t *file;
+    const gds_cufile_api_t *cf;
+    const gds_cuda_api_t *cu;
+    bool write;
+    uint64_t offset;
+    size_t size;
+    void *dev;
+    CUcontext ctx;
+    size_t block;
+} cufile_job_t;
+
+bool gds_cufile_register(gds_file_t *file, const char **why, char *why_buf, size_t why_size)
+{
+    const gds_cufile_api_t *cf = gds_cufile_load(why);
+    if (!cf)
+        return false;
+    int dfd = gds_file_direct_fd(file);
+    if (dfd < 0) {
+        *why = "the file cannot be opened with O_DIRECT";
+        return false;
+    }
+    CUfileDescr_t descr;
+    memset(&descr, 0, sizeof descr);
+    descr.type = CU_FILE_HANDLE_TYPE_OPAQUE_FD;
+    descr.handle.fd = dfd;
+    CUfileError_t rc = cf->HandleRegister(&file->cufile_handle, &descr);
+    if (rc.err != CU_FILE_SUCCESS) {
+        char text[200];
+        snprintf(why_buf, why_size, "cuFileHandleRegister failed: %s", gds_cufile_error_text(rc, text, sizeof text));
+        *why = why_buf;
+        file->cufile_handle = NULL;
+        return false;
+    }
+    return true;
+}
+
+static void describe_cufile_failure(gds_status_t *st, bool write, ssize_t n, size_t len, uint64_t off)
+{
+    const char *op = write ? "cuFileWrite" : "cuFileRead";
+    if (n == -1)
+        gds_status_set(st, errno, "%s of %zu bytes at offset %llu failed", op, len, (unsigned long long)off);
+    else if (n < 0) {
+        char text[200];
+        CUfileError_t e = {.err = (CUfileOpError)(-n), .cu_err = CUDA_SUCCESS};
+        gds_status_set(st, 0, "%s of %zu bytes at offset %llu failed: %s", op, len, (unsigned long long)off,
+                       gds_cufile_error_text(e, text, sizeof text));
+    }
+    else
+        gds_status_set(st, EIO, "%s of %zu bytes at offset %llu stopped after %zd bytes", op, len,
+                       (unsigned long long)off, n);
+}
+
+static int cufile_worker(gds_job_t *gjob, void *arg, gds_worker_t *worker, gds_status_t *st)
+{
+    (void)worker;
+    const cufile_job_t *job = arg;
+    if (gds_cuda_use_context(job->cu, job->ctx, st) != 0)
+        return -1;
+    size_t task;
+    uint64_t first_block = job->offset / job->block;
+    while (gds_job_next(gjob, &task)) {
+        uint64_t b0 = (first_block + task) * job->block, b1 = b0 + job->block;
+        uint64_t lo = b0 > job->offset ? b0 : job->offset;
+        uint64_t hi = b1 < job->offset + job->size ? b1 : job->offset + job->size;
+        size_t done = 0, len = (size_t)(hi - lo);
+        off_t dev_off = (off_t)(lo - job->offset);
+        while (done < len) {
+            ssize_t n = job->write ? job->cf->Write(job->file->cufile_handle, job->dev, len - done,
+                                                    (off_t)(lo + done), dev_off + (off_t)done)
+                                   : job->cf->Read(job->file->cufile_handle, job->dev, len - done,
+                                                   (off_t)(lo + done), dev_off + (off_t)done);
+            if (n == -1 && errno == EINTR)
+                continue;
+            if (n < 0 || (n == 0 && job->write)) {
+                describe_cufile_failure(st, job->write, n, len - done, lo + done);
+                return -1;
+            }
+            if (n == 0) { /* read at end of file: zero the rest on the device */
+                CUdeviceptr rest = (CUdeviceptr)(uintptr_t)job->dev + (CUdeviceptr)dev_off + done;
+                CUresult rc = job->cu->MemsetD8Async(rest, 0, len - done, NULL);
+                if (rc == CUDA_SUCCESS)
+                    rc = job->cu->StreamSynchronize(NULL);
+                if (rc != CUDA_SUCCESS) {
+                    gds_status_set(st, 0, "zero-filling device memory past end of file failed: %s",
+                                   gds_cuda_error_text(rc));
+                    return -1;
+                }
+                break;
+            }
+            done += (size_t)n;
+        }
+    }
+    return 0;
+}
+
+int gds_cufile_transfer(gds_file_t *file, bool write, uint64_t offset, size_t size, void *ptr, void *ctx,
+                        gds_status_t *st)
+{
+    const char *why = NULL;
+    cufile_job_t job = {
+        .file = file,
+        .cf = gds_cufile_load(&why),
+        .cu = gds_cuda_load(&why),
+        .write = write,
+        .offset = offset,
+        .size = size,
+        .dev = ptr,
+        .ctx = ctx,
+        .block = file->cfg.io_block_size,
+    };
+    if (!job.cf || !job.cu) {
+        gds_status_set(st, 0, "cuFile unavailable: %s", why);
+        return -1;
+    }
+    uint64_t first = offset / job.block, last = (offset + size - 1) / job.block;
+    return gds_pool_run(file->cfg.threads, (size_t)(last - first + 1), cufile_worker, &job, st);
+}

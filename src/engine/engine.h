@@ -1,0 +1,80 @@
+/*
+ * The I/O engine: moves bytes between a buffer (host or GPU) and a file.
+ *
+ * It knows nothing of HDF5. The VFD layer opens one gds_file_t per HDF5
+ * file and calls gds_file_read/gds_file_write with a file offset, a length
+ * and a buffer; the engine classifies the buffer and picks a path:
+ *
+ *   host memory   -> posix_io (pread/pwrite, large reads split over the pool)
+ *   device memory -> cufile_path (cuFile) when usable, else staged_path
+ *                    (pinned ring + O_DIRECT, pipelined over the pool), or
+ *                    the single bounce buffer of mode=posix.
+ *
+ * Failures are reported through gds_status_t (message + errno), never printed.
+ */
+#ifndef H5GDS_ENGINE_H
+#define H5GDS_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "H5FDgds.h" /* only for the shared enums and the stats struct */
+
+/* The settings the engine uses (the VFD translates its config into this). */
+typedef struct gds_engine_settings {
+    H5FD_gds_mode_t mode;
+    unsigned threads;
+    size_t io_block_size;
+    size_t alignment;
+    size_t fs_block_size;
+    H5FD_gds_switch_t direct;
+    size_t staging_size;
+    unsigned staging_count;
+    size_t parallel_threshold;
+    bool log;
+} gds_engine_settings_t;
+
+/* An error: what failed, with errno when the OS said why. */
+typedef struct gds_status {
+    int err;          /* errno, or 0 */
+    char msg[320];
+} gds_status_t;
+
+void gds_status_set(gds_status_t *st, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+typedef struct gds_file gds_file_t;
+
+/* Takes over nothing: `fd` stays owned by the caller (the VFD); the engine
+ * may open a second, O_DIRECT descriptor on `path` and owns that one. */
+int gds_file_open(gds_file_t **out, const char *path, int fd, bool writable, const gds_engine_settings_t *cfg,
+                  gds_status_t *st);
+void gds_file_close(gds_file_t *file);
+
+/* `raw` is true for dataset raw data (the only requests whose buffer can be
+ * device memory). Reads past the end of the file are zero-filled, in device
+ * memory too. Return 0 on success, -1 with `st` filled. */
+int gds_file_read(gds_file_t *file, uint64_t offset, size_t size, void *buf, bool raw, gds_status_t *st);
+int gds_file_write(gds_file_t *file, uint64_t offset, size_t size, const void *buf, bool raw, gds_status_t *st);
+
+/* The file grew (or shrank) outside gds_file_write, e.g. ftruncate. */
+void gds_file_set_eof(gds_file_t *file, uint64_t eof);
+void gds_file_get_stats(gds_file_t *file, H5FD_gds_stats_t *stats);
+
+/* ---- buffer classification (buffer_kind.c) ---- */
+typedef struct gds_buffer_info {
+    H5FD_gds_memory_t kind;
+    void *context;  /* CUcontext owning device/managed memory */
+    int device;     /* device ordinal */
+} gds_buffer_info_t;
+void gds_classify_buffer(const void *ptr, gds_buffer_info_t *info);
+
+/* ---- plain POSIX helpers (posix_io.c): full transfers, EINTR and short
+ * counts retried, at most 1 GiB per system call. ---- */
+/* Reads up to `size`; returns bytes read (< size only at end of file) or -1. */
+ssize_t gds_pread_full(int fd, void *buf, size_t size, uint64_t offset);
+/* Writes all of `size` bytes or returns -1. */
+int gds_pwrite_full(int fd, const void *buf, size_t size, uint64_t offset);
+
+#endif

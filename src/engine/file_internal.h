@@ -1,0 +1,45 @@
+/* The engine's per-file state, shared by the data paths (not by the VFD). */
+#ifndef H5GDS_FILE_INTERNAL_H
+#define H5GDS_FILE_INTERNAL_H
+
+#include <pthread.h>
+
+#include "engine.h"
+#include "../cuda/cuda_loader.h"
+
+struct gds_file {
+    char *path;
+    int fd;              /* buffered descriptor, owned by the VFD */
+    int direct_fd;       /* O_DIRECT descriptor, owned here; -1 until needed or when unusable */
+    bool writable;
+    gds_engine_settings_t cfg;
+
+    pthread_mutex_t lock;        /* guards the lazily decided state below */
+    bool direct_decided;
+    bool device_route_decided;
+    H5FD_gds_route_t device_route;
+    CUfileHandle_t cufile_handle; /* valid when device_route == CUFILE */
+
+    /* statistics, updated with atomics */
+    H5FD_gds_stats_t stats;
+};
+
+/* The O_DIRECT descriptor, opened on first use; -1 when O_DIRECT is unusable
+ * for this file (then buffered I/O is used and counted as a fallback). */
+int gds_file_direct_fd(gds_file_t *file);
+
+/* Device data paths. `ptr` is a device (or managed) pointer; `ctx` its context. */
+int gds_staged_transfer(gds_file_t *file, bool write, uint64_t offset, size_t size, void *ptr, void *ctx,
+                        unsigned nworkers, unsigned ring_depth, bool allow_direct, gds_status_t *st);
+int gds_cufile_transfer(gds_file_t *file, bool write, uint64_t offset, size_t size, void *ptr, void *ctx,
+                        gds_status_t *st);
+/* Registers the file with cuFile; false with a reason when it cannot be used. */
+bool gds_cufile_register(gds_file_t *file, const char **why, char *why_buf, size_t why_size);
+
+/* Makes `ctx` current on the calling thread (primary context of `device` if NULL). */
+int gds_cuda_use_context(const gds_cuda_api_t *cu, void *ctx, gds_status_t *st);
+
+#define GDS_ROUND_DOWN(x, a) ((x) / (a) * (a))
+#define GDS_ROUND_UP(x, a) (((x) + (a)-1) / (a) * (a))
+
+#endif

@@ -1,0 +1,325 @@
+/*
+ * Device memory <-> file through pinned host staging buffers.
+ *
+ * The request is cut into blocks of io_block_size (aligned to absolute file
+ * offsets) that pool workers claim; each block is moved in pieces of at most
+ * staging_size through the worker's ring of pinned slots. Per worker:
+ *   write: the D2H copy of piece n+1 runs (async, on the worker's stream)
+ *          while piece n is written to the file;
+ *   read:  piece n+1 is read from the file while the H2D copy of piece n runs.
+ * Across workers, many disk requests and copies are in flight at once.
+ *
+ * O_DIRECT is used for the file-block-aligned middle of each piece: a slot's
+ * base maps to the aligned file offset below the piece, so that middle lands
+ * on an aligned host address. The unaligned head and tail use the buffered
+ * descriptor. Reads: short reads at end of file are zero-filled in the slot
+ * before the H2D copy, so device memory past EOF is zeroed.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "file_internal.h"
+#include "worker_pool.h"
+
+#define GDS_MAX_RING 16
+#define GDS_MAX_CONTEXTS 8
+
+typedef struct ring_slot {
+    char *mem;           /* aligned start inside the pinned allocation */
+    CUevent copied;      /* recorded after the slot's async copy */
+    bool pending;        /* a copy was issued and not yet waited for */
+    /* what the slot holds (writes: still to be written to the file) */
+    uint64_t file_offset;
+    size_t size;
+} ring_slot_t;
+
+typedef struct staging_ring {
+    CUcontext ctx;
+    CUstream stream;
+    size_t slot_bytes;   /* usable bytes per slot, including alignment slack */
+    unsigned nslots;
+    void *alloc[GDS_MAX_RING];
+    ring_slot_t slot[GDS_MAX_RING];
+} staging_ring_t;
+
+/* Each worker keeps one ring per CUDA context it has served. */
+typedef struct worker_staging {
+    staging_ring_t rings[GDS_MAX_CONTEXTS];
+    unsigned nrings;
+} worker_staging_t;
+
+typedef struct staged_job {
+    gds_file_t *file;
+    const gds_cuda_api_t *cu;
+    bool write;
+    uint64_t offset;
+    size_t size;
+    CUdeviceptr dev;
+    CUcontext ctx;
+    size_t block;        /* task size */
+    size_t piece;        /* staging slot payload */
+    size_t fsb;          /* O_DIRECT granularity */
+    size_t align;        /* staging memory alignment */
+    unsigned depth;
+    int direct_fd;       /* -1: buffered only */
+} staged_job_t;
+
+static void ring_release(const gds_cuda_api_t *cu, staging_ring_t *ring)
+{
+    for (unsigned i = 0; i < ring->nslots; i++) {
+        if (ring->slot[i].copied)
+            cu->EventDestroy(ring->slot[i].copied);
+        if (ring->alloc[i])
+            cu->MemFreeHost(ring->alloc[i]);
+    }
+    if (ring->stream)
+        cu->StreamDestroy(ring->stream);
+    memset(ring, 0, sizeof *ring);
+}
+
+static int cuda_check(CUresult rc, const char *what, gds_status_t *st)
+{
+    if (rc == CUDA_SUCCESS)
+        return 0;
+    gds_status_set(st, 0, "%s failed: %s (CUDA error %d)", what, gds_cuda_error_text(rc), (int)rc);
+    return -1;
+}
+
+/* The worker's ring for this job's context, (re)built when too small. */
+static staging_ring_t *ring_for(gds_worker_t *worker, const staged_job_t *job, gds_status_t *st)
+{
+    const gds_cuda_api_t *cu = job->cu;
+    worker_staging_t *ws = worker->staging;
+    if (!ws) {
+        ws = calloc(1, sizeof *ws);
+        if (!ws) {
+            gds_status_set(st, ENOMEM, "cannot allocate staging state");
+            return NULL;
+        }
+        worker->staging = ws;
+    }
+    staging_ring_t *ring = NULL;
+    for (unsigned i = 0; i < ws->nrings; i++)
+        if (ws->rings[i].ctx == job->ctx)
+            ring = &ws->rings[i];
+    if (!ring) {
+        if (ws->nrings == GDS_MAX_CONTEXTS) {
+            ring_release(cu, &ws->rings[0]); /* rare: many GPUs; recycle the oldest */
+            memmove(&ws->rings[0], &ws->rings[1], sizeof ws->rings[0] * (GDS_MAX_CONTEXTS - 1));
+            ws->nrings--;
+            memset(&ws->rings[ws->nrings], 0, sizeof ws->rings[0]);
+        }
+        ring = &ws->rings[ws->nrings++];
+        ring->ctx = job->ctx;
+    }
+    size_t need = job->piece + job->fsb; /* head slack so the aligned middle stays aligned */
+    if (ring->stream && ring->slot_bytes >= need && ring->nslots >= job->depth)
+        return ring;
+
+    ring_release(cu, ring);
+    ring->ctx = job->ctx;
+    if (cuda_check(cu->StreamCreate(&ring->stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate", st) != 0)
+        return NULL;
+    for (unsigned i = 0; i < job->depth; i++) {
+        CUresult rc = cu->MemHostAlloc(&ring->alloc[i], need + job->align, CU_MEMHOSTALLOC_PORTABLE);
+        if (rc != CUDA_SUCCESS) {
+            ring->alloc[i] = NULL;
+            ring->nslots = i;
+            ring_release(cu, ring);
+            gds_status_set(st, ENOMEM, "cannot allocate %zu bytes of pinned staging memory: %s", need,
+                           gds_cuda_error_text(rc));
+            return NULL;
+        }
+        uintptr_t p = (uintptr_t)ring->alloc[i];
+        ring->slot[i].mem = (char *)GDS_ROUND_UP(p, job->align);
+        ring->nslots = i + 1;
+        if (cuda_check(cu->EventCreate(&ring->slot[i].copied, CU_EVENT_DISABLE_TIMING), "cuEventCreate", st) != 0) {
+            ring_release(cu, ring);
+            return NULL;
+        }
+    }
+    ring->slot_bytes = need;
+    return ring;
+}
+
+/* Reads [off, off+len) of the file into `dst`, whose address corresponds to
+ * file offset `off` with the slot's alignment. Zero-fills past EOF. */
+static int piece_read(const staged_job_t *job, char *slot_base, uint64_t base, uint64_t off, size_t len,
+                      gds_status_t *st)
+{
+    int fd = job->file->fd;
+    char *dst = slot_base + (off - base);
+    size_t done = 0;
+    if (job->direct_fd >= 0) {
+        uint64_t a0 = GDS_ROUND_UP(off, job->fsb), a1 = GDS_ROUND_DOWN(off + len, job->fsb);
+        if (a1 > a0) {
+            ssize_t n = gds_pread_full(fd, dst, (size_t)(a0 - off), off);
+            if (n < 0)
+                goto fail;
+            if ((size_t)n == a0 - off) {
+                ssize_t m = gds_pread_full(job->direct_fd, slot_base + (a0 - base), (size_t)(a1 - a0), a0);
+                if (m < 0)
+                    goto fail;
+                done = (size_t)(a0 - off) + (size_t)m;
+                /* A short O_DIRECT read ends at EOF; the buffered read below
+                 * confirms that and picks up any unaligned remainder. */
+            }
+            else {
+                done = (size_t)n;
+            }
+        }
+    }
+    if (done < len) {
+        ssize_t n = gds_pread_full(fd, dst + done, len - done, off + done);
+        if (n < 0)
+            goto fail;
+        done += (size_t)n;
+    }
+    if (done < len)
+        memset(dst + done, 0, len - done); /* past end of file */
+    return 0;
+fail:
+    gds_status_set(st, errno, "read of %zu bytes at offset %llu failed", len, (unsigned long long)off);
+    return -1;
+}
+
+static int piece_write(const staged_job_t *job, char *slot_base, uint64_t base, uint64_t off, size_t len,
+                       gds_status_t *st)
+{
+    int fd = job->file->fd;
+    const char *src = slot_base + (off - base);
+    uint64_t a0 = GDS_ROUND_UP(off, job->fsb), a1 = GDS_ROUND_DOWN(off + len, job->fsb);
+    if (job->direct_fd >= 0 && a1 > a0) {
+        if (gds_pwrite_full(fd, src, (size_t)(a0 - off), off) != 0 ||
+            gds_pwrite_full(job->direct_fd, slot_base + (a0 - base), (size_t)(a1 - a0), a0) != 0 ||
+            gds_pwrite_full(fd, src + (a1 - off), (size_t)(off + len - a1), a1) != 0)
+            goto fail;
+        return 0;
+    }
+    if (gds_pwrite_full(fd, src, len, off) == 0)
+        return 0;
+fail:
+    gds_status_set(st, errno, "write of %zu bytes at offset %llu failed", len, (unsigned long long)off);
+    return -1;
+}
+
+/* Finishes the slot's outstanding work: waits for its copy; for a write,
+ * then stores its bytes in the file. */
+static int slot_retire(const staged_job_t *job, ring_slot_t *slot, gds_status_t *st)
+{
+    if (!slot->pending)
+        return 0;
+    slot->pending = false;
+    if (cuda_check(job->cu->EventSynchronize(slot->copied), job->write ? "device-to-host copy" : "host-to-device copy",
+                   st) != 0)
+        return -1;
+    if (job->write)
+        return piece_write(job, slot->mem, GDS_ROUND_DOWN(slot->file_offset, job->fsb), slot->file_offset,
+                           slot->size, st);
+    return 0;
+}
+
+static int staged_worker(gds_job_t *gjob, void *arg, gds_worker_t *worker, gds_status_t *st)
+{
+    const staged_job_t *job = arg;
+    const gds_cuda_api_t *cu = job->cu;
+    if (gds_cuda_use_context(cu, job->ctx, st) != 0)
+        return -1;
+    staging_ring_t *ring = ring_for(worker, job, st);
+    if (!ring)
+        return -1;
+
+    unsigned next_slot = 0;
+    int rc = 0;
+    size_t task;
+    uint64_t first_block = job->offset / job->block;
+    while (rc == 0 && gds_job_next(gjob, &task)) {
+        uint64_t b0 = (first_block + task) * job->block, b1 = b0 + job->block;
+        uint64_t lo = b0 > job->offset ? b0 : job->offset;
+        uint64_t hi = b1 < job->offset + job->size ? b1 : job->offset + job->size;
+        for (uint64_t off = lo; rc == 0 && off < hi; off += job->piece) {
+            size_t len = (size_t)((hi - off) < job->piece ? hi - off : job->piece);
+            ring_slot_t *slot = &ring->slot[next_slot];
+            next_slot = (next_slot + 1) % job->depth;
+            if ((rc = slot_retire(job, slot, st)) != 0)
+                break;
+            uint64_t base = GDS_ROUND_DOWN(off, job->fsb);
+            char *host = slot->mem + (off - base);
+            CUdeviceptr dev = job->dev + (off - job->offset);
+            if (job->write) {
+                rc = cuda_check(cu->MemcpyDtoHAsync(host, dev, len, ring->stream), "cuMemcpyDtoHAsync", st);
+            }
+            else {
+                rc = piece_read(job, slot->mem, base, off, len, st);
+                if (rc == 0)
+                    rc = cuda_check(cu->MemcpyHtoDAsync(dev, host, len, ring->stream), "cuMemcpyHtoDAsync", st);
+            }
+            if (rc == 0)
+                rc = cuda_check(cu->EventRecord(slot->copied, ring->stream), "cuEventRecord", st);
+            if (rc == 0) {
+                slot->pending = true;
+                slot->file_offset = off;
+                slot->size = len;
+            }
+        }
+    }
+    /* Drain in issue order; on failure still wait for every copy in flight so
+     * no slot is reused (or freed) while the GPU reads or writes it. */
+    for (unsigned i = 0; i < job->depth; i++) {
+        ring_slot_t *slot = &ring->slot[(next_slot + i) % job->depth];
+        if (rc == 0) {
+            rc = slot_retire(job, slot, st);
+        }
+        else if (slot->pending) {
+            slot->pending = false;
+            cu->EventSynchronize(slot->copied);
+        }
+    }
+    return rc;
+}
+
+int gds_staged_transfer(gds_file_t *file, bool write, uint64_t offset, size_t size, void *ptr, void *ctx,
+                        unsigned nworkers, unsigned ring_depth, bool allow_direct, gds_status_t *st)
+{
+    const char *why = NULL;
+    const gds_cuda_api_t *cu = gds_cuda_load(&why);
+    if (!cu) {
+        gds_status_set(st, 0, "device buffer but CUDA is unusable: %s", why);
+        return -1;
+    }
+    staged_job_t job = {
+        .file = file,
+        .cu = cu,
+        .write = write,
+        .offset = offset,
+        .size = size,
+        .dev = (CUdeviceptr)(uintptr_t)ptr,
+        .ctx = ctx,
+        .block = file->cfg.io_block_size,
+        .piece = file->cfg.staging_size < file->cfg.io_block_size ? file->cfg.staging_size : file->cfg.io_block_size,
+        .fsb = file->cfg.fs_block_size,
+        .align = file->cfg.alignment > file->cfg.fs_block_size ? file->cfg.alignment : file->cfg.fs_block_size,
+        .depth = ring_depth < 1 ? 1 : ring_depth > GDS_MAX_RING ? GDS_MAX_RING : ring_depth,
+        .direct_fd = -1,
+    };
+    /* O_DIRECT: writes by default (durable, no page-cache copy); reads only
+     * when forced, since buffered reads keep the page cache warm for the
+     * next reader and reach the same cold-read rate with read-ahead. */
+    if (allow_direct && (file->cfg.direct == H5FD_GDS_ON || (write && file->cfg.direct == H5FD_GDS_SWITCH_AUTO)))
+        job.direct_fd = gds_file_direct_fd(file);
+    uint64_t first = offset / job.block, last = (offset + size - 1) / job.block;
+    return gds_pool_run(nworkers, (size_t)(last - first + 1), staged_worker, &job, st);
+}
+
+int gds_cuda_use_context(const gds_cuda_api_t *cu, void *ctx, gds_status_t *st)
+{
+    CUcontext current = NULL;
+    if (ctx && cu->CtxGetCurrent(&current) == CUDA_SUCCESS && current == (CUcontext)ctx)
+        return 0;
+    if (!ctx) {
+        gds_status_set(st, 0, "device buffer without a CUDA context");
+        return -1;
+    }
+    return cuda_check(cu->CtxSetCurrent((CUcontext)ctx), "cuCtxSetCurrent", st);
+}

@@ -1,0 +1,376 @@
+/* See gds_config.h. */
+#include "gds_config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "gds_error.h"
+
+#define KiB ((uint64_t)1 << 10)
+#define MiB ((uint64_t)1 << 20)
+#define GiB ((uint64_t)1 << 30)
+#define TiB ((uint64_t)1 << 40)
+
+/* Pinned memory the staging rings may take in all (threads x count x size). */
+#define GDS_MAX_PINNED_BYTES (64 * GiB)
+
+void gds_config_defaults(H5FD_gds_config_t *c)
+{
+    memset(c, 0, sizeof *c);
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    c->version = H5FD_GDS_CONFIG_VERSION;
+    c->mode = H5FD_GDS_MODE_AUTO;
+    /* Enough threads to overlap disk and PCIe and to copy out of the page
+     * cache in parallel, without oversubscribing small machines too much. */
+    c->threads = ncpu < 4 ? 4 : ncpu > 16 ? 16 : (unsigned)ncpu;
+    c->io_block_size = 16 * MiB;
+    c->alignment = 4096;
+    c->fs_block_size = 4096;
+    c->direct = H5FD_GDS_SWITCH_AUTO;
+    c->staging_size = 4 * MiB;
+    c->staging_count = 3;
+    c->parallel_threshold = 32 * MiB;
+    c->stats = 0;
+    c->log = 0;
+    c->fsync_on_flush = 0;
+}
+
+typedef enum key_kind { KEY_SIZE, KEY_COUNT, KEY_BOOL, KEY_MODE, KEY_SWITCH } key_kind_t;
+
+typedef struct key_spec {
+    const char *name;
+    key_kind_t kind;
+    size_t offset;
+    uint64_t min, max;
+    bool power_of_two;
+} key_spec_t;
+
+#define F(field) offsetof(H5FD_gds_config_t, field)
+static const key_spec_t keys[] = {
+    {"mode", KEY_MODE, F(mode), 0, 0, false},
+    {"threads", KEY_COUNT, F(threads), 1, 256, false},
+    {"io_block_size", KEY_SIZE, F(io_block_size), 4 * KiB, 1 * GiB, false},
+    {"alignment", KEY_SIZE, F(alignment), 1, 1 * MiB, true},
+    {"fs_block_size", KEY_SIZE, F(fs_block_size), 512, 1 * MiB, true},
+    {"direct", KEY_SWITCH, F(direct), 0, 0, false},
+    {"staging_size", KEY_SIZE, F(staging_size), 4 * KiB, 1 * GiB, false},
+    {"staging_count", KEY_COUNT, F(staging_count), 1, 16, false},
+    {"parallel_threshold", KEY_SIZE, F(parallel_threshold), 0, 1 * TiB, false},
+    {"stats", KEY_BOOL, F(stats), 0, 1, false},
+    {"log", KEY_BOOL, F(log), 0, 1, false},
+    {"fsync", KEY_BOOL, F(fsync_on_flush), 0, 1, false},
+};
+#undef F
+#define NKEYS (sizeof keys / sizeof keys[0])
+
+static const char *const mode_names[] = {"auto", "cufile", "staged", "posix"};
+static const char *const switch_names[] = {"off", "on", "auto"};
+
+static void report(const char *origin, const char *key, const char *value, const char *problem)
+{
+    GDS_ERROR(H5E_PLIST, H5E_BADVALUE, "invalid gds driver configuration (%s): %s%s%s'%s' %s", origin,
+              key ? "key '" : "", key ? key : "", key ? "' = " : "", value, problem);
+}
+
+/* "8MiB", "4096", "1g": binary for K/M/G/T, KiB/MiB/GiB/TiB; decimal for kB/MB/GB/TB. */
+static bool parse_size(const char *s, uint64_t *out)
+{
+    if (!isdigit((unsigned char)*s))
+        return false;
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno == ERANGE)
+        return false;
+    uint64_t mult = 1;
+    if (*end) {
+        static const struct {
+            const char *suffix;
+            uint64_t mult;
+        } units[] = {{"b", 1},           {"k", KiB},         {"kib", KiB},        {"kb", 1000},
+                     {"m", MiB},         {"mib", MiB},       {"mb", 1000000},     {"g", GiB},
+                     {"gib", GiB},       {"gb", 1000000000}, {"t", TiB},          {"tib", TiB},
+                     {"tb", 1000000000000ULL}};
+        bool found = false;
+        for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+            if (strcasecmp(end, units[i].suffix) == 0) {
+                mult = units[i].mult;
+                found = true;
+            }
+        if (!found)
+            return false;
+    }
+    if (v > UINT64_MAX / mult)
+        return false;
+    *out = v * mult;
+    return true;
+}
+
+static int lookup(const char *value, const char *const *names, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (strcasecmp(value, names[i]) == 0)
+            return i;
+    return -1;
+}
+
+static int parse_bool(const char *v)
+{
+    if (!strcasecmp(v, "on") || !strcasecmp(v, "true") || !strcasecmp(v, "yes") || !strcmp(v, "1"))
+        return 1;
+    if (!strcasecmp(v, "off") || !strcasecmp(v, "false") || !strcasecmp(v, "no") || !strcmp(v, "0"))
+        return 0;
+    return -1;
+}
+
+static herr_t set_key(H5FD_gds_config_t *c, const key_spec_t *k, const char *value, const char *origin)
+{
+    char *field = (char *)c + k->offset;
+    char problem[128];
+    switch (k->kind) {
+    case KEY_MODE: {
+        int m = lookup(value, mode_names, 4);
+        if (m < 0) {
+            report(origin, k->name, value, "is not one of auto, cufile, staged, posix");
+            return -1;
+        }
+        *(H5FD_gds_mode_t *)field = (H5FD_gds_mode_t)m;
+        return 0;
+    }
+    case KEY_SWITCH: {
+        int b = parse_bool(value);
+        int m = b >= 0 ? b : lookup(value, switch_names, 3);
+        if (m < 0) {
+            report(origin, k->name, value, "is not one of on, off, auto");
+            return -1;
+        }
+        *(H5FD_gds_switch_t *)field = (H5FD_gds_switch_t)m;
+        return 0;
+    }
+    case KEY_BOOL: {
+        int b = parse_bool(value);
+        if (b < 0) {
+            report(origin, k->name, value, "is not on or off");
+            return -1;
+        }
+        *(int *)field = b;
+        return 0;
+    }
+    case KEY_COUNT:
+    case KEY_SIZE: {
+        uint64_t v;
+        bool ok = k->kind == KEY_SIZE ? parse_size(value, &v) : parse_size(value, &v) && strspn(value, "0123456789") == strlen(value);
+        if (!ok) {
+            report(origin, k->name, value,
+                   k->kind == KEY_SIZE ? "is not a size (e.g. 4096, 64KiB, 8MiB, 1GiB)" : "is not a whole number");
+            return -1;
+        }
+        if (v < k->min || v > k->max) {
+            snprintf(problem, sizeof problem, "is out of range (%llu..%llu)", (unsigned long long)k->min,
+                     (unsigned long long)k->max);
+            report(origin, k->name, value, problem);
+            return -1;
+        }
+        if (k->power_of_two && (v & (v - 1)) != 0) {
+            report(origin, k->name, value, "is not a power of two");
+            return -1;
+        }
+        if (k->kind == KEY_SIZE)
+            *(size_t *)field = (size_t)v;
+        else
+            *(unsigned *)field = (unsigned)v;
+        return 0;
+    }
+    }
+    return -1;
+}
+
+herr_t gds_config_validate(const H5FD_gds_config_t *c)
+{
+    char value[32];
+    if (!c) {
+        GDS_ERROR(H5E_ARGS, H5E_BADVALUE, "configuration pointer is NULL");
+        return -1;
+    }
+    if (c->version != H5FD_GDS_CONFIG_VERSION) {
+        GDS_ERROR(H5E_PLIST, H5E_BADVALUE,
+                  "gds configuration version %u is not supported (this library has version %u; "
+                  "initialise the struct with H5FD_gds_config_init)",
+                  c->version, H5FD_GDS_CONFIG_VERSION);
+        return -1;
+    }
+    /* Re-run every field through the same checks the parser applies. */
+    H5FD_gds_config_t scratch = *c;
+    for (size_t i = 0; i < NKEYS; i++) {
+        const key_spec_t *k = &keys[i];
+        const char *field = (const char *)c + k->offset;
+        switch (k->kind) {
+        case KEY_MODE:
+            if ((unsigned)*(const H5FD_gds_mode_t *)field > H5FD_GDS_MODE_POSIX) {
+                snprintf(value, sizeof value, "%d", (int)*(const H5FD_gds_mode_t *)field);
+                report("configuration struct", k->name, value, "is not a valid mode");
+                return -1;
+            }
+            break;
+        case KEY_SWITCH:
+            if ((unsigned)*(const H5FD_gds_switch_t *)field > H5FD_GDS_SWITCH_AUTO) {
+                snprintf(value, sizeof value, "%d", (int)*(const H5FD_gds_switch_t *)field);
+                report("configuration struct", k->name, value, "is not on, off or auto");
+                return -1;
+            }
+            break;
+        case KEY_BOOL:
+            snprintf(value, sizeof value, "%d", *(const int *)field);
+            if (set_key(&scratch, k, value, "configuration struct") < 0)
+                return -1;
+            break;
+        case KEY_COUNT:
+            snprintf(value, sizeof value, "%u", *(const unsigned *)field);
+            if (set_key(&scratch, k, value, "configuration struct") < 0)
+                return -1;
+            break;
+        case KEY_SIZE:
+            snprintf(value, sizeof value, "%zu", *(const size_t *)field);
+            if (set_key(&scratch, k, value, "configuration struct") < 0)
+                return -1;
+            break;
+        }
+    }
+    uint64_t pinned = (uint64_t)c->threads * c->staging_count * c->staging_size;
+    if (pinned > GDS_MAX_PINNED_BYTES) {
+        GDS_ERROR(H5E_PLIST, H5E_BADVALUE,
+                  "invalid gds driver configuration: threads (%u) x staging_count (%u) x staging_size (%zu) = "
+                  "%llu bytes of pinned memory, more than the limit of %llu",
+                  c->threads, c->staging_count, c->staging_size, (unsigned long long)pinned,
+                  (unsigned long long)GDS_MAX_PINNED_BYTES);
+        return -1;
+    }
+    return 0;
+}
+
+static char *trim(char *s)
+{
+    while (isspace((unsigned char)*s))
+        s++;
+    char *e = s + strlen(s);
+    while (e > s && isspace((unsigned char)e[-1]))
+        *--e = '\0';
+    return s;
+}
+
+herr_t gds_config_apply(H5FD_gds_config_t *config, const char *text, const char *origin)
+{
+    if (!text)
+        return 0;
+    char *copy = strdup(text);
+    if (!copy) {
+        GDS_ERROR(H5E_RESOURCE, H5E_NOSPACE, "out of memory parsing the gds configuration");
+        return -1;
+    }
+    H5FD_gds_config_t next = *config;
+    herr_t ret = 0;
+    char *save = NULL;
+    for (char *item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+        item = trim(item);
+        if (!*item)
+            continue;
+        char *eq = strchr(item, '=');
+        if (!eq) {
+            report(origin, NULL, item, "is not of the form key=value");
+            ret = -1;
+            break;
+        }
+        *eq = '\0';
+        char *key = trim(item), *value = trim(eq + 1);
+        const key_spec_t *spec = NULL;
+        for (size_t i = 0; i < NKEYS; i++)
+            if (strcasecmp(key, keys[i].name) == 0)
+                spec = &keys[i];
+        if (!spec) {
+            char problem[400];
+            snprintf(problem, sizeof problem,
+                     "has an unknown key (known: mode, threads, io_block_size, alignment, fs_block_size, direct, "
+                     "staging_size, staging_count, parallel_threshold, stats, log, fsync)");
+            report(origin, key, value, problem);
+            ret = -1;
+            break;
+        }
+        if (!*value) {
+            report(origin, spec->name, value, "has no value");
+            ret = -1;
+            break;
+        }
+        if ((ret = set_key(&next, spec, value, origin)) < 0)
+            break;
+    }
+    free(copy);
+    if (ret == 0 && (ret = gds_config_validate(&next)) == 0)
+        *config = next;
+    return ret;
+}
+
+void gds_config_to_engine(const H5FD_gds_config_t *c, gds_engine_settings_t *s)
+{
+    s->mode = c->mode;
+    s->threads = c->threads;
+    s->io_block_size = c->io_block_size;
+    s->alignment = c->alignment;
+    s->fs_block_size = c->fs_block_size;
+    s->direct = c->direct;
+    s->staging_size = c->staging_size;
+    s->staging_count = c->staging_count;
+    s->parallel_threshold = c->parallel_threshold;
+    s->log = c->log != 0;
+}
+
+/* ---- public API ---- */
+
+herr_t H5FD_gds_config_init(H5FD_gds_config_t *config)
+{
+    if (!config) {
+        GDS_ERROR(H5E_ARGS, H5E_BADVALUE, "configuration pointer is NULL");
+        return -1;
+    }
+    H5FD_gds_config_t c;
+    gds_config_defaults(&c);
+    if (gds_config_apply(&c, getenv(H5GDS_CONFIG_ENV), "environment variable " H5GDS_CONFIG_ENV) < 0)
+        return -1;
+    *config = c;
+    return 0;
+}
+
+herr_t H5FD_gds_config_parse(H5FD_gds_config_t *config, const char *text)
+{
+    if (!config || !text) {
+        GDS_ERROR(H5E_ARGS, H5E_BADVALUE, "NULL argument to H5FD_gds_config_parse");
+        return -1;
+    }
+    return gds_config_apply(config, text, "configuration string");
+}
+
+herr_t H5FD_gds_config_format(const H5FD_gds_config_t *c, char *buf, size_t size)
+{
+    if (!c || !buf) {
+        GDS_ERROR(H5E_ARGS, H5E_BADVALUE, "NULL argument to H5FD_gds_config_format");
+        return -1;
+    }
+    int n = snprintf(buf, size,
+                     "mode=%s,threads=%u,io_block_size=%zu,alignment=%zu,fs_block_size=%zu,direct=%s,"
+                     "staging_size=%zu,staging_count=%u,parallel_threshold=%zu,stats=%s,log=%s,fsync=%s",
+                     (unsigned)c->mode <= H5FD_GDS_MODE_POSIX ? mode_names[c->mode] : "?", c->threads,
+                     c->io_block_size, c->alignment, c->fs_block_size,
+                     (unsigned)c->direct <= H5FD_GDS_SWITCH_AUTO ? switch_names[c->direct] : "?", c->staging_size,
+                     c->staging_count, c->parallel_threshold, c->stats ? "on" : "off", c->log ? "on" : "off",
+                     c->fsync_on_flush ? "on" : "off");
+    if (n < 0 || (size_t)n >= size) {
+        GDS_ERROR(H5E_ARGS, H5E_BADVALUE, "buffer of %zu bytes too small for the configuration string", size);
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,269 @@
+/*
+ * Dataset-level help for GPU buffers: properties that let HDF5 pass the
+ * user's buffer straight to the driver, and H5Dwrite/H5Dread variants that
+ * check those conditions and stage through pinned host memory when they do
+ * not hold, so that HDF5 never touches device memory with the CPU.
+ *
+ * When HDF5 copies or converts with the CPU instead of passing the buffer on
+ * (the rules this file checks):
+ *   - memory type differs from the file type (conversion), or a data
+ *     transform is set on the transfer list;
+ *   - compact layout (data lives in the object header), external files, or
+ *     virtual datasets;
+ *   - chunked data with filters, or chunks small enough for the chunk cache;
+ *   - reads of storage not yet allocated (HDF5 fills the buffer itself);
+ *   - writes of unallocated chunks that need a fill value;
+ *   - the file does not use the gds driver.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "H5FDgds.h"
+#include "gds_error.h"
+#include "../cuda/cuda_loader.h"
+#include "../engine/engine.h"
+
+static _Thread_local H5FD_gds_route_t last_route = H5FD_GDS_ROUTE_NONE;
+
+H5FD_gds_route_t H5FD_gds_last_route(void)
+{
+    return last_route;
+}
+
+H5FD_gds_memory_t H5FD_gds_memory_kind(const void *ptr)
+{
+    gds_buffer_info_t info;
+    gds_classify_buffer(ptr, &info);
+    return info.kind;
+}
+
+herr_t H5FD_gds_prepare_dcpl(hid_t dcpl_id)
+{
+    if (H5Pset_fill_time(dcpl_id, H5D_FILL_TIME_NEVER) < 0 || H5Pset_alloc_time(dcpl_id, H5D_ALLOC_TIME_EARLY) < 0) {
+        GDS_ERROR(H5E_PLIST, H5E_CANTSET, "cannot set fill time/allocation time on the dataset creation list");
+        return -1;
+    }
+    return 0;
+}
+
+hid_t H5FD_gds_create_dcpl(void)
+{
+    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    if (dcpl < 0 || H5FD_gds_prepare_dcpl(dcpl) < 0) {
+        if (dcpl >= 0)
+            H5Pclose(dcpl);
+        GDS_ERROR(H5E_PLIST, H5E_CANTCREATE, "cannot create a dataset creation property list");
+        return H5I_INVALID_HID;
+    }
+    return dcpl;
+}
+
+hid_t H5FD_gds_create_dapl(void)
+{
+    hid_t dapl = H5Pcreate(H5P_DATASET_ACCESS);
+    /* No chunk cache: every chunk is "too large to cache" and goes direct. */
+    if (dapl < 0 || H5Pset_chunk_cache(dapl, 0, 0, H5D_CHUNK_CACHE_W0_DEFAULT) < 0) {
+        if (dapl >= 0)
+            H5Pclose(dapl);
+        GDS_ERROR(H5E_PLIST, H5E_CANTCREATE, "cannot create a dataset access property list");
+        return H5I_INVALID_HID;
+    }
+    return dapl;
+}
+
+/* True when HDF5 will hand `buf` to the driver untouched. Any failure to
+ * find out counts as "no": staging is always correct. */
+static bool passes_through(hid_t dset, hid_t mem_type, hid_t dxpl, bool write)
+{
+    bool ok = false;
+    hid_t file_type = H5I_INVALID_HID, dcpl = H5I_INVALID_HID, dapl = H5I_INVALID_HID, fid = H5I_INVALID_HID,
+          fapl = H5I_INVALID_HID;
+    H5E_BEGIN_TRY
+    {
+        do {
+            if (dxpl != H5P_DEFAULT && H5Pget_data_transform(dxpl, NULL, 0) > 0)
+                break;
+            if ((file_type = H5Dget_type(dset)) < 0 || H5Tequal(mem_type, file_type) <= 0)
+                break;
+            if (H5Tdetect_class(mem_type, H5T_VLEN) != 0 || H5Tis_variable_str(mem_type) != 0 ||
+                H5Tdetect_class(mem_type, H5T_REFERENCE) != 0)
+                break;
+            if ((fid = H5Iget_file_id(dset)) < 0 || (fapl = H5Fget_access_plist(fid)) < 0 ||
+                H5Pget_driver(fapl) != H5FD_gds_init())
+                break;
+            if ((dcpl = H5Dget_create_plist(dset)) < 0)
+                break;
+            H5D_layout_t layout = H5Pget_layout(dcpl);
+            if (layout != H5D_CONTIGUOUS && layout != H5D_CHUNKED)
+                break;
+            if (H5Pget_external_count(dcpl) != 0)
+                break;
+            H5D_space_status_t status;
+            if (H5Dget_space_status(dset, &status) < 0)
+                break;
+            bool allocated = status == H5D_SPACE_STATUS_ALLOCATED;
+            if (!write && !allocated)
+                break;
+            if (layout == H5D_CHUNKED) {
+                if (H5Pget_nfilters(dcpl) != 0)
+                    break;
+                hsize_t dims[H5S_MAX_RANK];
+                int rank = H5Pget_chunk(dcpl, H5S_MAX_RANK, dims);
+                if (rank <= 0)
+                    break;
+                size_t chunk_bytes = H5Tget_size(file_type);
+                for (int i = 0; i < rank; i++)
+                    chunk_bytes *= (size_t)dims[i];
+                size_t nslots, nbytes;
+                double w0;
+                if ((dapl = H5Dget_access_plist(dset)) < 0 || H5Pget_chunk_cache(dapl, &nslots, &nbytes, &w0) < 0)
+                    break;
+                if (chunk_bytes <= nbytes)
+                    break;
+                if (write && !allocated) {
+                    H5D_fill_time_t fill_time;
+                    if (H5Pget_fill_time(dcpl, &fill_time) < 0 || fill_time != H5D_FILL_TIME_NEVER)
+                        break;
+                }
+            }
+            ok = true;
+        } while (0);
+        if (file_type >= 0)
+            H5Tclose(file_type);
+        if (dcpl >= 0)
+            H5Pclose(dcpl);
+        if (dapl >= 0)
+            H5Pclose(dapl);
+        if (fapl >= 0)
+            H5Pclose(fapl);
+        if (fid >= 0)
+            H5Fclose(fid);
+    }
+    H5E_END_TRY;
+    return ok;
+}
+
+/* Bytes the application's buffer spans: the extent of the memory space (or
+ * of the file space when the memory space is H5S_ALL). */
+static herr_t buffer_extent(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_space, size_t *bytes)
+{
+    hid_t space = mem_space != H5S_ALL ? mem_space : file_space;
+    hid_t owned = H5I_INVALID_HID;
+    if (space == H5S_ALL && (space = owned = H5Dget_space(dset)) < 0)
+        return -1;
+    hssize_t n = H5Sget_simple_extent_npoints(space);
+    size_t elem = H5Tget_size(mem_type);
+    if (owned >= 0)
+        H5Sclose(owned);
+    if (n < 0 || elem == 0)
+        return -1;
+    *bytes = (size_t)n * elem;
+    return 0;
+}
+
+typedef struct staging {
+    const gds_cuda_api_t *cu;
+    CUcontext saved;
+    void *host;
+    size_t bytes;
+} staging_t;
+
+static herr_t staging_begin(staging_t *s, const void *dev, hid_t dset, hid_t mem_type, hid_t mem_space,
+                            hid_t file_space)
+{
+    const char *why = NULL;
+    memset(s, 0, sizeof *s);
+    if (H5Tdetect_class(mem_type, H5T_VLEN) != 0 || H5Tis_variable_str(mem_type) != 0) {
+        GDS_ERROR(H5E_DATASET, H5E_UNSUPPORTED,
+                  "variable-length data holds host pointers and cannot be read or written from GPU memory");
+        return -1;
+    }
+    if (buffer_extent(dset, mem_type, mem_space, file_space, &s->bytes) < 0) {
+        GDS_ERROR(H5E_DATASET, H5E_CANTGET, "cannot determine the size of the memory buffer");
+        return -1;
+    }
+    if (!(s->cu = gds_cuda_load(&why))) {
+        GDS_ERROR(H5E_DATASET, H5E_CANTINIT, "CUDA is unusable: %s", why);
+        return -1;
+    }
+    gds_buffer_info_t info;
+    gds_classify_buffer(dev, &info);
+    s->cu->CtxGetCurrent(&s->saved);
+    if (info.context && info.context != (void *)s->saved)
+        s->cu->CtxSetCurrent((CUcontext)info.context);
+    CUresult rc = s->cu->MemHostAlloc(&s->host, s->bytes ? s->bytes : 1, 0);
+    if (rc != CUDA_SUCCESS) {
+        s->host = NULL;
+        GDS_ERROR(H5E_RESOURCE, H5E_NOSPACE, "cannot allocate %zu bytes of pinned host memory: %s", s->bytes,
+                  gds_cuda_error_text(rc));
+        return -1;
+    }
+    return 0;
+}
+
+static herr_t staging_copy(staging_t *s, void *dst, const void *src, bool to_device)
+{
+    if (s->bytes == 0)
+        return 0;
+    CUresult rc = to_device ? s->cu->MemcpyHtoD((CUdeviceptr)(uintptr_t)dst, src, s->bytes)
+                            : s->cu->MemcpyDtoH(dst, (CUdeviceptr)(uintptr_t)src, s->bytes);
+    if (rc != CUDA_SUCCESS) {
+        GDS_ERROR(H5E_DATASET, H5E_CANTCOPY, "copy of %zu bytes %s failed: %s", s->bytes,
+                  to_device ? "to the GPU" : "from the GPU", gds_cuda_error_text(rc));
+        return -1;
+    }
+    return 0;
+}
+
+static void staging_end(staging_t *s)
+{
+    if (s->host)
+        s->cu->MemFreeHost(s->host);
+    if (s->cu)
+        s->cu->CtxSetCurrent(s->saved);
+}
+
+herr_t H5Dwrite_gds(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_space, hid_t dxpl, const void *buf)
+{
+    if (H5FD_gds_memory_kind(buf) != H5FD_GDS_MEMORY_DEVICE) {
+        last_route = H5FD_GDS_ROUTE_HOST;
+        return H5Dwrite(dset, mem_type, mem_space, file_space, dxpl, buf);
+    }
+    if (passes_through(dset, mem_type, dxpl, true)) {
+        last_route = H5FD_GDS_ROUTE_PASSTHROUGH;
+        return H5Dwrite(dset, mem_type, mem_space, file_space, dxpl, buf);
+    }
+    last_route = H5FD_GDS_ROUTE_HOST_STAGED;
+    staging_t s;
+    herr_t ret = staging_begin(&s, buf, dset, mem_type, mem_space, file_space);
+    if (ret == 0)
+        ret = staging_copy(&s, s.host, buf, false);
+    if (ret == 0)
+        ret = H5Dwrite(dset, mem_type, mem_space, file_space, dxpl, s.host);
+    staging_end(&s);
+    return ret;
+}
+
+herr_t H5Dread_gds(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_space, hid_t dxpl, void *buf)
+{
+    if (H5FD_gds_memory_kind(buf) != H5FD_GDS_MEMORY_DEVICE) {
+        last_route = H5FD_GDS_ROUTE_HOST;
+        return H5Dread(dset, mem_type, mem_space, file_space, dxpl, buf);
+    }
+    if (passes_through(dset, mem_type, dxpl, false)) {
+        last_route = H5FD_GDS_ROUTE_PASSTHROUGH;
+        return H5Dread(dset, mem_type, mem_space, file_space, dxpl, buf);
+    }
+    last_route = H5FD_GDS_ROUTE_HOST_STAGED;
+    staging_t s;
+    /* Unselected elements of the buffer must survive: copy it out first. */
+    herr_t ret = staging_begin(&s, buf, dset, mem_type, mem_space, file_space);
+    if (ret == 0)
+        ret = staging_copy(&s, s.host, buf, false);
+    if (ret == 0)
+        ret = H5Dread(dset, mem_type, mem_space, file_space, dxpl, s.host);
+    if (ret == 0)
+        ret = staging_copy(&s, buf, s.host, true);
+    staging_end(&s);
+    return ret;
+}

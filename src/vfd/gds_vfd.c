@@ -1,0 +1,558 @@
+/*
+ * The `gds` virtual file driver: HDF5's callbacks, in class-table order.
+ *
+ * Metadata and host buffers behave exactly as with sec2 (open flags, EOA/EOF,
+ * zero-filled reads past EOF, truncate, locking, cmp). Every transfer goes
+ * to the engine (src/engine), which classifies raw-data buffers and moves
+ * GPU memory through cuFile or its staging pipeline. This file only speaks
+ * HDF5: it translates flags, keeps EOA/EOF and reports errors.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "H5FDgds.h"
+#include "gds_config.h"
+#include "gds_error.h"
+#include "gds_hdf5.h"
+
+/* HDF5 addresses are unsigned 64-bit; files are addressed by off_t. */
+#define GDS_MAXADDR (((haddr_t)1 << (8 * sizeof(off_t) - 1)) - 1)
+#define GDS_ADDR_OVERFLOW(a) ((a) == HADDR_UNDEF || ((a) & ~(haddr_t)GDS_MAXADDR))
+#define GDS_REGION_OVERFLOW(a, z) \
+    (GDS_ADDR_OVERFLOW(a) || (z) > (size_t)GDS_MAXADDR || (haddr_t)((a) + (z)) < (a) || \
+     GDS_ADDR_OVERFLOW((haddr_t)((a) + (z))))
+
+typedef struct gds_vfd_file {
+    H5FD_t pub;             /* must be first: HDF5 casts between the two */
+    int fd;                 /* buffered descriptor; H5Fget_vfd_handle returns &fd */
+    haddr_t eoa;
+    haddr_t eof;
+    dev_t device;
+    ino_t inode;
+    bool ignore_disabled_locks;
+    H5FD_gds_config_t config;
+    gds_file_t *engine;
+    char *name;
+} gds_vfd_file_t;
+
+static hid_t gds_driver_id = H5I_INVALID_HID;
+
+/* Callbacks, in class-table order. */
+static herr_t gds_term(void);
+static void *gds_fapl_get(H5FD_t *file);
+static void *gds_fapl_copy(const void *info);
+static herr_t gds_fapl_free(void *info);
+static H5FD_t *gds_open(const char *name, unsigned flags, hid_t fapl_id, haddr_t maxaddr);
+static herr_t gds_close(H5FD_t *file);
+static int gds_cmp(const H5FD_t *f1, const H5FD_t *f2);
+static herr_t gds_query(const H5FD_t *file, unsigned long *flags);
+static haddr_t gds_get_eoa(const H5FD_t *file, H5FD_mem_t type);
+static herr_t gds_set_eoa(H5FD_t *file, H5FD_mem_t type, haddr_t addr);
+static haddr_t gds_get_eof(const H5FD_t *file, H5FD_mem_t type);
+static herr_t gds_get_handle(H5FD_t *file, hid_t fapl, void **handle);
+static herr_t gds_read(H5FD_t *file, H5FD_mem_t type, hid_t dxpl, haddr_t addr, size_t size, void *buf);
+static herr_t gds_write(H5FD_t *file, H5FD_mem_t type, hid_t dxpl, haddr_t addr, size_t size, const void *buf);
+static herr_t gds_flush(H5FD_t *file, hid_t dxpl, hbool_t closing);
+static herr_t gds_truncate(H5FD_t *file, hid_t dxpl, hbool_t closing);
+static herr_t gds_lock(H5FD_t *file, hbool_t rw);
+static herr_t gds_unlock(H5FD_t *file);
+#if H5GDS_HAVE_VFD_PLUGINS
+static herr_t gds_delete(const char *name, hid_t fapl);
+#endif
+
+const H5FD_class_t H5FD_gds_class = {
+#if H5GDS_HAVE_VFD_PLUGINS
+    .version = H5FD_CLASS_VERSION,
+    .value = H5FD_GDS_VALUE,
+#endif
+    .name = H5FD_GDS_NAME,
+    .maxaddr = GDS_MAXADDR,
+    .fc_degree = H5F_CLOSE_WEAK,
+    .terminate = gds_term,
+    .fapl_size = sizeof(H5FD_gds_config_t),
+    .fapl_get = gds_fapl_get,
+    .fapl_copy = gds_fapl_copy,
+    .fapl_free = gds_fapl_free,
+    .open = gds_open,
+    .close = gds_close,
+    .cmp = gds_cmp,
+    .query = gds_query,
+    .get_eoa = gds_get_eoa,
+    .set_eoa = gds_set_eoa,
+    .get_eof = gds_get_eof,
+    .get_handle = gds_get_handle,
+    .read = gds_read,
+    .write = gds_write,
+    .flush = gds_flush,
+    .truncate = gds_truncate,
+    .lock = gds_lock,
+    .unlock = gds_unlock,
+#if H5GDS_HAVE_VFD_PLUGINS
+    .del = gds_delete,
+#endif
+    .fl_map = H5FD_FLMAP_DICHOTOMY,
+};
+
+/* ------------------------------------------------------------------------ */
+
+hid_t H5FD_gds_init(void)
+{
+    if (H5Iget_type(gds_driver_id) == H5I_VFL)
+        return gds_driver_id;
+    hid_t id = H5I_INVALID_HID;
+#if H5GDS_HAVE_VFD_PLUGINS
+    /* Loaded as a plugin and linked too: share the id HDF5 already has, so
+     * that H5Pget_driver() comparisons agree. */
+    if (H5FDis_driver_registered_by_value(H5FD_GDS_VALUE) > 0)
+        id = H5FDregister_driver_by_value(H5FD_GDS_VALUE, H5P_DEFAULT);
+#endif
+    if (id < 0)
+        id = H5FDregister(&H5FD_gds_class);
+    if (id < 0)
+        GDS_ERROR(H5E_VFL, H5E_CANTREGISTER, "cannot register the gds driver");
+    gds_driver_id = id;
+    return id;
+}
+
+static herr_t gds_term(void)
+{
+    gds_driver_id = H5I_INVALID_HID;
+    return 0;
+}
+
+static herr_t set_fapl(hid_t fapl_id, const H5FD_gds_config_t *config)
+{
+    if (H5Pisa_class(fapl_id, H5P_FILE_ACCESS) <= 0) {
+        GDS_ERROR(H5E_ARGS, H5E_BADTYPE, "not a file access property list");
+        return -1;
+    }
+    if (gds_config_validate(config) < 0)
+        return -1;
+    hid_t driver = H5FD_gds_init();
+    if (driver < 0)
+        return -1;
+    if (H5Pset_driver(fapl_id, driver, config) < 0) {
+        GDS_ERROR(H5E_PLIST, H5E_CANTSET, "cannot set the gds driver on the file access property list");
+        return -1;
+    }
+    return 0;
+}
+
+herr_t H5Pset_fapl_gds_config(hid_t fapl_id, const H5FD_gds_config_t *config)
+{
+    return set_fapl(fapl_id, config);
+}
+
+herr_t H5Pset_fapl_gds(hid_t fapl_id, size_t alignment, size_t block_size, size_t cbuf_size)
+{
+    H5FD_gds_config_t config;
+    if (H5FD_gds_config_init(&config) < 0)
+        return -1;
+    if (alignment)
+        config.alignment = alignment;
+    if (block_size)
+        config.fs_block_size = block_size;
+    if (cbuf_size)
+        config.staging_size = cbuf_size;
+    return set_fapl(fapl_id, &config);
+}
+
+/* The configuration on a fapl; defaults (+ environment and, on 1.14+, the
+ * HDF5_DRIVER_CONFIG string) when the driver was selected without one. */
+static herr_t config_from_fapl(hid_t fapl_id, H5FD_gds_config_t *config)
+{
+    const H5FD_gds_config_t *info = NULL;
+    /* "No driver info" is an error to H5Pget_driver_info, but not to us. */
+    H5E_BEGIN_TRY
+    {
+        info = H5Pget_driver_info(fapl_id);
+    }
+    H5E_END_TRY;
+    if (info) {
+        *config = *info;
+        return 0;
+    }
+    if (H5FD_gds_config_init(config) < 0)
+        return -1;
+#if H5GDS_HAVE_VFD_PLUGINS
+    char text[1024];
+    ssize_t n = H5Pget_driver_config_str(fapl_id, text, sizeof text);
+    if (n >= (ssize_t)sizeof text) {
+        GDS_ERROR(H5E_PLIST, H5E_BADVALUE, "HDF5_DRIVER_CONFIG string is too long (%zd bytes)", n);
+        return -1;
+    }
+    if (n > 0 && gds_config_apply(config, text, "HDF5_DRIVER_CONFIG") < 0)
+        return -1;
+#endif
+    return 0;
+}
+
+static herr_t check_gds_fapl(hid_t fapl_id)
+{
+    hid_t driver = H5FD_gds_init();
+    if (driver < 0)
+        return -1;
+    if (H5Pget_driver(fapl_id) != driver) {
+        GDS_ERROR(H5E_PLIST, H5E_BADVALUE, "the file access property list does not use the gds driver");
+        return -1;
+    }
+    return 0;
+}
+
+herr_t H5Pget_fapl_gds_config(hid_t fapl_id, H5FD_gds_config_t *config)
+{
+    if (!config) {
+        GDS_ERROR(H5E_ARGS, H5E_BADVALUE, "configuration pointer is NULL");
+        return -1;
+    }
+    if (check_gds_fapl(fapl_id) < 0)
+        return -1;
+    return config_from_fapl(fapl_id, config);
+}
+
+herr_t H5Pget_fapl_gds(hid_t fapl_id, size_t *alignment, size_t *block_size, size_t *cbuf_size)
+{
+    H5FD_gds_config_t config;
+    if (H5Pget_fapl_gds_config(fapl_id, &config) < 0)
+        return -1;
+    if (alignment)
+        *alignment = config.alignment;
+    if (block_size)
+        *block_size = config.fs_block_size;
+    if (cbuf_size)
+        *cbuf_size = config.staging_size;
+    return 0;
+}
+
+static void *gds_fapl_get(H5FD_t *_file)
+{
+    return gds_fapl_copy(&((gds_vfd_file_t *)_file)->config);
+}
+
+static void *gds_fapl_copy(const void *info)
+{
+    H5FD_gds_config_t *copy = malloc(sizeof *copy);
+    if (!copy) {
+        GDS_ERROR(H5E_RESOURCE, H5E_NOSPACE, "out of memory copying the gds configuration");
+        return NULL;
+    }
+    *copy = *(const H5FD_gds_config_t *)info;
+    return copy;
+}
+
+static herr_t gds_fapl_free(void *info)
+{
+    free(info);
+    return 0;
+}
+
+/* HDF5_USE_FILE_LOCKING=BEST_EFFORT means: lock, but succeed where the file
+ * system has no locks. The environment wins over the property list, as in HDF5. */
+static bool ignore_disabled_locks(hid_t fapl_id)
+{
+    const char *env = getenv("HDF5_USE_FILE_LOCKING");
+    if (env && !strcmp(env, "BEST_EFFORT"))
+        return true;
+    if (env && (!strcmp(env, "TRUE") || !strcmp(env, "1")))
+        return false;
+    hbool_t use = 1, ignore = 0;
+    if (H5Pget_file_locking(fapl_id, &use, &ignore) < 0) {
+        H5Eclear2(H5E_DEFAULT);
+        return false;
+    }
+    return ignore != 0;
+}
+
+static H5FD_t *gds_open(const char *name, unsigned flags, hid_t fapl_id, haddr_t maxaddr)
+{
+    if (!name || !*name) {
+        GDS_ERROR(H5E_ARGS, H5E_BADVALUE, "invalid file name");
+        return NULL;
+    }
+    if (maxaddr == 0 || GDS_ADDR_OVERFLOW(maxaddr)) {
+        GDS_ERROR(H5E_ARGS, H5E_OVERFLOW, "bogus maxaddr");
+        return NULL;
+    }
+    gds_vfd_file_t *file = calloc(1, sizeof *file);
+    if (!file) {
+        GDS_ERROR(H5E_RESOURCE, H5E_NOSPACE, "out of memory opening %s", name);
+        return NULL;
+    }
+    file->fd = -1;
+    if (config_from_fapl(fapl_id, &file->config) < 0)
+        goto fail;
+
+    int o_flags = (flags & H5F_ACC_RDWR) ? O_RDWR : O_RDONLY;
+    if (flags & H5F_ACC_TRUNC)
+        o_flags |= O_TRUNC;
+    if (flags & H5F_ACC_CREAT)
+        o_flags |= O_CREAT;
+    if (flags & H5F_ACC_EXCL)
+        o_flags |= O_EXCL;
+    file->fd = open(name, o_flags | O_CLOEXEC, 0666);
+    if (file->fd < 0) {
+        GDS_ERROR(H5E_FILE, H5E_CANTOPENFILE, "unable to open file: name = '%s', errno = %d, error message = '%s', "
+                  "flags = %x, o_flags = %x", name, errno, strerror(errno), flags, (unsigned)o_flags);
+        goto fail;
+    }
+    struct stat sb;
+    if (fstat(file->fd, &sb) < 0) {
+        GDS_ERROR(H5E_FILE, H5E_BADFILE, "unable to fstat file '%s': %s", name, strerror(errno));
+        goto fail;
+    }
+    file->eof = (haddr_t)sb.st_size;
+    file->device = sb.st_dev;
+    file->inode = sb.st_ino;
+    file->ignore_disabled_locks = ignore_disabled_locks(fapl_id);
+    if (!(file->name = strdup(name))) {
+        GDS_ERROR(H5E_RESOURCE, H5E_NOSPACE, "out of memory opening %s", name);
+        goto fail;
+    }
+
+    gds_engine_settings_t settings;
+    gds_status_t st;
+    gds_config_to_engine(&file->config, &settings);
+    if (gds_file_open(&file->engine, name, file->fd, (flags & H5F_ACC_RDWR) != 0, &settings, &st) < 0) {
+        GDS_ERROR(H5E_FILE, H5E_CANTOPENFILE, "%s", st.msg);
+        goto fail;
+    }
+    return &file->pub;
+
+fail:
+    if (file->fd >= 0)
+        close(file->fd);
+    free(file->name);
+    free(file);
+    return NULL;
+}
+
+static void print_stats(const gds_vfd_file_t *file)
+{
+    H5FD_gds_stats_t s;
+    gds_file_get_stats(file->engine, &s);
+    fprintf(stderr, "h5gds stats: %s: device route %s, cufile fallbacks %llu, O_DIRECT fallbacks %llu\n", file->name,
+            H5FD_gds_route_name(s.device_route), (unsigned long long)s.cufile_fallbacks,
+            (unsigned long long)s.direct_fallbacks);
+    for (int r = 0; r < H5FD_GDS_NROUTES; r++) {
+        if (!s.read_calls[r] && !s.write_calls[r])
+            continue;
+        fprintf(stderr, "h5gds stats:   %-12s read %llu bytes in %llu calls, wrote %llu bytes in %llu calls\n",
+                H5FD_gds_route_name((H5FD_gds_route_t)r), (unsigned long long)s.read_bytes[r],
+                (unsigned long long)s.read_calls[r], (unsigned long long)s.write_bytes[r],
+                (unsigned long long)s.write_calls[r]);
+    }
+    fprintf(stderr, "h5gds stats:   raw data time: read %.6f s, write %.6f s\n", s.read_seconds, s.write_seconds);
+}
+
+static herr_t gds_close(H5FD_t *_file)
+{
+    gds_vfd_file_t *file = (gds_vfd_file_t *)_file;
+    const char *env = getenv("H5GDS_STATS");
+    if (file->config.stats || (env && *env && strcmp(env, "0") != 0))
+        print_stats(file);
+    gds_file_close(file->engine);
+    herr_t ret = 0;
+    if (close(file->fd) < 0) {
+        GDS_ERROR(H5E_IO, H5E_CANTCLOSEFILE, "unable to close file '%s': %s", file->name, strerror(errno));
+        ret = -1;
+    }
+    free(file->name);
+    free(file);
+    return ret;
+}
+
+static int gds_cmp(const H5FD_t *_f1, const H5FD_t *_f2)
+{
+    const gds_vfd_file_t *f1 = (const gds_vfd_file_t *)_f1, *f2 = (const gds_vfd_file_t *)_f2;
+    if (f1->device != f2->device)
+        return f1->device < f2->device ? -1 : 1;
+    if (f1->inode != f2->inode)
+        return f1->inode < f2->inode ? -1 : 1;
+    return 0;
+}
+
+static herr_t gds_query(const H5FD_t *file, unsigned long *flags)
+{
+    (void)file;
+    /* As sec2, except H5FD_FEAT_DATA_SIEVE: with data sieving HDF5 would
+     * copy raw data between its sieve buffer and the user's buffer with the
+     * CPU, which must never happen to GPU memory. */
+    *flags = H5FD_FEAT_AGGREGATE_METADATA | H5FD_FEAT_ACCUMULATE_METADATA | H5FD_FEAT_AGGREGATE_SMALLDATA |
+             H5FD_FEAT_POSIX_COMPAT_HANDLE | H5FD_FEAT_SUPPORTS_SWMR_IO;
+#ifdef H5FD_FEAT_DEFAULT_VFD_COMPATIBLE
+    *flags |= H5FD_FEAT_DEFAULT_VFD_COMPATIBLE;
+#endif
+    return 0;
+}
+
+static haddr_t gds_get_eoa(const H5FD_t *file, H5FD_mem_t type)
+{
+    (void)type;
+    return ((const gds_vfd_file_t *)file)->eoa;
+}
+
+static herr_t gds_set_eoa(H5FD_t *file, H5FD_mem_t type, haddr_t addr)
+{
+    (void)type;
+    ((gds_vfd_file_t *)file)->eoa = addr;
+    return 0;
+}
+
+static haddr_t gds_get_eof(const H5FD_t *file, H5FD_mem_t type)
+{
+    (void)type;
+    return ((const gds_vfd_file_t *)file)->eof;
+}
+
+static herr_t gds_get_handle(H5FD_t *_file, hid_t fapl, void **handle)
+{
+    (void)fapl;
+    if (!handle) {
+        GDS_ERROR(H5E_ARGS, H5E_BADVALUE, "file handle not valid");
+        return -1;
+    }
+    *handle = &((gds_vfd_file_t *)_file)->fd;
+    return 0;
+}
+
+static herr_t gds_read(H5FD_t *_file, H5FD_mem_t type, hid_t dxpl, haddr_t addr, size_t size, void *buf)
+{
+    (void)dxpl;
+    gds_vfd_file_t *file = (gds_vfd_file_t *)_file;
+    if (GDS_REGION_OVERFLOW(addr, size)) {
+        GDS_ERROR(H5E_ARGS, H5E_OVERFLOW, "addr overflow, addr = %llu, size = %zu", (unsigned long long)addr, size);
+        return -1;
+    }
+    gds_status_t st;
+    if (gds_file_read(file->engine, addr, size, buf, type == H5FD_MEM_DRAW, &st) < 0) {
+        GDS_ERROR(H5E_IO, H5E_READERROR, "file '%s': %s%s%s", file->name, st.msg, st.err ? ": " : "",
+                  st.err ? strerror(st.err) : "");
+        return -1;
+    }
+    return 0;
+}
+
+static herr_t gds_write(H5FD_t *_file, H5FD_mem_t type, hid_t dxpl, haddr_t addr, size_t size, const void *buf)
+{
+    (void)dxpl;
+    gds_vfd_file_t *file = (gds_vfd_file_t *)_file;
+    if (GDS_REGION_OVERFLOW(addr, size)) {
+        GDS_ERROR(H5E_ARGS, H5E_OVERFLOW, "addr overflow, addr = %llu, size = %zu", (unsigned long long)addr, size);
+        return -1;
+    }
+    gds_status_t st;
+    if (gds_file_write(file->engine, addr, size, buf, type == H5FD_MEM_DRAW, &st) < 0) {
+        GDS_ERROR(H5E_IO, H5E_WRITEERROR, "file '%s': %s%s%s", file->name, st.msg, st.err ? ": " : "",
+                  st.err ? strerror(st.err) : "");
+        return -1;
+    }
+    if (addr + size > file->eof)
+        file->eof = addr + size;
+    return 0;
+}
+
+static herr_t gds_flush(H5FD_t *_file, hid_t dxpl, hbool_t closing)
+{
+    (void)dxpl;
+    (void)closing;
+    gds_vfd_file_t *file = (gds_vfd_file_t *)_file;
+    if (file->config.fsync_on_flush && fsync(file->fd) < 0) {
+        GDS_ERROR(H5E_IO, H5E_WRITEERROR, "fsync of '%s' failed: %s", file->name, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+static herr_t gds_truncate(H5FD_t *_file, hid_t dxpl, hbool_t closing)
+{
+    (void)dxpl;
+    (void)closing;
+    gds_vfd_file_t *file = (gds_vfd_file_t *)_file;
+    if (file->eoa == file->eof)
+        return 0;
+    while (ftruncate(file->fd, (off_t)file->eoa) < 0) {
+        if (errno == EINTR)
+            continue;
+        GDS_ERROR(H5E_IO, H5E_SEEKERROR, "unable to extend/truncate '%s' to %llu bytes: %s", file->name,
+                  (unsigned long long)file->eoa, strerror(errno));
+        return -1;
+    }
+    file->eof = file->eoa;
+    return 0;
+}
+
+static herr_t gds_lock(H5FD_t *_file, hbool_t rw)
+{
+    gds_vfd_file_t *file = (gds_vfd_file_t *)_file;
+    if (flock(file->fd, (rw ? LOCK_EX : LOCK_SH) | LOCK_NB) < 0) {
+        if (file->ignore_disabled_locks && errno == ENOSYS) {
+            errno = 0;
+            return 0;
+        }
+        GDS_ERROR(H5E_VFL, H5E_CANTLOCKFILE, "unable to lock file '%s', errno = %d, error message = '%s'",
+                  file->name, errno, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+static herr_t gds_unlock(H5FD_t *_file)
+{
+    gds_vfd_file_t *file = (gds_vfd_file_t *)_file;
+    if (flock(file->fd, LOCK_UN) < 0) {
+        if (file->ignore_disabled_locks && errno == ENOSYS) {
+            errno = 0;
+            return 0;
+        }
+        GDS_ERROR(H5E_VFL, H5E_CANTUNLOCKFILE, "unable to unlock file '%s', errno = %d, error message = '%s'",
+                  file->name, errno, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+#if H5GDS_HAVE_VFD_PLUGINS
+static herr_t gds_delete(const char *name, hid_t fapl)
+{
+    (void)fapl;
+    if (remove(name) < 0) {
+        GDS_ERROR(H5E_VFL, H5E_CANTDELETEFILE, "unable to delete file '%s': %s", name, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+#endif
+
+/* ---- statistics ---- */
+
+herr_t H5FD_gds_get_stats(hid_t file_id, H5FD_gds_stats_t *stats)
+{
+    if (!stats) {
+        GDS_ERROR(H5E_ARGS, H5E_BADVALUE, "stats pointer is NULL");
+        return -1;
+    }
+    hid_t fapl = H5Fget_access_plist(file_id);
+    if (fapl < 0) {
+        GDS_ERROR(H5E_ARGS, H5E_BADTYPE, "not an open file");
+        return -1;
+    }
+    herr_t ret = check_gds_fapl(fapl);
+    void *handle = NULL;
+    if (ret == 0 && (H5Fget_vfd_handle(file_id, fapl, &handle) < 0 || !handle)) {
+        GDS_ERROR(H5E_FILE, H5E_CANTGET, "cannot get the driver handle of the file");
+        ret = -1;
+    }
+    H5Pclose(fapl);
+    if (ret < 0)
+        return -1;
+    /* get_handle hands out &fd of our own file struct. */
+    const gds_vfd_file_t *file = (const gds_vfd_file_t *)((char *)handle - offsetof(gds_vfd_file_t, fd));
+    gds_file_get_stats(file->engine, stats);
+    return 0;
+}
