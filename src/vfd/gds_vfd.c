@@ -542,15 +542,20 @@ herr_t H5FD_gds_get_stats(hid_t file_id, H5FD_gds_stats_t *stats)
         GDS_ERROR(H5E_ARGS, H5E_BADTYPE, "not an open file");
         return -1;
     }
-    herr_t ret = check_gds_fapl(fapl);
+    hid_t driver = H5FD_gds_init();
+    bool is_gds = driver >= 0 && H5Pget_driver(fapl) == driver;
     void *handle = NULL;
-    if (ret == 0 && (H5Fget_vfd_handle(file_id, fapl, &handle) < 0 || !handle)) {
-        GDS_ERROR(H5E_FILE, H5E_CANTGET, "cannot get the driver handle of the file");
-        ret = -1;
-    }
+    herr_t got = is_gds ? H5Fget_vfd_handle(file_id, fapl, &handle) : -1;
+    /* Close before pushing: every HDF5 API call clears the error stack. */
     H5Pclose(fapl);
-    if (ret < 0)
+    if (!is_gds) {
+        GDS_ERROR(H5E_FILE, H5E_BADVALUE, "the file does not use the gds driver");
         return -1;
+    }
+    if (got < 0 || !handle) {
+        GDS_ERROR(H5E_FILE, H5E_CANTGET, "cannot get the driver handle of the file");
+        return -1;
+    }
     /* get_handle hands out &fd of our own file struct. */
     const gds_vfd_file_t *file = (const gds_vfd_file_t *)((char *)handle - offsetof(gds_vfd_file_t, fd));
     gds_file_get_stats(file->engine, stats);

@@ -80,25 +80,35 @@ WORK=${WORK:-$REPO_ROOT/build/hdf5-suite/$DRIVER}
 [[ $DEF_TIMEOUT =~ ^[1-9][0-9]*$ ]] || die "-t needs a positive number of seconds"
 
 # ---------------------------------------------------------------------------
-# The tests: HDF5 1.14.5 test/CMakeLists.txt H5_EXPRESS_TESTS + H5_TESTS, less
-# H5_VFD_SKIP_TESTS of test/CMakeVFDTests.cmake (as its ADD_VFD_TEST does on
-# Linux, where `big` and `cache` are put back), plus fheap
-# (HDF5_TEST_FHEAP_VFD=ON).  Order: longest first, so that the parallel run
-# ends sooner.  flush2 reads what flush1 wrote: they run in sequence, in one dir.
+# The tests.  Core: HDF5 1.14.5 test/CMakeLists.txt H5_EXPRESS_TESTS + H5_TESTS,
+# less H5_VFD_SKIP_TESTS of test/CMakeVFDTests.cmake (as its ADD_VFD_TEST does
+# on Linux, where `big` and `cache` are put back), plus fheap
+# (HDF5_TEST_FHEAP_VFD=ON).  Extra: accum (metadata accumulator; CMake leaves
+# it out of its VFD runs, but it passes under a single-file VFD),
+# filenotclosed, del_many_dense_attrs, and the HL library's tests
+# (hl/test/CMakeTests.cmake), which use the default FAPL, i.e. HDF5_DRIVER.
+# Order: longest first, so that the parallel run ends sooner.  flush2 reads
+# what flush1 wrote: they run in sequence, in one dir.
 ALL_TESTS=(
-    cache fheap btree2 objcopy testhdf5 dt_arith dsets links cache_api
-    istore farray earray objcopy_ref cache_tagging lheap ohdr stab gheap
-    evict_on_close hyperslab bittests page_buffer dtypes select_io_dset
-    chunk_info cmpd_dset mdset filter_fail extend direct_chunk external efc
-    unlink twriteorder big mtime fillval mount flush1 flush2 app_ref enum
-    set_extent ttsafe enc_dec_plist enc_dec_plist_cross_platform getname
-    s3comms ntypes dangle dtransform cross_read freespace mf vds file_image
+    set_extent dsets testhdf5 objcopy cmpd_dset fheap vds links earray
+    istore mdset cache gheap fillval unlink dt_arith hyperslab
+    btree2 farray cache_api objcopy_ref cache_tagging lheap ohdr stab
+    evict_on_close bittests page_buffer dtypes select_io_dset
+    chunk_info filter_fail extend direct_chunk external efc
+    twriteorder big mtime mount flush1 flush2 app_ref enum
+    ttsafe enc_dec_plist enc_dec_plist_cross_platform getname
+    s3comms ntypes dangle dtransform cross_read freespace mf file_image
     unregister cache_logging cork swmr thread_id vol timer cmpd_dtransform
     event_set onion
+    accum filenotclosed del_many_dense_attrs
+    hl_test_lite hl_test_image hl_test_file_image hl_test_table hl_test_ds
+    hl_test_packet hl_test_ld hl_test_dset_append hl_test_h5do_compat
 )
 # Per-test timeouts (seconds) for the long ones (CTest gives them
 # CTEST_VERY_LONG_TIMEOUT); all others get -t.
 declare -A TIMEOUT_OF=( [cache]=900 [fheap]=900 [btree2]=600 [objcopy]=600 [istore]=600 [big]=600 )
+# Helper programs a test runs from its working directory.
+declare -A HELPERS_OF=( [accum]="accum_swmr_reader" )
 
 if [ $LIST_ONLY = 1 ]; then printf '%s\n' "${ALL_TESTS[@]}"; exit 0; fi
 
@@ -106,7 +116,8 @@ if [ $LIST_ONLY = 1 ]; then printf '%s\n' "${ALL_TESTS[@]}"; exit 0; fi
 [ -d "$BUILD_TREE" ] || die "HDF5 build tree not found: $BUILD_TREE (run scripts/build-hdf5.sh)"
 BUILD_TREE=$(cd "$BUILD_TREE" && pwd)
 BIN=$BUILD_TREE/bin
-TESTDATA=$BUILD_TREE/test/H5TEST/testfiles
+TESTDATA=$BUILD_TREE/test/H5TEST/testfiles     # what CMake copies for test/
+HL_TESTDATA=$BUILD_TREE/hl/test/testfiles       # ... and for hl/test/
 [ -x "$BIN/dsets" ] || die "$BIN/dsets missing: $BUILD_TREE is not an HDF5 build tree with tests (BUILD_TESTING=ON)"
 [ -d "$TESTDATA" ] || die "$TESTDATA missing (the build copies it; was the build complete?)"
 command -v timeout >/dev/null || die "coreutils 'timeout' is required"
@@ -230,7 +241,12 @@ done
 run_unit() {
     local unit=$1 dir t rc start end to
     dir=$WORK/run/${unit%% *}
-    mkdir -p "$dir" && cp -R "$TESTDATA" "$dir/testfiles"
+    mkdir -p "$dir"
+    case $unit in
+        hl_*) [ -d "$HL_TESTDATA" ] && cp -R "$HL_TESTDATA" "$dir/testfiles" ;;
+        *)    cp -R "$TESTDATA" "$dir/testfiles" ;;
+    esac
+    for t in ${HELPERS_OF[$unit]:-}; do ln -sf "$BIN/$t" "$dir/$t"; done
     for t in $unit; do
         to=${TIMEOUT_OF[$t]:-$DEF_TIMEOUT}
         start=$(date +%s.%N)
