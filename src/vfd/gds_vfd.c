@@ -109,8 +109,15 @@ hid_t H5FD_gds_init(void)
 #if H5GDS_HAVE_VFD_PLUGINS
     /* Loaded as a plugin and linked too: share the id HDF5 already has, so
      * that H5Pget_driver() comparisons agree. */
-    if (H5FDis_driver_registered_by_value(H5FD_GDS_VALUE) > 0)
-        id = H5FDregister_driver_by_value(H5FD_GDS_VALUE, H5P_DEFAULT);
+    if (H5FDis_driver_registered_by_value(H5FD_GDS_VALUE) > 0) {
+        /* HDF5 has no public "id of a registered driver by value"; a scratch
+         * fapl set by value holds it. */
+        hid_t scratch = H5Pcreate(H5P_FILE_ACCESS);
+        if (scratch >= 0 && H5Pset_driver_by_value(scratch, H5FD_GDS_VALUE, NULL) >= 0)
+            id = H5Pget_driver(scratch);
+        if (scratch >= 0)
+            H5Pclose(scratch);
+    }
 #endif
     if (id < 0)
         id = H5FDregister(&H5FD_gds_class);
