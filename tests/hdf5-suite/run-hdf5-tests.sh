@@ -209,8 +209,8 @@ EOF
         return 0
     fi
     if ! (cd "$WORK" && timeout 60 ./preflight) >"$WORK/preflight.log" 2>&1; then
-        echo "hdf5-suite: ERROR: HDF5 cannot load driver '$DRIVER' (HDF5_PLUGIN_PATH=${HDF5_PLUGIN_PATH:-<unset>}):" >&2
-        sed 's/^/    /' "$WORK/preflight.log" | head -n 40 >&2
+        echo "hdf5-suite: ERROR: HDF5 cannot load driver '$DRIVER' (HDF5_PLUGIN_PATH=${HDF5_PLUGIN_PATH:-<unset>}):"
+        awk '{print "    " $0}' "$WORK/preflight.log" | head -n 40
         return 1
     fi
     cat "$WORK/preflight.log"
@@ -284,8 +284,8 @@ report() {  # report the tests of a finished unit
             esac
             if [ $QUIET = 0 ]; then
                 grep -v -E '^ *(Testing|TESTING|Test|Tests|  ) .*(PASSED| -SKIP-|SKIPPED)$' "$WORK/logs/$t.log" \
-                    | grep -n -i -E 'fail|error|abort|assert|\*FAILED\*|segm|signal|#[0-9]{3}' | head -n 25 | sed 's/^/      | /'
-                echo "      | ... last lines:"; tail -n 8 "$WORK/logs/$t.log" | sed 's/^/      | /'
+                    | grep -n -i -E 'fail|error|abort|assert|\*FAILED\*|segm|signal|#[0-9]{3}' | head -n 25 | awk '{print "      | " $0}'
+                echo "      | ... last lines:"; tail -n 8 "$WORK/logs/$t.log" | awk '{print "      | " $0}'
             fi
             FAILED=$((FAILED + 1)); FAILED_NAMES+=("$t")
         fi

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The test command: installs what is missing, builds h5gds against the
+# distribution's HDF5 (1.10) and against HDF5 1.14.5 built from Debian's
+# source package, and runs every test with CTest (GPU tests skip without a GPU).
+#   bash scripts/test.sh            # everything
+#   H5GDS_CTEST_ARGS="-LE large" bash scripts/test.sh   # pass options to ctest
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+jobs=$(nproc)
+bash scripts/install-deps.sh
+bash scripts/build-hdf5.sh "$root/build/deps"
+
+status=0
+for cfg in h10 h14; do
+  args=(-G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo)
+  [ "$cfg" = h14 ] && args+=("-DHDF5_ROOT=$root/build/deps/hdf5-1.14.5" "-DH5GDS_HDF5_BUILD_TREE=$root/build/deps/hdf5-1.14.5-build")
+  echo "== build against $( [ "$cfg" = h10 ] && echo "the distribution's HDF5" || echo "HDF5 1.14.5") (build/$cfg)"
+  cmake -S . -B "build/$cfg" "${args[@]}" >"build/cmake-$cfg.log" || { cat "build/cmake-$cfg.log"; exit 1; }
+  ninja -C "build/$cfg" -j "$jobs" | grep -v '^\[' || true
+  [ "${PIPESTATUS[0]}" -eq 0 ] || exit 1
+  echo "== tests (build/$cfg)"
+  (cd "build/$cfg" && ctest --output-on-failure -j "$jobs" ${H5GDS_CTEST_ARGS:-}) || status=1
+done
+exit $status
