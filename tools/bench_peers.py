@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""Peers of h5gds-bench, measured the same way and written in the same CSV
+format: h5py + cupy (what Python users do today) and kvikio (raw files, at
+each thread count given; the best one is what the README compares with).
+
+Phases: write (durable: write, close, fsync), cold_read (page cache dropped),
+warm_read (the same read again). Rates are bytes / wall-clock. Every read is
+verified against the data written.
+
+    python3 tools/bench_peers.py --sizes 256MiB,1GiB --csv peers.csv [--append]
+"""
+import argparse
+import csv
+import os
+import platform
+import sys
+import tempfile
+import time
+
+UNITS = {"": 1, "b": 1, "k": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mib": 1 << 20, "g": 1 << 30, "gib": 1 << 30}
+
+
+def parse_size(text):
+    num = text.rstrip("bBkKmMgGiI")
+    unit = text[len(num):].lower()
+    if not num or unit not in UNITS:
+        raise argparse.ArgumentTypeError(f"bad size {text!r}")
+    return int(float(num) * UNITS[unit])
+
+
+def drop_cache(path):
+    os.sync()
+    try:
+        with open("/proc/sys/vm/drop_caches", "w") as f:
+            f.write("3\n")
+        return "drop_caches"
+    except OSError:
+        fd = os.open(path, os.O_RDONLY)
+        os.fdatasync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        os.close(fd)
+        return "fadvise"
+
+
+def fsync_path(path):
+    fd = os.open(path, os.O_RDONLY)
+    os.fsync(fd)
+    os.close(fd)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default="256MiB", type=lambda s: [parse_size(x) for x in s.split(",")])
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--kvikio-threads", default="1,8,16", type=lambda s: [int(x) for x in s.split(",")])
+    ap.add_argument("--peers", default="h5py+cupy,kvikio")
+    ap.add_argument("--dir", default=None)
+    ap.add_argument("--csv", required=True)
+    ap.add_argument("--append", action="store_true", help="append rows (no header) to an existing CSV")
+    args = ap.parse_args()
+
+    import cupy as cp  # noqa: E402  (imported late: --help works without a GPU)
+
+    peers = args.peers.split(",")
+    workdir = tempfile.mkdtemp(prefix="h5gds-peers.", dir=args.dir)
+    path = os.path.join(workdir, "peer.bin")
+    gpu = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
+    fs = "unknown"
+    machine = dict(gpu=gpu, cpus=os.cpu_count(), kernel=platform.release())
+    mode = "a" if args.append else "w"
+    out = open(args.csv, mode, newline="")
+    w = csv.writer(out)
+    if not args.append:
+        w.writerow("method,phase,memory,size_bytes,threads,block_bytes,repeat,seconds,rate_GBps,gpu,cpus,"
+                   "filesystem,kernel,hdf5_version,driver_config,cold_cache".split(","))
+    cold = "none"
+
+    def row(method, phase, size, threads, block, rep, seconds, hdf5="", config=""):
+        w.writerow([method, phase, "device", size, threads, block, rep, f"{seconds:.6f}",
+                    f"{size / seconds / 1e9:.4f}", machine["gpu"], machine["cpus"], fs, machine["kernel"],
+                    hdf5, config, cold])
+        out.flush()
+        print(f"  {method:12s} {phase:10s} {size >> 20:6d} MiB  threads {threads:3d}  "
+              f"{size / seconds / 1e9:7.2f} GB/s", flush=True)
+
+    try:
+        for size in args.sizes:
+            src = cp.random.randint(0, 256, size=size, dtype=cp.uint8)
+            dst = cp.empty_like(src)
+            cp.cuda.runtime.deviceSynchronize()
+            if "h5py+cupy" in peers:
+                import h5py
+                for rep in range(args.repeat):
+                    t0 = time.perf_counter()
+                    host = cp.asnumpy(src)
+                    with h5py.File(path, "w") as f:
+                        f.create_dataset("data", data=host)
+                    fsync_path(path)
+                    row("h5py+cupy", "write", size, 1, 0, rep, time.perf_counter() - t0, h5py.version.hdf5_version)
+                    for phase in ("cold_read", "warm_read"):
+                        dst.fill(0x5A)
+                        cp.cuda.runtime.deviceSynchronize()
+                        if phase == "cold_read":
+                            cold = drop_cache(path)
+                        t0 = time.perf_counter()
+                        with h5py.File(path, "r") as f:
+                            host = f["data"][...]
+                        dst.set(host)
+                        cp.cuda.runtime.deviceSynchronize()
+                        t = time.perf_counter() - t0
+                        if not bool(cp.array_equal(src, dst)):
+                            sys.exit(f"h5py+cupy: verification failed ({phase}, {size} bytes)")
+                        row("h5py+cupy", phase, size, 1, 0, rep, t, h5py.version.hdf5_version)
+            if "kvikio" in peers:
+                import kvikio
+                import kvikio.defaults
+                for threads in args.kvikio_threads:
+                    kvikio.defaults.set({"num_threads": threads, "task_size": 16 << 20})
+                    cfg = f"threads={threads},task_size=16MiB,compat_mode={kvikio.defaults.get('compat_mode')}"
+                    for rep in range(args.repeat):
+                        t0 = time.perf_counter()
+                        with kvikio.CuFile(path, "w") as f:
+                            n = f.write(src)
+                        fsync_path(path)
+                        t = time.perf_counter() - t0
+                        if n != size:
+                            sys.exit(f"kvikio: short write {n} of {size}")
+                        row("kvikio", "write", size, threads, 16 << 20, rep, t, config=cfg)
+                        for phase in ("cold_read", "warm_read"):
+                            dst.fill(0x5A)
+                            cp.cuda.runtime.deviceSynchronize()
+                            if phase == "cold_read":
+                                cold = drop_cache(path)
+                            t0 = time.perf_counter()
+                            with kvikio.CuFile(path, "r") as f:
+                                n = f.read(dst)
+                            cp.cuda.runtime.deviceSynchronize()
+                            t = time.perf_counter() - t0
+                            if n != size or not bool(cp.array_equal(src, dst)):
+                                sys.exit(f"kvikio: verification failed ({phase}, {size} bytes)")
+                            row("kvikio", phase, size, threads, 16 << 20, rep, t, config=cfg)
+            del src, dst
+            cp.get_default_memory_pool().free_all_blocks()
+    finally:
+        out.close()
+        for name in os.listdir(workdir):
+            os.unlink(os.path.join(workdir, name))
+        os.rmdir(workdir)
+
+
+if __name__ == "__main__":
+    main()
