@@ -286,6 +286,7 @@ static void parse_args(int argc, char **argv)
 
 /* ---------------------------------------------------------------- utilities */
 
+static FILE *csv;
 static char workdir[4096];
 static bool own_workdir;
 static char files[2][4200];
@@ -330,7 +331,14 @@ static void fail(const char *fmt, ...)
     va_end(ap);
     fprintf(stderr, "\n");
     cleanup();
-    exit(1);
+    /* _exit, not exit: after a failed write HDF5 1.10's exit handler crashes
+     * closing the file that is still open (seen with sec2 too); nothing is
+     * left to flush but our own streams. */
+    fflush(stdout);
+    fflush(stderr);
+    if (csv)
+        fclose(csv);
+    _exit(1);
 }
 
 static void fill_random(unsigned char *p, size_t n, uint64_t seed)
@@ -394,7 +402,6 @@ typedef struct result {
 
 static result_t *results;
 static size_t nresults, cap_results;
-static FILE *csv;
 static struct {
     char gpu[128], fs[32], kernel[128];
     long cpus;
