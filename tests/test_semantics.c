@@ -207,6 +207,44 @@ static void test_flush_fsync(void)
     H5Pclose(fapl);
 }
 
+/* Large cached host reads use the worker pool; a forked child must still be
+ * able to read (its pool starts empty instead of waiting for the parent's
+ * threads). The pool serves host reads only with 4 cores or more (half the
+ * cores), so on smaller machines this runs the single-read path. */
+static void test_pool_after_fork(void)
+{
+    const char *path = test_path("fork.h5");
+    hid_t fapl = gds_fapl("threads=4,parallel_threshold=1MiB,io_block_size=256KiB");
+    size_t n = 8 << 20;
+    unsigned char *w = malloc(n), *r = malloc(n);
+    fill_random(w, n, 55);
+    hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    hsize_t dims[1] = {n};
+    hid_t s = H5Screate_simple(1, dims, NULL);
+    hid_t d = H5Dcreate2(f, "x", H5T_NATIVE_UCHAR, s, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    CHECK(H5Dwrite(d, H5T_NATIVE_UCHAR, H5S_ALL, H5S_ALL, H5P_DEFAULT, w) >= 0);
+    CHECK(H5Dread(d, H5T_NATIVE_UCHAR, H5S_ALL, H5S_ALL, H5P_DEFAULT, r) >= 0); /* starts the pool */
+    CHECK(H5Fflush(f, H5F_SCOPE_GLOBAL) >= 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(60); /* a hang fails the test instead of blocking it */
+        memset(r, 0, n);
+        int fd = open(path, O_RDONLY);
+        bool ok = H5Dread(d, H5T_NATIVE_UCHAR, H5S_ALL, H5S_ALL, H5P_DEFAULT, r) >= 0 && memcmp(r, w, n) == 0;
+        close(fd);
+        _exit(ok ? 0 : 1);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "read in a forked child failed (status %d)", status);
+    H5Dclose(d);
+    H5Sclose(s);
+    H5Fclose(f);
+    H5Pclose(fapl);
+    free(w);
+    free(r);
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 3 && !strcmp(argv[1], "--try-open"))
@@ -214,5 +252,6 @@ int main(int argc, char **argv)
     test_h5fd_level();
     test_open_flags();
     test_flush_fsync();
+    test_pool_after_fork();
     return test_finish("test_semantics");
 }

@@ -76,8 +76,27 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
+/* A forked child has none of the parent's threads: start from an empty pool
+ * (the staging rings are lost with the parent's CUDA context anyway). */
+static void pool_reset_in_child(void)
+{
+    pthread_mutex_init(&pool.lock, NULL);
+    pthread_cond_init(&pool.work, NULL);
+    pool.head = pool.tail = NULL;
+    pool.nthreads = 0;
+    for (unsigned i = 0; i < GDS_MAX_WORKERS; i++)
+        pool.workers[i].staging = NULL;
+}
+
+static void register_fork_handler(void)
+{
+    pthread_atfork(NULL, NULL, pool_reset_in_child);
+}
+
 static int ensure_threads_locked(unsigned n, gds_status_t *st)
 {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, register_fork_handler);
     if (n > GDS_MAX_WORKERS)
         n = GDS_MAX_WORKERS;
     while (pool.nthreads < n) {
