@@ -29,12 +29,15 @@ void gds_config_defaults(H5FD_gds_config_t *c)
     /* Enough threads to overlap disk and PCIe and to copy out of the page
      * cache in parallel, without oversubscribing small machines too much. */
     c->threads = ncpu < 4 ? 4 : ncpu > 16 ? 16 : (unsigned)ncpu;
-    c->io_block_size = 16 * MiB;
+    /* Measured on an H100 host (16 cores, virtio ext4, 4 GiB): 16 MiB slots
+     * in 32 MiB blocks gave the best page-cache reads (~30 GB/s vs ~25 with
+     * 4 MiB slots) at the same durable-write and cold-read rates. */
+    c->io_block_size = 32 * MiB;
     c->alignment = 4096;
     c->fs_block_size = 4096;
     c->direct = H5FD_GDS_SWITCH_AUTO;
-    c->staging_size = 4 * MiB;
-    c->staging_count = 3;
+    c->staging_size = 16 * MiB;
+    c->staging_count = 2; /* double buffering; pinned = threads x 2 x 16 MiB */
     c->parallel_threshold = 32 * MiB;
     c->stats = 0;
     c->log = 0;
