@@ -8,7 +8,8 @@
 #   PREFIX_ROOT/hdf5-1.14.5-build/    build tree, kept: HDF5's own test programs
 #                                     (bin/, test/H5TEST/...) are run from it by
 #                                     tests/hdf5-suite/run-hdf5-tests.sh
-#   PREFIX_ROOT/hdf5-1.14.5-src/      unpacked upstream source (+ our test patch)
+#   PREFIX_ROOT/hdf5-1.14.5-src/      unpacked upstream source (+ tests/hdf5-suite/*.patch,
+#                                     which touch HDF5's test programs only)
 #   PREFIX_ROOT/apt/                  private apt configuration/state/cache
 #
 # The source comes from `apt-get source` through a PRIVATE apt configuration
@@ -28,7 +29,7 @@ KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO_ROOT=$(cd "$SCRIPT_DIR/.." && pwd)
-PATCH_FILE=$REPO_ROOT/tests/hdf5-suite/h5test-external-vfd.patch
+PATCH_DIR=$REPO_ROOT/tests/hdf5-suite   # every *.patch there is applied (sorted), `patch -p1`
 
 PREFIX_ROOT=${1:-$REPO_ROOT/build/deps}
 mkdir -p "$PREFIX_ROOT"
@@ -62,8 +63,17 @@ run_logged() {
 }
 
 # What the stamp records: anything that should trigger a rebuild when changed.
-patch_sum() { if [ -f "$PATCH_FILE" ]; then sha256sum "$PATCH_FILE" | cut -d' ' -f1; else echo none; fi; }
-STAMP_CONTENT="hdf5=$HDF5_VERSION patch=$(patch_sum) type=$BUILD_TYPE recipe=1"
+patch_files() { ls "$PATCH_DIR"/*.patch 2>/dev/null | LC_ALL=C sort; }
+patch_sum() {
+    local files; files=$(patch_files)
+    if [ -n "$files" ]; then
+        # names and contents of all patches, in order
+        (cd "$PATCH_DIR" && for f in $files; do basename "$f"; cat "$f"; done) | sha256sum | cut -c1-16
+    else
+        echo none
+    fi
+}
+STAMP_CONTENT="hdf5=$HDF5_VERSION patch=$(patch_sum) type=$BUILD_TYPE recipe=2"
 
 # ---------------------------------------------------------------- 0. done?
 if [ "${H5_FORCE:-0}" != 1 ] && [ -f "$INSTALL_DIR/lib/libhdf5.so" ] && [ -f "$STAMP" ] \
@@ -173,7 +183,7 @@ fetch_source() {
     log "apt-get update (private lists, $DEBIAN_SUITE sources only)"
     run_logged "$APT_DIR/update.log" apt-get "${APT_OPTS[@]}" update
     mkdir -p "$DL_DIR"
-    log "apt-get source --download-only hdf5=$HDF5_VERSION*"
+    log "apt-get source --download-only hdf5/$DEBIAN_SUITE (into $DL_DIR)"
     # "hdf5=<version>" would need the exact Debian revision; ask for the
     # suite's hdf5 and check the version below.
     (cd "$DL_DIR" && run_logged "$APT_DIR/source.log" apt-get "${APT_OPTS[@]}" source --download-only "hdf5/$DEBIAN_SUITE")
@@ -194,6 +204,8 @@ unpack_source() {
     # --skip-patches: the upstream tree; debian/patches only touch autotools,
     # Fortran, Java and packaging details that a CMake C build does not need.
     run_logged "$PREFIX_ROOT/unpack.log" dpkg-source --skip-patches -x "$dsc" "$tmp"
+    # dpkg-source puts a copy of the .orig tarball next to the target dir: drop it
+    rm -f "$PREFIX_ROOT"/hdf5_*.orig.tar.*
     rm -rf "$SRC_DIR"
     mv "$tmp" "$SRC_DIR"
 }
@@ -217,14 +229,15 @@ apply_patch() {
         unpack_source
         check_version
     fi
-    if [ -f "$PATCH_FILE" ]; then
-        log "applying $(basename "$PATCH_FILE")"
-        if patch -d "$SRC_DIR" -p1 -R --dry-run -s -f <"$PATCH_FILE" >/dev/null 2>&1; then
-            log "  (already applied)"
+    local f
+    for f in $(patch_files); do
+        if patch -d "$SRC_DIR" -p1 -R --dry-run -s -f <"$f" >/dev/null 2>&1; then
+            log "patch $(basename "$f"): already applied"
         else
-            patch -d "$SRC_DIR" -p1 -N -s <"$PATCH_FILE" || die "could not apply $PATCH_FILE"
+            log "applying $(basename "$f")"
+            patch -d "$SRC_DIR" -p1 -N -s --no-backup-if-mismatch <"$f" || die "could not apply $f"
         fi
-    fi
+    done
     echo "$want" >"$mark"
 }
 
@@ -267,12 +280,16 @@ CMAKE_ARGS=(
     -DHDF5_TEST_JAVA=OFF
     -DHDF5_TEST_EXAMPLES=OFF
     -DHDF5_ENABLE_Z_LIB_SUPPORT=ON
+    -DHDF5_ENABLE_DIRECT_VFD=ON
 )
 
-if [ ! -f "$BUILD_DIR/build.ninja" ] || [ ! -f "$BUILD_DIR/CMakeCache.txt" ]; then
+# A build tree from an older recipe is configured again (options may differ).
+if [ ! -f "$BUILD_DIR/build.ninja" ] || [ ! -f "$BUILD_DIR/CMakeCache.txt" ] \
+   || [ "$(cat "$BUILD_DIR/.h5gds-recipe" 2>/dev/null)" != "$STAMP_CONTENT" ]; then
     log "configuring (CMake + Ninja, $BUILD_TYPE, shared, tools+tests+HL, zlib) -> $BUILD_DIR"
     mkdir -p "$BUILD_DIR"
     run_logged "$BUILD_DIR/h5gds-configure.log" cmake "${CMAKE_ARGS[@]}"
+    echo "$STAMP_CONTENT" >"$BUILD_DIR/.h5gds-recipe"
 else
     log "build tree exists, reusing it: $BUILD_DIR"
 fi

@@ -2,6 +2,7 @@
 #include "cuda_loader.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,10 +93,51 @@ static const gds_cuda_api_t *cuda_open(int dlflags)
     return cuda_ready;
 }
 
+/* Is libcuda among the loaded objects? dl_iterate_phdr reads the loader's
+ * list in memory; a dlopen(RTLD_NOLOAD) would search the disk for a library
+ * that is not there (18 us and several failed openat per call, measured:
+ * enough to slow HDF5's own tests several times). The list is scanned only
+ * when objects were added since the last scan (dlpi_adds). */
+typedef struct loaded_scan {
+    unsigned long long adds;
+    bool found;
+} loaded_scan_t;
+
+static int scan_object(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    loaded_scan_t *scan = arg;
+    (void)size;
+    scan->adds = info->dlpi_adds;
+    if (info->dlpi_name && strstr(info->dlpi_name, "libcuda.so"))
+        scan->found = true;
+    return scan->found;
+}
+
+static int read_adds(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    *(unsigned long long *)arg = info->dlpi_adds;
+    return 1; /* the counter is the same in every entry: stop at the first */
+}
+
+static unsigned long long scanned_adds = ~0ULL;
+
 const gds_cuda_api_t *gds_cuda_if_loaded(void)
 {
     const gds_cuda_api_t *api = __atomic_load_n(&cuda_ready, __ATOMIC_ACQUIRE);
-    return api ? api : cuda_open(RTLD_NOW | RTLD_NOLOAD);
+    if (api)
+        return api;
+    unsigned long long adds = 0;
+    dl_iterate_phdr(read_adds, &adds);
+    if (adds == __atomic_load_n(&scanned_adds, __ATOMIC_RELAXED))
+        return NULL; /* nothing loaded since we last found no libcuda */
+    loaded_scan_t scan = {0, false};
+    dl_iterate_phdr(scan_object, &scan);
+    if (!scan.found) {
+        __atomic_store_n(&scanned_adds, adds, __ATOMIC_RELAXED);
+        return NULL;
+    }
+    return cuda_open(RTLD_NOW | RTLD_NOLOAD);
 }
 
 const gds_cuda_api_t *gds_cuda_load(const char **why)

@@ -30,6 +30,9 @@
 # `N passed, M failed, K skipped`.  Exit status 1 if any test failed, 2 on a
 # usage/setup error.  Each test's full output is in <work>/logs/<test>.log.
 set -uo pipefail
+if [ "${BASH_VERSINFO[0]}" -lt 5 ] || { [ "${BASH_VERSINFO[0]}" -eq 5 ] && [ "${BASH_VERSINFO[1]}" -lt 1 ]; }; then
+    echo "run-hdf5-tests: ERROR: needs bash >= 5.1 (wait -n -p)" >&2; exit 2
+fi
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO_ROOT=$(cd "$SCRIPT_DIR/../.." && pwd)
@@ -164,6 +167,17 @@ if [ -d "$PLUGIN_DIR" ]; then export HDF5_PLUGIN_PATH=$PLUGIN_DIR; fi
 if [ -n "$EXPRESS" ]; then export HDF5TestExpress=$EXPRESS; fi
 export LD_LIBRARY_PATH=$BIN${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 
+declare -A PID_UNIT=()
+PASSED=0; FAILED=0; SKIPPED=0; FAILED_NAMES=()
+on_signal() {   # stop the tests this script started (timeout forwards TERM to its test)
+    local p
+    for p in "${!PID_UNIT[@]}"; do pkill -TERM -P "$p" 2>/dev/null; kill -TERM "$p" 2>/dev/null; done
+    echo "hdf5-suite: interrupted"
+    echo "$PASSED passed, $((FAILED + ${#PID_UNIT[@]})) failed, $SKIPPED skipped"
+    exit 130
+}
+trap on_signal INT TERM
+
 rm -rf "$WORK"
 mkdir -p "$WORK/logs" "$WORK/run" || die "cannot create $WORK"
 WORK=$(cd "$WORK" && pwd)
@@ -221,7 +235,6 @@ preflight || { echo "0 passed, ${#SEL[@]} failed, 0 skipped"; exit 1; }
 # Units of work: normally one test; flush1+flush2 share one dir, in sequence.
 UNITS=()
 declare -A IN_SEL=(); for t in "${SEL[@]}"; do IN_SEL[$t]=1; done
-PASSED=0; FAILED=0; SKIPPED=0; FAILED_NAMES=()
 for t in "${SEL[@]}"; do
     if [ -n "${EXCLUDED[$t]:-}" ]; then
         printf 'SKIP  %-30s # %s\n' "$t" "${EXCLUDED[$t]}"; SKIPPED=$((SKIPPED + 1)); continue
@@ -294,7 +307,6 @@ report() {  # report the tests of a finished unit
 }
 
 T_START=$(date +%s)
-declare -A PID_UNIT=()
 next=0
 while [ $next -lt ${#UNITS[@]} ] || [ ${#PID_UNIT[@]} -gt 0 ]; do
     while [ $next -lt ${#UNITS[@]} ] && [ ${#PID_UNIT[@]} -lt "$JOBS" ]; do
