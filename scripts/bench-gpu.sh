@@ -1,31 +1,56 @@
 #!/usr/bin/env bash
-# The full benchmark on a GPU machine: h5gds-bench (ceilings, the paper's
-# methods, h5gds's paths) and the peers (h5py+cupy, kvikio) into one CSV,
-# plus figures. Called by scripts/gpu-check.sh --bench, or on its own after a
-# build in build/gpu-h14:   bash scripts/bench-gpu.sh [--sizes LIST] [more h5gds-bench args]
-# Results go to $OUT (or build/gpu-out): bench.csv, peers.csv, all.csv, *.png, bench.txt.
+# The benchmark on a GPU machine, in parts that each fit one device call:
+#   main   GDS vs the paper's SEC2 and SEC2+PINNED, with the ceilings, and the
+#          peers (h5py+cupy, kvikio at 1/8/16 threads), 256 MiB, 1 GiB, 4 GiB:
+#          main.csv, peers.csv, all.csv, summary.md, all-rate-vs-size.png
+#   paper  the other methods (DIRECT, DIRECT+PINNED, GDS-staged, GDS-cufile,
+#          GDS-posix) with cuFile made usable (udev entry, test set-up only),
+#          the threads x block sweep (paper Fig. 5-6) and the host-memory
+#          comparison from 4 KiB to 4 GiB: paper.csv, sweep.csv, host.csv, PNGs
+# Run after a build in build/gpu-h14 (scripts/gpu-check.sh does it):
+#   bash scripts/bench-gpu.sh main|paper [SIZES]
+# Results go to $OUT (or build/gpu-out). Every command line is logged in commands.txt.
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 out="${OUT:-$root/build/gpu-out}"
 mkdir -p "$out"
+part=${1:-main}
+sizes=${2:-256MiB,1GiB,4GiB}
 bin=build/gpu-h14/tools/h5gds-bench
 [ -x "$bin" ] || { echo "bench-gpu: build first (scripts/gpu-check.sh)"; exit 1; }
-sizes=256MiB,1GiB,4GiB
-if [ "${1:-}" = "--sizes" ]; then sizes=$2; shift 2; fi
 export LD_LIBRARY_PATH="$root/build/deps/hdf5-1.14.5/lib:${LD_LIBRARY_PATH:-}"
-# kvikio and its helpers travel as wheels (.whl, carried); everything else is on the machine.
-if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-    && export PYTHONPATH=/tmp/site
-fi
-export KVIKIO_COMPAT_MODE=${KVIKIO_COMPAT_MODE:-ON}
-echo "command: $bin --sizes $sizes --repeat 3 --csv $out/bench.csv $*" | tee "$out/command.txt"
-"$bin" --sizes "$sizes" --repeat 3 --csv "$out/bench.csv" "$@" | tee "$out/bench.txt"
-rc=${PIPESTATUS[0]}
-echo "command: python3 tools/bench_peers.py --sizes $sizes --repeat 3 --csv $out/peers.csv" | tee -a "$out/command.txt"
-PYTHONUNBUFFERED=1 python3 tools/bench_peers.py --sizes "$sizes" --repeat 3 --csv "$out/peers.csv" | tee "$out/peers.txt"
-rc2=${PIPESTATUS[0]}
-{ cat "$out/bench.csv"; tail -n +2 "$out/peers.csv"; } > "$out/all.csv"
-python3 tools/plot_bench.py "$out/all.csv" --summary "$out/summary.md" || true
-exit $(( rc || rc2 ))
+status=0
+run() { echo "+ $*" | tee -a "$out/commands.txt"; "$@" || status=1; }
+plot() { python3 tools/plot_bench.py "$@" || echo "plot failed (matplotlib?)"; }
+
+case $part in
+main)
+  # kvikio and its helpers travel as wheels (.whl, carried); cupy and h5py are on the machine.
+  if ls .whl/*.whl >/dev/null 2>&1; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+      && export PYTHONPATH=/tmp/site
+  fi
+  export KVIKIO_COMPAT_MODE=ON PYTHONUNBUFFERED=1
+  run "$bin" --sizes "$sizes" --repeat 3 --methods GDS,SEC2,SEC2+PINNED --csv "$out/main.csv"
+  run python3 tools/bench_peers.py --sizes "$sizes" --repeat 3 --kvikio-threads 1,8,16 --csv "$out/peers.csv"
+  { cat "$out/main.csv"; tail -n +2 "$out/peers.csv"; } > "$out/all.csv"
+  plot "$out/all.csv" --summary "$out/summary.md"
+  ;;
+paper)
+  udev_entry="/run/udev/data/b$(stat -c '%Hd:%Ld' /)"
+  mkdir -p /run/udev/data && printf 'E:ID_FS_USAGE=filesystem\nE:ID_FS_TYPE=ext4\n' > "$udev_entry"
+  run "$bin" --sizes "$sizes" --repeat 3 --methods GDS,GDS-staged,GDS-cufile,GDS-posix,DIRECT,DIRECT+PINNED \
+      --csv "$out/paper.csv"
+  rm -f "$udev_entry"
+  plot "$out/paper.csv"
+  run "$bin" --sizes 1GiB --repeat 1 --methods GDS --no-ceilings --threads 1,2,4,8,16 --blocks 1MiB,4MiB,16MiB,32MiB \
+      --csv "$out/sweep.csv"
+  plot "$out/sweep.csv"
+  run "$bin" --memory host --sizes 4KiB,64KiB,1MiB,16MiB,256MiB,1GiB,4GiB --repeat 3 --methods SEC2,DIRECT,GDS \
+      --csv "$out/host.csv"
+  plot "$out/host.csv"
+  ;;
+*) echo "bench-gpu: unknown part '$part' (main, paper)"; exit 2 ;;
+esac
+exit $status

@@ -2,7 +2,7 @@
 # Builds h5gds on the GPU machine and runs every GPU test there, in both
 # cuFile states, plus a compute-sanitizer pass and (with --bench) the
 # benchmark. Run from the repository root; logs go to $OUT (or build/gpu-out).
-#   run through the device tool:  bash scripts/gpu-check.sh [--bench ARGS...]
+#   run through the device tool:  bash scripts/gpu-check.sh [--bench main|paper [SIZES]]
 # It expects HDF5 1.14.5 prebuilt in build/deps/hdf5-1.14.5 (carried along;
 # made by scripts/build-hdf5.sh) and uses the machine's HDF5 1.10 if present.
 set -uo pipefail
@@ -59,7 +59,7 @@ fi
 if [ "${1:-}" = "--bench" ]; then
   shift
   step "benchmark"
-  bash scripts/bench-gpu.sh "$@" || status=1
+  bash scripts/bench-gpu.sh "${@:-main}" || status=1
 fi
 step "gpu-check: $( [ $status -eq 0 ] && echo PASSED || echo FAILED )"
 exit $status
