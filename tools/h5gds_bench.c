@@ -104,10 +104,14 @@ static void usage(FILE *to)
             "  -h, --help            this text\n");
 }
 
-static void die_usage(const char *fmt, const char *arg)
+static void die_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void die_usage(const char *fmt, ...)
 {
+    va_list ap;
     fprintf(stderr, "h5gds-bench: ");
-    fprintf(stderr, fmt, arg);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
     fprintf(stderr, "\n");
     usage(stderr);
     exit(2);
@@ -150,7 +154,7 @@ static void add_size(const char *s, const char *what)
 {
     size_t v;
     if (!parse_size(s, &v) || opt.nsizes == MAX_LIST)
-        die_usage("bad size in --%s: '%s'", s), (void)what;
+        die_usage("bad size in --%s: '%s'", what, s);
     opt.sizes[opt.nsizes++] = v;
 }
 static void add_block(const char *s, const char *what)
@@ -322,6 +326,7 @@ static void on_signal(int sig)
     raise(sig);
 }
 
+static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 static void fail(const char *fmt, ...)
 {
     va_list ap;
