@@ -122,7 +122,7 @@ int gds_cufile_transfer(gds_file_t *file, bool write, uint64_t offset, size_t si
         .size = size,
         .dev = ptr,
         .ctx = ctx,
-        .block = file->cfg.io_block_size,
+        .block = gds_block_for(&file->cfg, size, file->cfg.threads),
     };
     if (!job.cf || !job.cu) {
         gds_status_set(st, 0, "cuFile unavailable: %s", why);

@@ -36,6 +36,9 @@ int gds_cufile_transfer(gds_file_t *file, bool write, uint64_t offset, size_t si
 /* Registers the file with cuFile; false with a reason when it cannot be used. */
 bool gds_cufile_register(gds_file_t *file, const char **why, char *why_buf, size_t why_size);
 
+/* Block size for a request of `size` bytes over `workers` workers. */
+size_t gds_block_for(const gds_engine_settings_t *cfg, size_t size, unsigned workers);
+
 /* Makes `ctx` current on the calling thread (primary context of `device` if NULL). */
 int gds_cuda_use_context(const gds_cuda_api_t *cu, void *ctx, gds_status_t *st);
 

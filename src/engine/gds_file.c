@@ -128,6 +128,18 @@ static H5FD_gds_route_t device_route(gds_file_t *file)
     return route;
 }
 
+/* The block each worker claims: io_block_size, halved (down to the staging
+ * size) until every worker has at least one block, so that mid-sized
+ * requests still use the whole pool. Stays a multiple of fs_block_size. */
+size_t gds_block_for(const gds_engine_settings_t *cfg, size_t size, unsigned workers)
+{
+    size_t block = cfg->io_block_size;
+    size_t floor = cfg->staging_size > cfg->fs_block_size ? cfg->staging_size : cfg->fs_block_size;
+    while (block / 2 >= floor && (block / 2) % cfg->fs_block_size == 0 && size / block < workers)
+        block /= 2;
+    return block;
+}
+
 /* Host memory, large reads split across the pool: parallel page-cache copies
  * are several times faster than one thread. */
 typedef struct host_job {
@@ -201,7 +213,7 @@ static int host_transfer(gds_file_t *file, bool write, uint64_t offset, size_t s
         while (n < 0 && errno == EINTR);
         if (n == (ssize_t)first_len) {
             host_job_t job = {file->fd, write, offset + first_len, size - first_len, (char *)buf + first_len,
-                              file->cfg.io_block_size};
+                              gds_block_for(&file->cfg, size, workers)};
             uint64_t first = job.offset / job.block, last = (job.offset + job.size - 1) / job.block;
             return gds_pool_run(workers, (size_t)(last - first + 1), host_worker, &job, st);
         }
@@ -249,6 +261,26 @@ static void count(gds_file_t *file, bool write, H5FD_gds_route_t route, size_t s
     pthread_mutex_unlock(&file->lock);
 }
 
+static int sync_legacy_stream(const gds_buffer_info_t *info, gds_status_t *st)
+{
+    const gds_cuda_api_t *cu = gds_cuda_if_loaded();
+    if (!cu)
+        return 0;
+    CUcontext previous = NULL;
+    cu->CtxGetCurrent(&previous);
+    bool switch_ctx = info->context && (CUcontext)info->context != previous;
+    if (switch_ctx && cu->CtxSetCurrent((CUcontext)info->context) != CUDA_SUCCESS)
+        switch_ctx = false;
+    CUresult rc = cu->StreamSynchronize(NULL);
+    if (switch_ctx)
+        cu->CtxSetCurrent(previous);
+    if (rc != CUDA_SUCCESS) {
+        gds_status_set(st, 0, "waiting for earlier GPU work failed: %s", gds_cuda_error_text(rc));
+        return -1;
+    }
+    return 0;
+}
+
 static int transfer(gds_file_t *file, bool write, uint64_t offset, size_t size, void *buf, bool raw,
                     gds_status_t *st)
 {
@@ -265,6 +297,13 @@ static int transfer(gds_file_t *file, bool write, uint64_t offset, size_t size, 
         rc = host_transfer(file, write, offset, size, buf, raw, st);
     }
     else {
+        /* Order against the application's earlier GPU work, as cudaMemcpy
+         * would: kernels (or a pageable cuMemcpyHtoD, which returns before
+         * its DMA ends) on the legacy default stream may still be producing
+         * the data we write, or reading the buffer we are about to fill. Our
+         * own streams do not wait for it. */
+        if ((rc = sync_legacy_stream(&info, st)) != 0)
+            return rc;
         route = device_route(file);
         if (route == H5FD_GDS_ROUTE_CUFILE)
             rc = gds_cufile_transfer(file, write, offset, size, buf, info.context, st);

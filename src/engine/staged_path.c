@@ -296,8 +296,8 @@ int gds_staged_transfer(gds_file_t *file, bool write, uint64_t offset, size_t si
         .size = size,
         .dev = (CUdeviceptr)(uintptr_t)ptr,
         .ctx = ctx,
-        .block = file->cfg.io_block_size,
-        .piece = file->cfg.staging_size < file->cfg.io_block_size ? file->cfg.staging_size : file->cfg.io_block_size,
+        .block = gds_block_for(&file->cfg, size, nworkers),
+        .piece = file->cfg.staging_size,
         .fsb = file->cfg.fs_block_size,
         .align = file->cfg.alignment > file->cfg.fs_block_size ? file->cfg.alignment : file->cfg.fs_block_size,
         .depth = ring_depth < 1 ? 1 : ring_depth > GDS_MAX_RING ? GDS_MAX_RING : ring_depth,
@@ -308,6 +308,8 @@ int gds_staged_transfer(gds_file_t *file, bool write, uint64_t offset, size_t si
      * next reader and reach the same cold-read rate with read-ahead. */
     if (allow_direct && (file->cfg.direct == H5FD_GDS_ON || (write && file->cfg.direct == H5FD_GDS_SWITCH_AUTO)))
         job.direct_fd = gds_file_direct_fd(file);
+    if (job.piece > job.block)
+        job.piece = job.block;
     uint64_t first = offset / job.block, last = (offset + size - 1) / job.block;
     return gds_pool_run(nworkers, (size_t)(last - first + 1), staged_worker, &job, st);
 }
