@@ -126,7 +126,7 @@ static herr_t api_leave(api_t *a, bool failed)
         a->saved = H5I_INVALID_HID;
     }
     if (failed && a->summary[0])
-        error_push(a->func, __LINE__, H5E_VFL, H5E_MPI, "%s", a->summary);
+        error_push(a->func, __LINE__, H5E_VFL, H5E_CANTOPERATE, "%s", a->summary);
     H5Eset_auto2(H5E_DEFAULT, a->auto_func, a->auto_data);
     return failed ? -1 : 0;
 }
@@ -314,6 +314,7 @@ struct H5FD_gds_collection_t {
     bool created;      /* this rank created rank_path */
     bool failed;       /* an I/O step failed on some rank: finish fails */
     slab_rec_t *recs;  /* size records, for the Allgather of each write */
+    int *order;        /* size ranks, sorted by slab offset (overlap check) */
     dset_rec_t *dsets, **tail;
 };
 
@@ -342,6 +343,7 @@ static void collection_free(H5FD_gds_collection_t *c)
         dset_rec_free(d);
     }
     free(c->recs);
+    free(c->order);
     free(c->master_path);
     free(c->rank_path);
     if (c->comm != MPI_COMM_NULL)
@@ -397,7 +399,8 @@ H5FD_gds_collection_t *H5FD_gds_mpi_begin(MPI_Comm comm, const char *master_path
         c->master_path = strdup(master_path);
         c->rank_path = rank_file_path(master_path, rank);
         c->recs = malloc((size_t)size * sizeof *c->recs);
-        if (!c->master_path || !c->rank_path || !c->recs) {
+        c->order = malloc((size_t)size * sizeof *c->order);
+        if (!c->master_path || !c->rank_path || !c->recs || !c->order) {
             ERR(H5E_RESOURCE, H5E_NOSPACE, "rank %d: out of memory", rank);
             api_keep(&a);
             ok = false;
@@ -569,9 +572,42 @@ static bool slabs_overlap(const slab_rec_t *s, const slab_rec_t *t)
     return true;
 }
 
+/* Ranks by the first offset of their slab, then by rank: a total order, so
+ * every rank sorts alike. */
+static int by_first_offset(const void *x, const void *y, void *arg)
+{
+    const slab_rec_t *recs = arg;
+    int a = *(const int *)x, b = *(const int *)y;
+    uint64_t p = recs[a].offset[0], q = recs[b].offset[0];
+    return p != q ? (p > q) - (p < q) : (a > b) - (a < b);
+}
+
+/* Finds two overlapping non-empty slabs: a sweep along the first dimension
+ * (n log n for the usual decompositions, n^2 at worst). */
+static bool find_overlap(H5FD_gds_collection_t *c, int *first, int *second)
+{
+    const slab_rec_t *recs = c->recs;
+    int n = c->size, *order = c->order;
+    for (int r = 0; r < n; r++)
+        order[r] = r;
+    qsort_r(order, (size_t)n, sizeof *order, by_first_offset, (void *)recs);
+    for (int i = 0; i < n; i++) {
+        const slab_rec_t *s = &recs[order[i]];
+        if (slab_empty(s))
+            continue;
+        for (int j = i + 1; j < n && recs[order[j]].offset[0] < s->offset[0] + s->count[0]; j++)
+            if (!slab_empty(&recs[order[j]]) && slabs_overlap(s, &recs[order[j]])) {
+                *first = order[i] < order[j] ? order[i] : order[j];
+                *second = order[i] < order[j] ? order[j] : order[i];
+                return true;
+            }
+    }
+    return false;
+}
+
 /* Checks the gathered records: the same answer on every rank. Sets the
  * summary and returns false when the write must not happen. */
-static bool check_gathered(api_t *a, const H5FD_gds_collection_t *c, const char *name)
+static bool check_gathered(api_t *a, H5FD_gds_collection_t *c, const char *name)
 {
     const slab_rec_t *recs = c->recs, *r0 = &recs[0];
     int nbad = 0, first = -1;
@@ -600,15 +636,11 @@ static bool check_gathered(api_t *a, const H5FD_gds_collection_t *c, const char 
             return false;
         }
     }
-    for (int r = 0; r < c->size; r++) {
-        if (slab_empty(&recs[r]))
-            continue;
-        for (int s = r + 1; s < c->size; s++)
-            if (!slab_empty(&recs[s]) && slabs_overlap(&recs[r], &recs[s])) {
-                api_summary(a, "write of dataset '%s': the slabs of ranks %d and %d overlap; nothing was written",
-                            shown, r, s);
-                return false;
-            }
+    int r1, r2;
+    if (find_overlap(c, &r1, &r2)) {
+        api_summary(a, "write of dataset '%s': the slabs of ranks %d and %d overlap; nothing was written", shown, r1,
+                    r2);
+        return false;
     }
     return true;
 }
@@ -617,7 +649,7 @@ static bool check_gathered(api_t *a, const H5FD_gds_collection_t *c, const char 
 static bool write_slab(api_t *a, H5FD_gds_collection_t *c, const char *name, hid_t type, int ndims,
                        const hsize_t count[], const void *buf)
 {
-    bool ok = false, empty = false;
+    bool ok = false, empty = false, created = false;
     hid_t space = H5I_INVALID_HID, dcpl = H5I_INVALID_HID, lcpl = H5I_INVALID_HID, dset = H5I_INVALID_HID;
     for (int d = 0; d < ndims; d++)
         empty |= count[d] == 0;
@@ -631,6 +663,7 @@ static bool write_slab(api_t *a, H5FD_gds_collection_t *c, const char *name, hid
             c->rank_path);
         goto done;
     }
+    created = true;
     if (!empty && H5Dwrite_gds(dset, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
         ERR(H5E_DATASET, H5E_WRITEERROR, "rank %d cannot write dataset '%s' to its file '%s'", c->rank, name,
             c->rank_path);
@@ -653,6 +686,12 @@ done:
         api_keep(a);
     if (dset >= 0)
         H5Dclose(dset);
+    /* A dataset that could not be written is deleted: its space (allocated
+     * early, at the end of the file) is freed and the file shrinks back, so
+     * that closing the file can still succeed. (HDF5 1.10 leaves a dangling
+     * identifier when H5Fclose fails, and crashes at exit.) */
+    if (!ok && created)
+        H5Ldelete(c->file, name, H5P_DEFAULT);
     if (lcpl >= 0)
         H5Pclose(lcpl);
     if (dcpl >= 0)
@@ -916,8 +955,9 @@ static char *virtual_string(hid_t dcpl, size_t i, bool file)
     char *s = malloc((size_t)n + 1);
     if (!s)
         return NULL;
-    if ((file ? H5Pget_virtual_filename(dcpl, i, s, (size_t)n + 1) : H5Pget_virtual_dsetname(dcpl, i, s, (size_t)n + 1)) <
-        0) {
+    ssize_t got = file ? H5Pget_virtual_filename(dcpl, i, s, (size_t)n + 1)
+                       : H5Pget_virtual_dsetname(dcpl, i, s, (size_t)n + 1);
+    if (got < 0) {
         free(s);
         return NULL;
     }
@@ -943,7 +983,9 @@ static bool vds_unescape(char *s)
 /* Whether HDF5 will find a VDS source file: next to the master, or as given. */
 static bool source_file_exists(const char *master, const char *file)
 {
-    if (strcmp(file, ".") == 0 || access(file, R_OK) == 0)
+    /* HDF5_VDS_PREFIX (or a dapl prefix) may point elsewhere: let HDF5 look. */
+    const char *prefix = getenv("HDF5_VDS_PREFIX");
+    if ((prefix && *prefix) || strcmp(file, ".") == 0 || access(file, R_OK) == 0)
         return true;
     if (file[0] == '/')
         return false;
@@ -1214,8 +1256,8 @@ herr_t H5FD_gds_mpi_read(MPI_Comm comm, const char *master_path, const char *nam
     bool ok = read_local(&a, &q);
     agreement_t ag = agree(&a, dup, q.rank, ok);
     if (ag.nfail)
-        api_summary(&a, "read of dataset '%s' of '%s' failed on rank %d (%d of %d ranks failed)", name ? name : "(null)",
-                    master_path ? master_path : "(null)", ag.first, ag.nfail, size);
+        api_summary(&a, "read of dataset '%s' of '%s' failed on rank %d (%d of %d ranks failed)",
+                    name ? name : "(null)", master_path ? master_path : "(null)", ag.first, ag.nfail, size);
     MPI_Comm_free(&dup);
     return api_leave(&a, ag.nfail > 0);
 }
