@@ -4,11 +4,11 @@
 #          peers (h5py+cupy, kvikio at 1/8/16 threads), 256 MiB, 1 GiB, 4 GiB:
 #          main.csv, peers.csv, all.csv, summary.md, all-rate-vs-size.png
 #   paper  the other methods (DIRECT, DIRECT+PINNED, GDS-staged, GDS-cufile,
-#          GDS-posix) with cuFile made usable (udev entry, test set-up only),
-#          the threads x block sweep (paper Fig. 5-6) and the host-memory
-#          comparison from 4 KiB to 4 GiB: paper.csv, sweep.csv, host.csv, PNGs
+#          GDS-posix) with cuFile made usable (udev entry, test set-up only)
+#   sweep  threads x block size for GDS (paper Fig. 5-6): sweep.csv, heat map
+#   host   host memory, SEC2 vs DIRECT vs GDS: host.csv
 # Run after a build in build/gpu-h14 (scripts/gpu-check.sh does it):
-#   bash scripts/bench-gpu.sh main|paper [SIZES]
+#   bash scripts/bench-gpu.sh main|paper|sweep|host [SIZES]
 # Results go to $OUT (or build/gpu-out). Every command line is logged in commands.txt.
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -43,14 +43,17 @@ paper)
   run "$bin" --sizes "$sizes" --repeat 3 --methods GDS,GDS-staged,GDS-cufile,GDS-posix,DIRECT,DIRECT+PINNED \
       --csv "$out/paper.csv"
   rm -f "$udev_entry"
-  plot "$out/paper.csv"
-  run "$bin" --sizes 1GiB --repeat 1 --methods GDS --no-ceilings --threads 1,2,4,8,16 --blocks 1MiB,4MiB,16MiB,32MiB \
+  plot "$out/paper.csv" --no-figures --summary "$out/paper.md"
+  ;;
+sweep)
+  run "$bin" --sizes "$sizes" --repeat 1 --methods GDS --no-ceilings --threads 1,2,4,8,16 --blocks 1MiB,4MiB,16MiB,32MiB \
       --csv "$out/sweep.csv"
   plot "$out/sweep.csv"
-  run "$bin" --memory host --sizes 4KiB,64KiB,1MiB,16MiB,256MiB,1GiB,4GiB --repeat 3 --methods SEC2,DIRECT,GDS \
-      --csv "$out/host.csv"
-  plot "$out/host.csv"
   ;;
-*) echo "bench-gpu: unknown part '$part' (main, paper)"; exit 2 ;;
+host)
+  run "$bin" --memory host --sizes "$sizes" --repeat 3 --methods SEC2,DIRECT,GDS --csv "$out/host.csv"
+  plot "$out/host.csv" --no-figures
+  ;;
+*) echo "bench-gpu: unknown part '$part' (main, paper, sweep, host)"; exit 2 ;;
 esac
 exit $status
