@@ -78,9 +78,15 @@ def figures(rows, med, stem):
         print("plot_bench: matplotlib not installed; no figures", file=sys.stderr)
         return []
     made = []
+    # One colour per method in every panel; each panel shows its own ceilings only.
+    everything = sorted({k[0] for k in med if not k[0].startswith("CEIL")})
+    palette = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    colour = {m: palette[i % len(palette)] for i, m in enumerate(everything)}
+    colour.update({"CEIL-ODIRECT": "black", "CEIL-PAGECACHE": "dimgray", "CEIL-H2D": "silver"})
     fig, axes = plt.subplots(1, 3, figsize=(16, 4.8))
     for ax, phase in zip(axes, PHASES):
-        methods = sorted({k[0] for k in med if k[1] == phase})
+        methods = [m for m in everything if any(k[0] == m and k[1] == phase for k in med)]
+        methods += [c for c in CEILING[phase] if any(k[0] == c and k[1] == phase for k in med)]
         for m in methods:
             pts = collections.defaultdict(float)
             for k, v in med.items():
@@ -88,13 +94,14 @@ def figures(rows, med, stem):
                     pts[k[2]] = max(pts[k[2]], v)
             xs = sorted(pts)
             style = "--" if m.startswith("CEIL") else "-"
-            ax.plot([x / (1 << 20) for x in xs], [pts[x] for x in xs], style, marker="o", label=m)
+            ax.plot([x / (1 << 20) for x in xs], [pts[x] for x in xs], style, marker="o", label=m, color=colour[m])
         ax.set_xscale("log", base=2)
         ax.set_xlabel("dataset size (MiB)")
         ax.set_ylabel("GB/s")
         ax.set_title(phase.replace("_", " "))
         ax.grid(alpha=0.3)
-    axes[0].legend(fontsize=7)
+    for ax in axes:
+        ax.legend(fontsize=7)
     fig.tight_layout()
     path = stem + "-rate-vs-size.png"
     fig.savefig(path, dpi=110)

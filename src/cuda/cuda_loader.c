@@ -133,11 +133,12 @@ const gds_cuda_api_t *gds_cuda_if_loaded(void)
         return NULL; /* nothing loaded since we last found no libcuda */
     loaded_scan_t scan = {0, false};
     dl_iterate_phdr(scan_object, &scan);
-    if (!scan.found) {
-        __atomic_store_n(&scanned_adds, adds, __ATOMIC_RELAXED);
-        return NULL;
-    }
-    return cuda_open(RTLD_NOW | RTLD_NOLOAD);
+    if (scan.found && (api = cuda_open(RTLD_NOW | RTLD_NOLOAD)) != NULL)
+        return api;
+    /* No libcuda, or one that cannot be used (cuInit fails: a driver without
+     * a GPU): do not try again until the set of loaded objects changes. */
+    __atomic_store_n(&scanned_adds, adds, __ATOMIC_RELAXED);
+    return NULL;
 }
 
 const gds_cuda_api_t *gds_cuda_load(const char **why)
