@@ -73,11 +73,9 @@ static int cufile_worker(gds_job_t *gjob, void *arg, gds_worker_t *worker, gds_s
     if (gds_cuda_use_context(job->cu, job->ctx, st) != 0)
         return -1;
     size_t task;
-    uint64_t first_block = job->offset / job->block;
     while (gds_job_next(gjob, &task)) {
-        uint64_t b0 = (first_block + task) * job->block, b1 = b0 + job->block;
-        uint64_t lo = b0 > job->offset ? b0 : job->offset;
-        uint64_t hi = b1 < job->offset + job->size ? b1 : job->offset + job->size;
+        uint64_t lo, hi;
+        gds_task_range(job->offset, job->size, job->block, task, &lo, &hi);
         size_t done = 0, len = (size_t)(hi - lo);
         off_t dev_off = (off_t)(lo - job->offset);
         while (done < len) {
@@ -128,6 +126,5 @@ int gds_cufile_transfer(gds_file_t *file, bool write, uint64_t offset, size_t si
         gds_status_set(st, 0, "cuFile unavailable: %s", why);
         return -1;
     }
-    uint64_t first = offset / job.block, last = (offset + size - 1) / job.block;
-    return gds_pool_run(file->cfg.threads, (size_t)(last - first + 1), cufile_worker, &job, st);
+    return gds_pool_run(file->cfg.threads, gds_task_count(offset, size, job.block), cufile_worker, &job, st);
 }

@@ -42,6 +42,22 @@ size_t gds_block_for(const gds_engine_settings_t *cfg, size_t size, unsigned wor
 /* Makes `ctx` current on the calling thread (primary context of `device` if NULL). */
 int gds_cuda_use_context(const gds_cuda_api_t *cu, void *ctx, gds_status_t *st);
 
+/* Requests are cut into blocks aligned to multiples of `block` in the file,
+ * so that interior block boundaries are O_DIRECT-aligned. Task t covers the
+ * part of [offset, offset + size) inside the t-th such block. */
+static inline size_t gds_task_count(uint64_t offset, size_t size, size_t block)
+{
+    return (size_t)((offset + size - 1) / block - offset / block + 1);
+}
+
+static inline void gds_task_range(uint64_t offset, size_t size, size_t block, size_t task, uint64_t *lo,
+                                  uint64_t *hi)
+{
+    uint64_t b0 = (offset / block + task) * block, b1 = b0 + block;
+    *lo = b0 > offset ? b0 : offset;
+    *hi = b1 < offset + size ? b1 : offset + size;
+}
+
 #define GDS_ROUND_DOWN(x, a) ((x) / (a) * (a))
 #define GDS_ROUND_UP(x, a) (((x) + (a)-1) / (a) * (a))
 

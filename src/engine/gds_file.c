@@ -156,11 +156,9 @@ static int host_worker(gds_job_t *gjob, void *arg, gds_worker_t *worker, gds_sta
     (void)worker;
     const host_job_t *job = arg;
     size_t task;
-    uint64_t first_block = job->offset / job->block;
     while (gds_job_next(gjob, &task)) {
-        uint64_t b0 = (first_block + task) * job->block, b1 = b0 + job->block;
-        uint64_t lo = b0 > job->offset ? b0 : job->offset;
-        uint64_t hi = b1 < job->offset + job->size ? b1 : job->offset + job->size;
+        uint64_t lo, hi;
+        gds_task_range(job->offset, job->size, job->block, task, &lo, &hi);
         char *p = job->buf + (lo - job->offset);
         if (job->write) {
             if (gds_pwrite_full(job->fd, p, (size_t)(hi - lo), lo) != 0) {
@@ -214,8 +212,7 @@ static int host_transfer(gds_file_t *file, bool write, uint64_t offset, size_t s
         if (n == (ssize_t)first_len) {
             host_job_t job = {file->fd, write, offset + first_len, size - first_len, (char *)buf + first_len,
                               gds_block_for(&file->cfg, size, workers)};
-            uint64_t first = job.offset / job.block, last = (job.offset + job.size - 1) / job.block;
-            return gds_pool_run(workers, (size_t)(last - first + 1), host_worker, &job, st);
+            return gds_pool_run(workers, gds_task_count(job.offset, job.size, job.block), host_worker, &job, st);
         }
         /* Not cached (EAGAIN), partly cached, or no RWF_NOWAIT here: one
          * sequential read, like sec2, from where the probe stopped. */

@@ -233,11 +233,9 @@ static int staged_worker(gds_job_t *gjob, void *arg, gds_worker_t *worker, gds_s
     unsigned next_slot = 0;
     int rc = 0;
     size_t task;
-    uint64_t first_block = job->offset / job->block;
     while (rc == 0 && gds_job_next(gjob, &task)) {
-        uint64_t b0 = (first_block + task) * job->block, b1 = b0 + job->block;
-        uint64_t lo = b0 > job->offset ? b0 : job->offset;
-        uint64_t hi = b1 < job->offset + job->size ? b1 : job->offset + job->size;
+        uint64_t lo, hi;
+        gds_task_range(job->offset, job->size, job->block, task, &lo, &hi);
         for (uint64_t off = lo; rc == 0 && off < hi; off += job->piece) {
             size_t len = (size_t)((hi - off) < job->piece ? hi - off : job->piece);
             ring_slot_t *slot = &ring->slot[next_slot];
@@ -310,8 +308,7 @@ int gds_staged_transfer(gds_file_t *file, bool write, uint64_t offset, size_t si
         job.direct_fd = gds_file_direct_fd(file);
     if (job.piece > job.block)
         job.piece = job.block;
-    uint64_t first = offset / job.block, last = (offset + size - 1) / job.block;
-    return gds_pool_run(nworkers, (size_t)(last - first + 1), staged_worker, &job, st);
+    return gds_pool_run(nworkers, gds_task_count(offset, size, job.block), staged_worker, &job, st);
 }
 
 int gds_cuda_use_context(const gds_cuda_api_t *cu, void *ctx, gds_status_t *st)
