@@ -58,8 +58,6 @@ void gds_file_close(gds_file_t *file);
 int gds_file_read(gds_file_t *file, uint64_t offset, size_t size, void *buf, bool raw, gds_status_t *st);
 int gds_file_write(gds_file_t *file, uint64_t offset, size_t size, const void *buf, bool raw, gds_status_t *st);
 
-/* The file grew (or shrank) outside gds_file_write, e.g. ftruncate. */
-void gds_file_set_eof(gds_file_t *file, uint64_t eof);
 void gds_file_get_stats(gds_file_t *file, H5FD_gds_stats_t *stats);
 
 /* ---- buffer classification (buffer_kind.c) ---- */
