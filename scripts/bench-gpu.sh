@@ -7,6 +7,8 @@
 #          GDS-posix) with cuFile made usable (udev entry, test set-up only)
 #   sweep  threads x block size for GDS (paper Fig. 5-6): sweep.csv, heat map
 #   host   host memory, SEC2 vs DIRECT vs GDS: host.csv
+#   calls  per-call cost of small host requests, sec2 vs gds, without and with a
+#          CUDA context in the process: calls.csv, calls-cuda.csv
 # Run after a build in build/gpu-h14 (scripts/gpu-check.sh does it):
 #   bash scripts/bench-gpu.sh main|paper|sweep|host [SIZES]
 # Results go to $OUT (or build/gpu-out). Every command line is logged in commands.txt.
@@ -54,6 +56,12 @@ host)
   run "$bin" --memory host --sizes "$sizes" --repeat 3 --methods SEC2,DIRECT,GDS --csv "$out/host.csv"
   plot "$out/host.csv" --no-figures
   ;;
-*) echo "bench-gpu: unknown part '$part' (main, paper, sweep, host)"; exit 2 ;;
+calls)
+  calls=build/gpu-h14/tools/h5gds-calls
+  csizes=${2:-4KiB,64KiB,256KiB,1MiB,4MiB}
+  run "$calls" --sizes "$csizes" --dir "$root/build" --csv "$out/calls.csv"
+  run "$calls" --sizes "$csizes" --dir "$root/build" --cuda --csv "$out/calls-cuda.csv"
+  ;;
+*) echo "bench-gpu: unknown part '$part' (main, paper, sweep, host, calls)"; exit 2 ;;
 esac
 exit $status

@@ -52,13 +52,21 @@ int gds_file_open(gds_file_t **out, const char *path, int fd, bool writable, con
                   gds_status_t *st);
 void gds_file_close(gds_file_t *file);
 
-/* `raw` is true for dataset raw data (the only requests whose buffer can be
- * device memory). Reads past the end of the file are zero-filled, in device
- * memory too. Return 0 on success, -1 with `st` filled. */
-int gds_file_read(gds_file_t *file, uint64_t offset, size_t size, void *buf, bool raw, gds_status_t *st);
-int gds_file_write(gds_file_t *file, uint64_t offset, size_t size, const void *buf, bool raw, gds_status_t *st);
+/* Whose buffer a request carries. Only the application's raw data can be in
+ * device memory, and only it is counted in the statistics; HDF5's metadata
+ * and the driver's own host buffers (its sieve window) are neither. */
+typedef enum gds_data { GDS_DATA_DRIVER, GDS_DATA_RAW } gds_data_t;
+
+/* Reads past the end of the file are zero-filled, in device memory too.
+ * Return 0 on success, -1 with `st` filled. */
+int gds_file_read(gds_file_t *file, uint64_t offset, size_t size, void *buf, gds_data_t data, gds_status_t *st);
+int gds_file_write(gds_file_t *file, uint64_t offset, size_t size, const void *buf, gds_data_t data,
+                   gds_status_t *st);
 
 void gds_file_get_stats(gds_file_t *file, H5FD_gds_stats_t *stats);
+/* Counts raw data the driver served from memory (its sieve window): bytes
+ * and calls, no time. */
+void gds_file_count_host(gds_file_t *file, bool write, size_t size);
 
 /* ---- buffer classification (buffer_kind.c) ---- */
 typedef struct gds_buffer_info {

@@ -247,9 +247,15 @@ static double now_seconds(void)
 static void count(gds_file_t *file, bool write, H5FD_gds_route_t route, size_t size, double seconds)
 {
     H5FD_gds_stats_t *s = &file->stats;
-    __atomic_add_fetch(write ? &s->write_bytes[route] : &s->read_bytes[route], size, __ATOMIC_RELAXED);
-    __atomic_add_fetch(write ? &s->write_calls[route] : &s->read_calls[route], 1, __ATOMIC_RELAXED);
-    /* Seconds are a sum of doubles: guarded by the lock, off the hot path of small calls. */
+    /* One writer (the thread in the HDF5 call; HDF5 serialises them), so
+     * plain relaxed stores suffice: readers see whole 64-bit values. */
+    uint64_t *bytes = write ? &s->write_bytes[route] : &s->read_bytes[route];
+    uint64_t *calls = write ? &s->write_calls[route] : &s->read_calls[route];
+    __atomic_store_n(bytes, __atomic_load_n(bytes, __ATOMIC_RELAXED) + size, __ATOMIC_RELAXED);
+    __atomic_store_n(calls, __atomic_load_n(calls, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+    if (seconds == 0)
+        return;
+    /* Seconds are a sum of doubles: guarded by the lock. */
     pthread_mutex_lock(&file->lock);
     if (write)
         s->write_seconds += seconds;
@@ -278,13 +284,13 @@ static int sync_legacy_stream(const gds_buffer_info_t *info, gds_status_t *st)
     return 0;
 }
 
-static int transfer(gds_file_t *file, bool write, uint64_t offset, size_t size, void *buf, bool raw,
+static int transfer(gds_file_t *file, bool write, uint64_t offset, size_t size, void *buf, gds_data_t data,
                     gds_status_t *st)
 {
     if (size == 0)
         return 0;
+    bool raw = data == GDS_DATA_RAW;
     gds_buffer_info_t info = {H5FD_GDS_MEMORY_HOST, NULL, -1};
-    /* Only raw data can live in GPU memory: HDF5's own metadata buffers never do. */
     if (raw)
         gds_classify_buffer(buf, &info);
     double t0 = raw ? now_seconds() : 0;
@@ -315,15 +321,21 @@ static int transfer(gds_file_t *file, bool write, uint64_t offset, size_t size, 
     return rc;
 }
 
-int gds_file_read(gds_file_t *file, uint64_t offset, size_t size, void *buf, bool raw, gds_status_t *st)
+int gds_file_read(gds_file_t *file, uint64_t offset, size_t size, void *buf, gds_data_t data, gds_status_t *st)
 {
-    return transfer(file, false, offset, size, buf, raw, st);
+    return transfer(file, false, offset, size, buf, data, st);
 }
 
-int gds_file_write(gds_file_t *file, uint64_t offset, size_t size, const void *buf, bool raw, gds_status_t *st)
+int gds_file_write(gds_file_t *file, uint64_t offset, size_t size, const void *buf, gds_data_t data,
+                   gds_status_t *st)
 {
     /* The engine never writes through `buf`; the cast only shares the code path. */
-    return transfer(file, true, offset, size, (void *)buf, raw, st);
+    return transfer(file, true, offset, size, (void *)buf, data, st);
+}
+
+void gds_file_count_host(gds_file_t *file, bool write, size_t size)
+{
+    count(file, write, H5FD_GDS_ROUTE_HOST, size, 0);
 }
 
 void gds_file_get_stats(gds_file_t *file, H5FD_gds_stats_t *stats)

@@ -20,6 +20,7 @@
 #include "gds_config.h"
 #include "gds_error.h"
 #include "gds_hdf5.h"
+#include "gds_sieve.h"
 
 /* HDF5 addresses are unsigned 64-bit; files are addressed by off_t. */
 #define GDS_MAXADDR (((haddr_t)1 << (8 * sizeof(off_t) - 1)) - 1)
@@ -39,10 +40,16 @@ typedef struct gds_vfd_file {
     H5FD_gds_config_t config;
     bool config_from_info;  /* opened with explicit driver info (not defaults/strings) */
     gds_file_t *engine;
+    gds_sieve_t sieve;      /* small host-memory raw data (gds_sieve.h) */
     char *name;
 } gds_vfd_file_t;
 
 static hid_t gds_driver_id = H5I_INVALID_HID;
+
+/* An engine failure onto HDF5's error stack: the file, what failed, errno's text. */
+#define engine_error(file, minor, st)                                                                      \
+    GDS_ERROR(H5E_IO, (minor), "file '%s': %s%s%s", (file)->name, (st)->msg, (st)->err ? ": " : "",          \
+              (st)->err ? strerror((st)->err) : "")
 
 /* Callbacks, in class-table order. */
 static herr_t gds_term(void);
@@ -332,6 +339,12 @@ static H5FD_t *gds_open(const char *name, unsigned flags, hid_t fapl_id, haddr_t
         goto fail;
     }
 
+    /* The sieve buffer size HDF5 would use for sec2 (H5Pset_sieve_buf_size; 0 turns it off). */
+    size_t sieve_size = 0;
+    if (H5Pget_sieve_buf_size(fapl_id, &sieve_size) < 0)
+        goto fail;
+    gds_sieve_init(&file->sieve, sieve_size, (flags & H5F_ACC_RDWR) != 0);
+
     gds_engine_settings_t settings;
     gds_status_t st;
     gds_config_to_engine(&file->config, &settings);
@@ -373,8 +386,14 @@ static herr_t gds_close(H5FD_t *_file)
     const char *env = getenv("H5GDS_STATS");
     if (file->config.stats || (env && *env && strcmp(env, "0") != 0))
         print_stats(file);
-    gds_file_close(file->engine);
     herr_t ret = 0;
+    gds_status_t st;
+    if (gds_sieve_flush(&file->sieve, file->engine, &st) < 0) {
+        engine_error(file, H5E_WRITEERROR, &st);
+        ret = -1;
+    }
+    gds_sieve_free(&file->sieve);
+    gds_file_close(file->engine);
     if (close(file->fd) < 0) {
         GDS_ERROR(H5E_IO, H5E_CANTCLOSEFILE, "unable to close file '%s': %s", file->name, strerror(errno));
         ret = -1;
@@ -447,9 +466,16 @@ static herr_t gds_read(H5FD_t *_file, H5FD_mem_t type, hid_t dxpl, haddr_t addr,
         return -1;
     }
     gds_status_t st;
-    if (gds_file_read(file->engine, addr, size, buf, type == H5FD_MEM_DRAW, &st) < 0) {
-        GDS_ERROR(H5E_IO, H5E_READERROR, "file '%s': %s%s%s", file->name, st.msg, st.err ? ": " : "",
-                  st.err ? strerror(st.err) : "");
+    int rc;
+    if (type == H5FD_MEM_DRAW && gds_sieve_takes(&file->sieve, false, size, buf))
+        rc = gds_sieve_read(&file->sieve, file->engine, file->eoa, addr, size, buf, &st);
+    else
+        rc = gds_sieve_before_other(&file->sieve, file->engine, addr, size, false, &st) < 0
+                 ? -1
+                 : gds_file_read(file->engine, addr, size, buf, type == H5FD_MEM_DRAW ? GDS_DATA_RAW : GDS_DATA_DRIVER,
+                                 &st);
+    if (rc < 0) {
+        engine_error(file, H5E_READERROR, &st);
         return -1;
     }
     return 0;
@@ -464,9 +490,16 @@ static herr_t gds_write(H5FD_t *_file, H5FD_mem_t type, hid_t dxpl, haddr_t addr
         return -1;
     }
     gds_status_t st;
-    if (gds_file_write(file->engine, addr, size, buf, type == H5FD_MEM_DRAW, &st) < 0) {
-        GDS_ERROR(H5E_IO, H5E_WRITEERROR, "file '%s': %s%s%s", file->name, st.msg, st.err ? ": " : "",
-                  st.err ? strerror(st.err) : "");
+    int rc;
+    if (type == H5FD_MEM_DRAW && gds_sieve_takes(&file->sieve, true, size, buf))
+        rc = gds_sieve_write(&file->sieve, file->engine, addr, size, buf, &st);
+    else
+        rc = gds_sieve_before_other(&file->sieve, file->engine, addr, size, true, &st) < 0
+                 ? -1
+                 : gds_file_write(file->engine, addr, size, buf, type == H5FD_MEM_DRAW ? GDS_DATA_RAW : GDS_DATA_DRIVER,
+                                  &st);
+    if (rc < 0) {
+        engine_error(file, H5E_WRITEERROR, &st);
         return -1;
     }
     if (addr + size > file->eof)
@@ -479,6 +512,11 @@ static herr_t gds_flush(H5FD_t *_file, hid_t dxpl, hbool_t closing)
     (void)dxpl;
     (void)closing;
     gds_vfd_file_t *file = (gds_vfd_file_t *)_file;
+    gds_status_t st;
+    if (gds_sieve_flush(&file->sieve, file->engine, &st) < 0) {
+        engine_error(file, H5E_WRITEERROR, &st);
+        return -1;
+    }
     if (file->config.fsync_on_flush && fsync(file->fd) < 0) {
         GDS_ERROR(H5E_IO, H5E_WRITEERROR, "fsync of '%s' failed: %s", file->name, strerror(errno));
         return -1;
@@ -491,6 +529,12 @@ static herr_t gds_truncate(H5FD_t *_file, hid_t dxpl, hbool_t closing)
     (void)dxpl;
     (void)closing;
     gds_vfd_file_t *file = (gds_vfd_file_t *)_file;
+    /* The file's real size must include the sieve's bytes before it is set. */
+    gds_status_t st;
+    if (gds_sieve_flush(&file->sieve, file->engine, &st) < 0) {
+        engine_error(file, H5E_WRITEERROR, &st);
+        return -1;
+    }
     if (file->eoa == file->eof)
         return 0;
     while (ftruncate(file->fd, (off_t)file->eoa) < 0) {

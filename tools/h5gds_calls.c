@@ -1,0 +1,197 @@
+/*
+ * h5gds-calls: the cost of one small H5Dwrite / H5Dread on host memory, sec2
+ * against gds, on a file kept open (as h5perf_serial measures it). Rounds
+ * alternate the drivers so that both see the same disk and cache; each call
+ * is timed and the median per call is reported. With --cuda the process
+ * first creates a CUDA context, as a GPU application would, so that the
+ * driver classifies every raw-data buffer with the CUDA driver.
+ *
+ *   h5gds-calls [--sizes 4KiB,64KiB,1MiB] [--calls 400] [--rounds 5] [--cuda] [--dir D] [--csv F]
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <hdf5.h>
+
+#include "H5FDgds.h"
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static void fail(const char *what)
+{
+    fprintf(stderr, "h5gds-calls: %s\n", what);
+    _exit(1);
+}
+
+static size_t parse_size(const char *s)
+{
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || v <= 0)
+        fail("bad size");
+    if (!strcmp(end, "KiB"))
+        v *= 1024;
+    else if (!strcmp(end, "MiB"))
+        v *= 1024 * 1024;
+    else if (!strcmp(end, "GiB"))
+        v *= 1024.0 * 1024 * 1024;
+    else if (*end)
+        fail("bad size unit (B, KiB, MiB, GiB)");
+    return (size_t)v;
+}
+
+/* A CUDA context in this process, as a GPU application has; returns the
+ * seconds one cuPointerGetAttributes on `probe` takes (median), or -1. */
+static double init_cuda(const void *probe)
+{
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+    if (!lib)
+        return -1;
+    int (*Init)(unsigned) = (int (*)(unsigned))dlsym(lib, "cuInit");
+    int (*DeviceGet)(int *, int) = (int (*)(int *, int))dlsym(lib, "cuDeviceGet");
+    int (*Retain)(void **, int) = (int (*)(void **, int))dlsym(lib, "cuDevicePrimaryCtxRetain");
+    int (*SetCurrent)(void *) = (int (*)(void *))dlsym(lib, "cuCtxSetCurrent");
+    int (*Attrs)(unsigned, int *, void **, unsigned long long) =
+        (int (*)(unsigned, int *, void **, unsigned long long))dlsym(lib, "cuPointerGetAttributes");
+    int dev;
+    void *ctx;
+    if (!Init || !DeviceGet || !Retain || !SetCurrent || !Attrs || Init(0) || DeviceGet(&dev, 0) ||
+        Retain(&ctx, dev) || SetCurrent(ctx))
+        return -1;
+    int attrs[4] = {2 /* MEMORY_TYPE */, 8 /* IS_MANAGED */, 1 /* CONTEXT */, 9 /* DEVICE_ORDINAL */};
+    unsigned type = 0, managed = 0;
+    void *c = NULL;
+    int ord = -1;
+    void *values[4] = {&type, &managed, &c, &ord};
+    double t[101];
+    for (int i = 0; i < 101; i++) {
+        double t0 = now();
+        Attrs(4, attrs, values, (unsigned long long)(uintptr_t)probe);
+        t[i] = now() - t0;
+    }
+    return median(t, 101);
+}
+
+int main(int argc, char **argv)
+{
+    const char *sizes_arg = "4KiB,64KiB,256KiB,1MiB,4MiB", *dir = ".", *csv_path = NULL;
+    int calls = 400, rounds = 5;
+    int cuda = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--sizes") && i + 1 < argc)
+            sizes_arg = argv[++i];
+        else if (!strcmp(argv[i], "--calls") && i + 1 < argc)
+            calls = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
+            rounds = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--dir") && i + 1 < argc)
+            dir = argv[++i];
+        else if (!strcmp(argv[i], "--csv") && i + 1 < argc)
+            csv_path = argv[++i];
+        else if (!strcmp(argv[i], "--cuda"))
+            cuda = 1;
+        else {
+            fprintf(stderr, "usage: h5gds-calls [--sizes LIST] [--calls N] [--rounds N] [--cuda] [--dir D] [--csv F]\n");
+            return 2;
+        }
+    }
+    if (calls < 1 || rounds < 1)
+        fail("--calls and --rounds must be positive");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/h5gds-calls.%d.h5", dir, (int)getpid());
+    FILE *csv = csv_path ? fopen(csv_path, "w") : NULL;
+    if (csv_path && !csv)
+        fail("cannot write the CSV file");
+    if (csv)
+        fprintf(csv, "driver,op,size_bytes,cuda,round,calls,median_call_us\n");
+
+    unsigned char *probe = malloc(4096);
+    if (cuda) {
+        double t = init_cuda(probe);
+        if (t < 0)
+            fail("--cuda: no usable CUDA driver or GPU");
+        printf("cuPointerGetAttributes on pageable memory: %.2f us\n", t * 1e6);
+    }
+    free(probe);
+    printf("%-9s %-5s %10s %12s %12s %8s\n", "size", "op", "calls", "sec2 us", "gds us", "gds/sec2");
+
+    char *list = strdup(sizes_arg);
+    for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
+        size_t size = parse_size(tok);
+        unsigned char *buf = malloc(size);
+        if (!buf)
+            fail("out of memory");
+        for (size_t i = 0; i < size; i++)
+            buf[i] = (unsigned char)(rand() >> 7);
+        double *t = malloc(sizeof(double) * (size_t)calls);
+        double med[2][2][64] = {{{0}}}; /* driver, op, round */
+        for (int r = 0; r < rounds && r < 64; r++) {
+            for (int drv = 0; drv < 2; drv++) {
+                hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+                if (drv == 1 ? H5Pset_fapl_gds(fapl, 0, 0, 0) < 0 : H5Pset_fapl_sec2(fapl) < 0)
+                    fail("cannot set the driver");
+                hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+                hsize_t dims[1] = {size};
+                hid_t s = H5Screate_simple(1, dims, NULL);
+                hid_t dcpl = H5FD_gds_create_dcpl();
+                hid_t d = H5Dcreate2(f, "data", H5T_NATIVE_UCHAR, s, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+                if (f < 0 || d < 0)
+                    fail("cannot create the test file");
+                for (int op = 0; op < 2; op++) {
+                    for (int c = 0; c < calls; c++) {
+                        double t0 = now();
+                        herr_t rc = op == 0 ? H5Dwrite(d, H5T_NATIVE_UCHAR, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf)
+                                            : H5Dread(d, H5T_NATIVE_UCHAR, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf);
+                        t[c] = now() - t0;
+                        if (rc < 0)
+                            fail("H5Dwrite/H5Dread failed");
+                    }
+                    med[drv][op][r] = median(t, calls) * 1e6;
+                    if (csv)
+                        fprintf(csv, "%s,%s,%zu,%d,%d,%d,%.3f\n", drv ? "gds" : "sec2", op ? "read" : "write", size,
+                                cuda, r, calls, med[drv][op][r]);
+                }
+                H5Dclose(d);
+                H5Pclose(dcpl);
+                H5Sclose(s);
+                H5Fclose(f);
+                H5Pclose(fapl);
+                unlink(path);
+            }
+        }
+        for (int op = 0; op < 2; op++) {
+            int n = rounds < 64 ? rounds : 64;
+            double a = median(med[0][op], n), b = median(med[1][op], n);
+            printf("%-9s %-5s %10d %12.2f %12.2f %8.3f\n", tok, op ? "read" : "write", calls, a, b, b / a);
+        }
+        free(t);
+        free(buf);
+    }
+    free(list);
+    if (csv)
+        fclose(csv);
+    return 0;
+}
