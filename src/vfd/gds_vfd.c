@@ -339,10 +339,14 @@ static H5FD_t *gds_open(const char *name, unsigned flags, hid_t fapl_id, haddr_t
         goto fail;
     }
 
-    /* The sieve buffer size HDF5 would use for sec2 (H5Pset_sieve_buf_size; 0 turns it off). */
+    /* The sieve buffer size HDF5 would use for sec2 (H5Pset_sieve_buf_size; 0 turns it off).
+     * Not for SWMR: a reader must see the writer's chunks as they change,
+     * and HDF5 never sieves chunked data, the only layout SWMR allows. */
     size_t sieve_size = 0;
     if (H5Pget_sieve_buf_size(fapl_id, &sieve_size) < 0)
         goto fail;
+    if (flags & (H5F_ACC_SWMR_READ | H5F_ACC_SWMR_WRITE))
+        sieve_size = 0;
     gds_sieve_init(&file->sieve, sieve_size, (flags & H5F_ACC_RDWR) != 0);
 
     gds_engine_settings_t settings;
@@ -467,13 +471,16 @@ static herr_t gds_read(H5FD_t *_file, H5FD_mem_t type, hid_t dxpl, haddr_t addr,
     }
     gds_status_t st;
     int rc;
-    if (type == H5FD_MEM_DRAW && gds_sieve_takes(&file->sieve, false, size, buf))
+    bool raw = type == H5FD_MEM_DRAW;
+    if (raw && gds_sieve_takes(&file->sieve, false, size, buf)) {
         rc = gds_sieve_read(&file->sieve, file->engine, file->eoa, addr, size, buf, &st);
-    else
-        rc = gds_sieve_before_other(&file->sieve, file->engine, addr, size, false, &st) < 0
-                 ? -1
-                 : gds_file_read(file->engine, addr, size, buf, type == H5FD_MEM_DRAW ? GDS_DATA_RAW : GDS_DATA_DRIVER,
-                                 &st);
+    }
+    else {
+        /* A dirty window overlapping the request reaches the file first. */
+        rc = gds_sieve_before_other(&file->sieve, file->engine, addr, size, false, &st);
+        if (rc == 0)
+            rc = gds_file_read(file->engine, addr, size, buf, raw ? GDS_DATA_RAW : GDS_DATA_DRIVER, &st);
+    }
     if (rc < 0) {
         engine_error(file, H5E_READERROR, &st);
         return -1;
@@ -491,13 +498,20 @@ static herr_t gds_write(H5FD_t *_file, H5FD_mem_t type, hid_t dxpl, haddr_t addr
     }
     gds_status_t st;
     int rc;
-    if (type == H5FD_MEM_DRAW && gds_sieve_takes(&file->sieve, true, size, buf))
+    bool raw = type == H5FD_MEM_DRAW;
+    if (raw && gds_sieve_takes(&file->sieve, true, size, buf)) {
         rc = gds_sieve_write(&file->sieve, file->engine, addr, size, buf, &st);
-    else
-        rc = gds_sieve_before_other(&file->sieve, file->engine, addr, size, true, &st) < 0
-                 ? -1
-                 : gds_file_write(file->engine, addr, size, buf, type == H5FD_MEM_DRAW ? GDS_DATA_RAW : GDS_DATA_DRIVER,
-                                  &st);
+    }
+    else {
+        /* Metadata is written only after the raw data written before it, as
+         * with sec2: no reader ever sees metadata pointing at bytes still in
+         * the window. An overlapping window is written out and dropped. */
+        rc = !raw ? gds_sieve_flush(&file->sieve, file->engine, &st) : 0;
+        if (rc == 0)
+            rc = gds_sieve_before_other(&file->sieve, file->engine, addr, size, true, &st);
+        if (rc == 0)
+            rc = gds_file_write(file->engine, addr, size, buf, raw ? GDS_DATA_RAW : GDS_DATA_DRIVER, &st);
+    }
     if (rc < 0) {
         engine_error(file, H5E_WRITEERROR, &st);
         return -1;
