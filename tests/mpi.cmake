@@ -63,3 +63,13 @@ while(h5dumps)
   set_tests_properties(mpi_master_h5dump_${kind} PROPERTIES LABELS mpi FIXTURES_REQUIRED mpi_master
                        ENVIRONMENT "LD_LIBRARY_PATH=${libdir}")
 endwhile()
+
+# h5gds-bench under mpirun (2 ranks, host memory): per-rank and aggregate rows.
+if(TARGET h5gds-bench)
+  add_test(NAME bench_mpi_np2
+           COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test_bench_mpi.sh $<TARGET_FILE:h5gds-bench>
+                   ${CMAKE_CURRENT_BINARY_DIR}/scratch/bench_mpi
+                   ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 2 ${h5gds_mpiexec_flags})
+  set_tests_properties(bench_mpi_np2 PROPERTIES LABELS mpi PROCESSORS 2 TIMEOUT 600
+                       ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+endif()

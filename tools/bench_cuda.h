@@ -22,7 +22,8 @@ typedef struct bench_cuda {
     CUresult (*CtxSynchronize)(void);
 } bench_cuda_t;
 
-static inline bool bench_cuda_init(bench_cuda_t *c)
+/* A context on device `ordinal` modulo the devices present (one rank per GPU). */
+static inline bool bench_cuda_init(bench_cuda_t *c, int ordinal)
 {
     void *lib = dlopen("libcuda.so.1", RTLD_NOW);
     if (!lib)
@@ -48,7 +49,7 @@ static inline bool bench_cuda_init(bench_cuda_t *c)
     int n = 0;
     CUdevice dev;
     CUcontext ctx;
-    if (Init(0) != CUDA_SUCCESS || DeviceGetCount(&n) != CUDA_SUCCESS || n < 1 || DeviceGet(&dev, 0) != CUDA_SUCCESS ||
+    if (Init(0) != CUDA_SUCCESS || DeviceGetCount(&n) != CUDA_SUCCESS || n < 1 || DeviceGet(&dev, ordinal % n) != CUDA_SUCCESS ||
         DevicePrimaryCtxRetain(&ctx, dev) != CUDA_SUCCESS || CtxSetCurrent(ctx) != CUDA_SUCCESS)
         return false;
     DeviceGetName(c->gpu_name, sizeof c->gpu_name, dev);

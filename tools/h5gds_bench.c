@@ -8,6 +8,12 @@
  *
  * Phases: write (durable: H5Dwrite, H5Fclose, fsync), cold_read (page cache
  * dropped), warm_read (the same read again). Every read is verified.
+ *
+ * Under mpirun (when built with MPI): one rank per GPU, each writing its
+ * slab of one global dataset into its own file through libh5gds_mpi (file
+ * per rank + VDS master, the paper's Fig. 7-8), all ranks starting together;
+ * per-rank rates and the aggregate (all bytes / slowest rank) are reported,
+ * the ceilings being every rank's parallel O_DIRECT I/O at the same time.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -32,6 +38,11 @@
 
 #include "H5FDgds.h"
 #include "bench_cuda.h"
+#ifdef H5GDS_BENCH_MPI
+#include <mpi.h>
+
+#include "H5FDgds_mpi.h"
+#endif
 
 #define MiB ((size_t)1 << 20)
 #define GiB ((size_t)1 << 30)
@@ -74,6 +85,7 @@ static struct {
     bool plot;
     bool keep;
     bool inject_corruption; /* for the bench's own tests */
+    int inject_failure_rank; /* for the bench's own tests: this rank's file cannot be created (-1: none) */
 } opt;
 
 static bench_cuda_t cuda;
@@ -198,7 +210,7 @@ static void add_phase(const char *s, const char *what)
 static void parse_args(int argc, char **argv)
 {
     enum { O_QUICK = 256, O_FULL, O_SIZES, O_METHODS, O_PHASES, O_MEMORY, O_BUFMODE, O_THREADS, O_BLOCKS,
-           O_CONFIG, O_REPEAT, O_NOCEIL, O_CEILT, O_DIR, O_CSV, O_PLOT, O_KEEP, O_INJECT };
+           O_CONFIG, O_REPEAT, O_NOCEIL, O_CEILT, O_DIR, O_CSV, O_PLOT, O_KEEP, O_INJECT, O_INJECT_RANK };
     static const struct option longopts[] = {
         {"quick", no_argument, 0, O_QUICK},         {"full", no_argument, 0, O_FULL},
         {"sizes", required_argument, 0, O_SIZES},   {"methods", required_argument, 0, O_METHODS},
@@ -209,10 +221,12 @@ static void parse_args(int argc, char **argv)
         {"ceiling-threads", required_argument, 0, O_CEILT}, {"dir", required_argument, 0, O_DIR},
         {"csv", required_argument, 0, O_CSV},       {"plot", no_argument, 0, O_PLOT},
         {"keep", no_argument, 0, O_KEEP},           {"inject-corruption", no_argument, 0, O_INJECT},
+        {"inject-failure-rank", required_argument, 0, O_INJECT_RANK},
         {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
     bool full = false;
     opt.repeat = 0;
     opt.buffer_mode = -1;
+    opt.inject_failure_rank = -1;
     opt.ceilings = true;
     opt.ceiling_threads = 16;
     opt.csv = "h5gds-bench.csv";
@@ -261,6 +275,7 @@ static void parse_args(int argc, char **argv)
         case O_PLOT: opt.plot = true; break;
         case O_KEEP: opt.keep = true; break;
         case O_INJECT: opt.inject_corruption = true; break;
+        case O_INJECT_RANK: opt.inject_failure_rank = atoi(optarg); break;
         case 'h': usage(stdout); exit(0);
         default: die_usage("unknown or incomplete option '%s'", argv[optind - 1]);
         }
@@ -288,12 +303,44 @@ static void parse_args(int argc, char **argv)
     }
 }
 
+/* ---------------------------------------------------------------- ranks */
+
+/* One process, or one rank of an MPI job (all ranks run the same steps in
+ * the same order; rank 0 alone prints and writes the CSV). */
+static struct {
+    bool on;
+    int rank, size;
+} par = {false, 0, 1};
+#ifdef H5GDS_BENCH_MPI
+static MPI_Comm par_comm = MPI_COMM_NULL;
+#endif
+
+/* Started by mpirun/mpiexec/srun? (Their launchers set one of these.) */
+static bool par_launched(void)
+{
+    static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
+        if (getenv(vars[i]))
+            return true;
+    return false;
+}
+
+static void par_barrier(void)
+{
+#ifdef H5GDS_BENCH_MPI
+    if (par.on)
+        MPI_Barrier(par_comm);
+#endif
+}
+
 /* ---------------------------------------------------------------- utilities */
 
 static FILE *csv;
 static char workdir[4096];
 static bool own_workdir;
-static char files[2][4200];
+/* 0: the HDF5 file (under MPI: the collection's master), 1: the ceiling
+ * file, 2: under MPI, this rank's file of the collection. */
+static char files[3][4200];
 
 static double now(void)
 {
@@ -308,14 +355,22 @@ static int remove_entry(const char *path, const struct stat *sb, int flag, struc
     return remove(path);
 }
 
-static void cleanup(void)
+/* This process's files (under MPI, rank 0 owns the master). */
+static void cleanup_files(void)
 {
     if (opt.keep)
         return;
-    for (int i = 0; i < 2; i++)
-        if (files[i][0])
-            unlink(files[i]);
-    if (own_workdir && workdir[0])
+    for (int i = 0; i < 3; i++)
+        if (files[i][0] && (i != 0 || par.rank == 0))
+            remove(files[i]);
+}
+
+static void cleanup(void)
+{
+    cleanup_files();
+    if (opt.keep)
+        return;
+    if (own_workdir && workdir[0] && par.rank == 0)
         nftw(workdir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
 }
 
@@ -330,7 +385,10 @@ static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), nore
 static void fail(const char *fmt, ...)
 {
     va_list ap;
-    fprintf(stderr, "\nh5gds-bench: error: ");
+    if (par.on)
+        fprintf(stderr, "\nh5gds-bench: rank %d: error: ", par.rank);
+    else
+        fprintf(stderr, "\nh5gds-bench: error: ");
     va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);
     va_end(ap);
@@ -343,6 +401,10 @@ static void fail(const char *fmt, ...)
     fflush(stderr);
     if (csv)
         fclose(csv);
+#ifdef H5GDS_BENCH_MPI
+    if (par.on)
+        MPI_Abort(par_comm, 1); /* the other ranks would wait for this one forever */
+#endif
     _exit(1);
 }
 
@@ -360,27 +422,38 @@ static void fill_random(unsigned char *p, size_t n, uint64_t seed)
 }
 
 /* Drops the file's pages from the page cache: all caches when root may,
- * else the file's clean pages with fadvise. Returns the method used. */
+ * else the file's clean pages with fadvise. Under MPI every rank calls it
+ * (with its own file); rank 0 drops the caches of the node. */
 static const char *cold_method = "none";
 static void drop_cache(const char *path)
 {
     sync();
-    int fd = open("/proc/sys/vm/drop_caches", O_WRONLY);
-    if (fd >= 0) {
-        bool ok = write(fd, "3\n", 2) == 2;
-        close(fd);
-        if (ok) {
-            cold_method = "drop_caches";
-            return;
+    par_barrier(); /* every rank's data is on disk */
+    int dropped = 0;
+    if (par.rank == 0) {
+        int fd = open("/proc/sys/vm/drop_caches", O_WRONLY);
+        if (fd >= 0) {
+            dropped = write(fd, "3\n", 2) == 2;
+            close(fd);
         }
     }
-    fd = open(path, O_RDONLY);
-    if (fd >= 0) {
-        fdatasync(fd);
-        posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-        close(fd);
-        cold_method = "fadvise";
+#ifdef H5GDS_BENCH_MPI
+    if (par.on)
+        MPI_Bcast(&dropped, 1, MPI_INT, 0, par_comm);
+#endif
+    if (dropped) {
+        cold_method = "drop_caches";
     }
+    else {
+        int fd = open(path, O_RDONLY);
+        if (fd >= 0) {
+            fdatasync(fd);
+            posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+            close(fd);
+            cold_method = "fadvise";
+        }
+    }
+    par_barrier();
 }
 
 static void fsync_path(const char *path)
@@ -397,11 +470,13 @@ typedef struct result {
     const char *method;
     int phase;
     memory_t memory;
-    size_t size;
+    size_t size;     /* per rank */
     unsigned threads;
     size_t block;
     int repeat;
-    double seconds;
+    double seconds;  /* of the slowest rank for the aggregate */
+    double bytes;    /* moved: size, or size x ranks for the aggregate */
+    int rank;        /* -1: the aggregate (the only row without MPI) */
     char config[200];
 } result_t;
 
@@ -412,26 +487,58 @@ static struct {
     long cpus;
 } machine;
 
-static void record(const char *method, int phase, memory_t memory, size_t size, unsigned threads, size_t block,
-                   int repeat, double seconds, const char *config)
+static void store(const char *method, int phase, memory_t memory, size_t size, unsigned threads, size_t block,
+                  int repeat, double seconds, double bytes, int rank, const char *config)
 {
     if (nresults == cap_results) {
         cap_results = cap_results ? 2 * cap_results : 256;
         results = realloc(results, cap_results * sizeof *results);
     }
     result_t *r = &results[nresults++];
-    *r = (result_t){method, phase, memory, size, threads, block, repeat, seconds, ""};
+    *r = (result_t){method, phase, memory, size, threads, block, repeat, seconds, bytes, rank, ""};
     snprintf(r->config, sizeof r->config, "%s", config ? config : "");
-    fprintf(csv, "%s,%s,%s,%zu,%u,%zu,%d,%.6f,%.4f,\"%s\",%ld,%s,\"%s\",%u.%u.%u,\"%s\",%s\n", method,
-            phase_names[phase], memory_names[memory], size, threads, block, repeat, seconds,
-            (double)size / seconds / 1e9, machine.gpu, machine.cpus, machine.fs, machine.kernel, H5_VERS_MAJOR,
-            H5_VERS_MINOR, H5_VERS_RELEASE, r->config, cold_method);
+    /* Under MPI two more columns: ranks, and the rank ("all": the aggregate). */
+    fprintf(csv, "%s,%s,%s,%.0f,%u,%zu,%d,%.6f,%.4f,\"%s\",%ld,%s,\"%s\",%u.%u.%u,\"%s\",%s", method,
+            phase_names[phase], memory_names[memory], bytes, threads, block, repeat, seconds, bytes / seconds / 1e9,
+            machine.gpu, machine.cpus, machine.fs, machine.kernel, H5_VERS_MAJOR, H5_VERS_MINOR, H5_VERS_RELEASE,
+            r->config, cold_method);
+    if (par.on && rank >= 0)
+        fprintf(csv, ",%d,%d", par.size, rank);
+    else if (par.on)
+        fprintf(csv, ",%d,all", par.size);
+    fputc('\n', csv);
     fflush(csv);
+}
+
+/* Called by every rank with its own time: rank 0 records each rank's row
+ * and the aggregate, all bytes over the slowest rank (they start together). */
+static void record(const char *method, int phase, memory_t memory, size_t size, unsigned threads, size_t block,
+                   int repeat, double seconds, const char *config)
+{
+    double *all = &seconds;
+#ifdef H5GDS_BENCH_MPI
+    static double *gathered;
+    if (par.on) {
+        if (!gathered && !(gathered = malloc(sizeof(double) * (size_t)par.size)))
+            fail("out of memory");
+        MPI_Gather(&seconds, 1, MPI_DOUBLE, gathered, 1, MPI_DOUBLE, 0, par_comm);
+        all = gathered;
+    }
+#endif
+    if (par.rank != 0)
+        return;
+    double slowest = 0;
+    for (int r = 0; r < par.size; r++) {
+        if (par.on)
+            store(method, phase, memory, size, threads, block, repeat, all[r], (double)size, r, config);
+        slowest = all[r] > slowest ? all[r] : slowest;
+    }
+    store(method, phase, memory, size, threads, block, repeat, slowest, (double)size * par.size, -1, config);
 }
 
 static void progress(const char *what, size_t size, int phase, int rep)
 {
-    if (!isatty(STDERR_FILENO))
+    if (par.rank != 0 || !isatty(STDERR_FILENO))
         return;
     fprintf(stderr, "\r\033[K  %-14s %6zu MiB  %-9s  repeat %d/%d", what, size / MiB, phase_names[phase], rep + 1,
             opt.repeat);
@@ -608,6 +715,80 @@ static double timed_read(method_t m, buffers_t *b, const char *path, const char 
     return t;
 }
 
+#ifdef H5GDS_BENCH_MPI
+/* Under MPI: every rank writes its slab of dataset "data" (global size:
+ * ranks x size) into its own file with libh5gds_mpi, which then writes the
+ * VDS master; durable like timed_write (the rank file is fsync'd). */
+static double timed_write_mpi(method_t m, buffers_t *b, const char *cfg)
+{
+    hid_t fapl = make_fapl(m, cfg);
+    unlink(files[2]);
+    if (par.rank == opt.inject_failure_rank) /* a directory in its place: this rank's create fails */
+        mkdir(files[2], 0755);
+    sync();
+    par_barrier();
+    double t0 = now();
+    void *buf = io_buffer(m, b);
+    if (buf != b->data && cuda.MemcpyDtoH(buf, (CUdeviceptr)(uintptr_t)b->data, b->size) != CUDA_SUCCESS)
+        fail("device-to-host copy failed");
+    hsize_t global = (hsize_t)b->size * (hsize_t)par.size, offset = (hsize_t)b->size * (hsize_t)par.rank,
+            count = b->size;
+    H5FD_gds_collection_t *c = H5FD_gds_mpi_begin(par_comm, files[0], fapl);
+    if (!c) {
+        H5Eprint2(H5E_DEFAULT, stderr);
+        fail("cannot start the collection %s", files[0]);
+    }
+    herr_t rc = H5FD_gds_mpi_write(c, "data", H5T_NATIVE_UCHAR, 1, &global, &offset, &count, buf);
+    if (H5FD_gds_mpi_finish(c) < 0 || rc < 0) {
+        H5Eprint2(H5E_DEFAULT, stderr);
+        fail("writing the collection %s failed (disk full?)", files[0]);
+    }
+    fsync_path(files[2]);
+    double t = now() - t0;
+    H5Pclose(fapl);
+    return t;
+}
+
+/* Under MPI: every rank reads its own slab back (from its own file). */
+static double timed_read_mpi(method_t m, buffers_t *b, const char *cfg)
+{
+    hid_t fapl = make_fapl(m, cfg);
+    void *buf = io_buffer(m, b);
+    hsize_t offset = (hsize_t)b->size * (hsize_t)par.rank, count = b->size;
+    par_barrier();
+    double t0 = now();
+    if (H5FD_gds_mpi_read(par_comm, files[0], "data", H5T_NATIVE_UCHAR, 1, &offset, &count, buf, fapl) < 0) {
+        H5Eprint2(H5E_DEFAULT, stderr);
+        fail("reading the collection %s failed", files[0]);
+    }
+    if (buf != b->data && cuda.MemcpyHtoD((CUdeviceptr)(uintptr_t)b->data, buf, b->size) != CUDA_SUCCESS)
+        fail("host-to-device copy failed");
+    if (is_gpu_memory(b->memory))
+        cuda.CtxSynchronize();
+    double t = now() - t0;
+    H5Pclose(fapl);
+    return t;
+}
+#endif
+
+static double bench_write(method_t m, buffers_t *b, const char *cfg)
+{
+#ifdef H5GDS_BENCH_MPI
+    if (par.on)
+        return timed_write_mpi(m, b, cfg);
+#endif
+    return timed_write(m, b, files[0], cfg);
+}
+
+static double bench_read(method_t m, buffers_t *b, const char *cfg)
+{
+#ifdef H5GDS_BENCH_MPI
+    if (par.on)
+        return timed_read_mpi(m, b, cfg);
+#endif
+    return timed_read(m, b, files[0], cfg);
+}
+
 static void corrupt_one_byte(const char *path, size_t size)
 {
     hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
@@ -651,11 +832,12 @@ static void bench_method(method_t m, buffers_t *b, size_t size, unsigned threads
         t_col = 1;
         b_col = 0;
     }
-    const char *path = files[0];
+    /* the file whose bytes this process wrote */
+    const char *path = par.on ? files[2] : files[0];
     for (int rep = 0; rep < opt.repeat; rep++) {
         if (opt.phases[PH_WRITE] || rep == 0) {
             progress(method_names[m], size, PH_WRITE, rep);
-            double t = timed_write(m, b, path, cfg);
+            double t = bench_write(m, b, cfg);
             if (opt.phases[PH_WRITE])
                 record(method_names[m], PH_WRITE, b->memory, size, t_col, b_col, rep, t, cfg);
             if (opt.inject_corruption)
@@ -670,7 +852,7 @@ static void bench_method(method_t m, buffers_t *b, size_t size, unsigned threads
             if (ph == PH_COLD)
                 drop_cache(path);
             progress(method_names[m], size, ph, rep);
-            double t = timed_read(m, b, path, cfg);
+            double t = bench_read(m, b, cfg);
             verify(b, method_names[m], size, ph);
             record(method_names[m], ph, b->memory, size, t_col, b_col, rep, t, cfg);
         }
@@ -713,6 +895,7 @@ static double parallel_io(const char *path, bool write, bool direct, unsigned ch
         unlink(path);
         sync();
     }
+    par_barrier(); /* under MPI all ranks together: the node's ceiling */
     double t0 = now();
     int fd = open(path, flags, 0644);
     if (fd < 0)
@@ -753,10 +936,12 @@ static void bench_ceilings(size_t size, buffers_t *b)
         if (cuda.ok && is_gpu_memory(b->memory)) {
             void *pinned = b->pinned;
             CUdeviceptr dev = (CUdeviceptr)(uintptr_t)b->data;
+            par_barrier();
             double t0 = now();
             cuda.MemcpyHtoD(dev, pinned, size);
             cuda.CtxSynchronize();
             record("CEIL-H2D", PH_WARM, MEM_PINNED, size, 1, size, rep, now() - t0, "");
+            par_barrier();
             t0 = now();
             cuda.MemcpyDtoH(pinned, dev, size);
             record("CEIL-D2H", PH_WRITE, MEM_PINNED, size, 1, size, rep, now() - t0, "");
@@ -775,16 +960,16 @@ static int cmp_double(const void *a, const void *b)
 }
 
 /* Median/min/max rate (GB/s) of the rows matching; false if none. */
-static bool stats_for(const char *method, int phase, size_t size, unsigned threads, size_t block, double *med,
-                      double *lo, double *hi)
+static bool stats_for_rank(const char *method, int phase, size_t size, unsigned threads, size_t block, int rank,
+                           double *med, double *lo, double *hi)
 {
     double v[1024];
     int n = 0;
     for (size_t i = 0; i < nresults && n < 1024; i++) {
         result_t *r = &results[i];
-        if (!strcmp(r->method, method) && r->phase == phase && r->size == size &&
+        if (!strcmp(r->method, method) && r->phase == phase && r->size == size && r->rank == rank &&
             (threads == 0 || r->threads == threads) && (block == 0 || r->block == block))
-            v[n++] = (double)r->size / r->seconds / 1e9;
+            v[n++] = r->bytes / r->seconds / 1e9;
     }
     if (!n)
         return false;
@@ -793,6 +978,13 @@ static bool stats_for(const char *method, int phase, size_t size, unsigned threa
     *lo = v[0];
     *hi = v[n - 1];
     return true;
+}
+
+/* ... of the aggregate rows */
+static bool stats_for(const char *method, int phase, size_t size, unsigned threads, size_t block, double *med,
+                      double *lo, double *hi)
+{
+    return stats_for_rank(method, phase, size, threads, block, -1, med, lo, hi);
 }
 
 static double ceiling_for(int phase, size_t size, memory_t memory)
@@ -853,6 +1045,23 @@ static void print_table(void)
                            tl[c], blk, range, pct);
                 }
             }
+    if (par.on) {
+        printf("\n%d ranks, size per rank; the table above is the aggregate (all ranks' bytes / the slowest rank,\n"
+               "ceilings: every rank's parallel O_DIRECT I/O at the same time). Per rank, GB/s median:\n",
+               par.size);
+        for (int si = 0; si < opt.nsizes; si++)
+            for (int ph = 0; ph < N_PHASES; ph++)
+                for (int k = 0; k < nseen; k++) {
+                    double med, lo, hi;
+                    if (!stats_for_rank(seen[k], ph, opt.sizes[si], 0, 0, 0, &med, &lo, &hi))
+                        continue;
+                    printf("%-14s %-10s %6zuMiB ", seen[k], phase_names[ph], opt.sizes[si] / MiB);
+                    for (int r = 0; r < par.size; r++)
+                        if (stats_for_rank(seen[k], ph, opt.sizes[si], 0, 0, r, &med, &lo, &hi))
+                            printf(" r%d %.2f", r, med);
+                    printf("\n");
+                }
+    }
     printf("\nrates are bytes / wall-clock (GB = 1e9 bytes); cold reads: page cache dropped with %s%s\n", cold_method,
            strcmp(cold_method, "drop_caches") ? " (only this file's clean pages; run as root for drop_caches)" : "");
 }
@@ -882,11 +1091,34 @@ static void describe_machine(void)
     snprintf(machine.fs, sizeof machine.fs, "%s", fs);
 }
 
+static int par_end(int rc)
+{
+#ifdef H5GDS_BENCH_MPI
+    if (par.on)
+        MPI_Finalize();
+#endif
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
+    int gpu_ordinal = 0;
+#ifdef H5GDS_BENCH_MPI
+    if (par_launched()) {
+        MPI_Init(&argc, &argv);
+        MPI_Comm_dup(MPI_COMM_WORLD, &par_comm);
+        MPI_Comm_rank(par_comm, &par.rank);
+        MPI_Comm_size(par_comm, &par.size);
+        par.on = true;
+        /* one rank per GPU: the node-local rank modulo the GPUs present */
+        gpu_ordinal = H5FD_gds_mpi_local_rank(par_comm);
+        if (gpu_ordinal < 0)
+            gpu_ordinal = 0;
+    }
+#endif
     parse_args(argc, argv);
     signal(SIGXFSZ, SIG_IGN); /* a file size limit shows up as EFBIG, like a full disk */
-    bench_cuda_init(&cuda);
+    bench_cuda_init(&cuda, gpu_ordinal);
 
     /* memory */
     if (opt.buffer_mode >= 0) {
@@ -897,7 +1129,7 @@ int main(int argc, char **argv)
         opt.memory = cuda.ok ? MEM_DEVICE : MEM_HOST;
     if (opt.memory != MEM_HOST && !cuda.ok) {
         fprintf(stderr, "h5gds-bench: %s memory needs an NVIDIA GPU and none is usable here\n", memory_names[opt.memory]);
-        return 2;
+        return par_end(2);
     }
     bool gpu_init = opt.buffer_mode == 2 || opt.buffer_mode == 3 || (opt.buffer_mode < 0 && opt.memory == MEM_DEVICE);
     if (!opt.methods_given) {
@@ -914,7 +1146,7 @@ int main(int argc, char **argv)
     }
     if (!is_gpu_memory(opt.memory) && (opt.methods[M_SEC2_PINNED] || opt.methods[M_DIRECT_PINNED])) {
         fprintf(stderr, "h5gds-bench: +PINNED methods need GPU memory (--memory device|managed)\n");
-        return 2;
+        return par_end(2);
     }
 
     /* working directory */
@@ -928,23 +1160,44 @@ int main(int argc, char **argv)
         const char *tmp = getenv("TMPDIR");
         snprintf(workdir, sizeof workdir, "%s/h5gds-bench.XXXXXX", tmp && *tmp ? tmp : "/var/tmp");
     }
-    if (!mkdtemp(workdir))
-        fail("cannot create a directory in %s: %s", opt.dir ? opt.dir : "the temporary directory", strerror(errno));
+    /* under MPI rank 0 creates it (a directory all ranks see) */
+    int made = par.rank != 0 || mkdtemp(workdir) != NULL, why = errno;
+#ifdef H5GDS_BENCH_MPI
+    if (par.on) {
+        MPI_Bcast(&made, 1, MPI_INT, 0, par_comm);
+        MPI_Bcast(&why, 1, MPI_INT, 0, par_comm);
+        MPI_Bcast(workdir, sizeof workdir, MPI_CHAR, 0, par_comm);
+    }
+#endif
+    if (!made)
+        fail("cannot create a directory in %s: %s", opt.dir ? opt.dir : "the temporary directory", strerror(why));
     own_workdir = true;
     snprintf(files[0], sizeof files[0], "%s/bench.h5", workdir);
-    snprintf(files[1], sizeof files[1], "%s/ceiling.bin", workdir);
+    if (par.on) {
+        snprintf(files[1], sizeof files[1], "%s/ceiling.rank%d.bin", workdir, par.rank);
+        snprintf(files[2], sizeof files[2], "%s/bench.rank%d.h5", workdir, par.rank);
+        /* the node's ceiling: its threads shared among the ranks */
+        opt.ceiling_threads = opt.ceiling_threads / (unsigned)par.size ? opt.ceiling_threads / (unsigned)par.size : 1;
+    }
+    else
+        snprintf(files[1], sizeof files[1], "%s/ceiling.bin", workdir);
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
     describe_machine();
 
-    csv = fopen(opt.csv, "w");
-    if (!csv)
-        fail("cannot write %s: %s", opt.csv, strerror(errno));
-    fprintf(csv, "method,phase,memory,size_bytes,threads,block_bytes,repeat,seconds,rate_GBps,gpu,cpus,filesystem,"
-                 "kernel,hdf5_version,driver_config,cold_cache\n");
-
-    printf("h5gds-bench: %s memory, GPU %s, %ld CPUs, %s in %s, HDF5 %u.%u.%u, %d repeats\n", memory_names[opt.memory],
-           machine.gpu, machine.cpus, machine.fs, workdir, H5_VERS_MAJOR, H5_VERS_MINOR, H5_VERS_RELEASE, opt.repeat);
+    if (par.rank == 0) {
+        csv = fopen(opt.csv, "w");
+        if (!csv)
+            fail("cannot write %s: %s", opt.csv, strerror(errno));
+        fprintf(csv, "method,phase,memory,size_bytes,threads,block_bytes,repeat,seconds,rate_GBps,gpu,cpus,filesystem,"
+                     "kernel,hdf5_version,driver_config,cold_cache%s\n", par.on ? ",ranks,rank" : "");
+        printf("h5gds-bench: %s memory, GPU %s, %ld CPUs, %s in %s, HDF5 %u.%u.%u, %d repeats", memory_names[opt.memory],
+               machine.gpu, machine.cpus, machine.fs, workdir, H5_VERS_MAJOR, H5_VERS_MINOR, H5_VERS_RELEASE,
+               opt.repeat);
+        if (par.on)
+            printf(", %d MPI ranks (file per rank + VDS master)", par.size);
+        printf("\n");
+    }
 
     for (int si = 0; si < opt.nsizes; si++) {
         size_t size = opt.sizes[si];
@@ -953,7 +1206,7 @@ int main(int argc, char **argv)
         b.check = malloc(size);
         if (!b.expect || !b.check)
             fail("cannot allocate %zu bytes of host memory", size);
-        fill_random(b.expect, size, 1000 + (uint64_t)si);
+        fill_random(b.expect, size, 1000 + (uint64_t)si + 7919 * (uint64_t)par.rank);
         b.data = alloc_memory(opt.memory, size);
         if (is_gpu_memory(opt.memory)) {
             b.host = malloc(size);
@@ -985,19 +1238,23 @@ int main(int argc, char **argv)
         free(b.expect);
         free(b.check);
     }
+    cleanup_files();
+    par_barrier(); /* every rank's files are gone: rank 0 removes the directory */
+    cleanup();
+    if (par.rank != 0)
+        return par_end(0);
     if (isatty(STDERR_FILENO))
         fprintf(stderr, "\r\033[K");
     fclose(csv);
     print_table();
     printf("CSV: %s\n", opt.csv);
-    cleanup();
     if (opt.plot) {
         char cmd[8192];
         snprintf(cmd, sizeof cmd, "python3 \"%s/plot_bench.py\" \"%s\"", H5GDS_TOOLS_DIR, opt.csv);
         if (system(cmd) != 0) {
             fprintf(stderr, "h5gds-bench: plotting failed (is matplotlib installed?)\n");
-            return 1;
+            return par_end(1);
         }
     }
-    return 0;
+    return par_end(0);
 }

@@ -23,6 +23,10 @@ def load(path):
     need = {"method", "phase", "memory", "size_bytes", "threads", "block_bytes", "repeat", "seconds", "rate_GBps"}
     if not rows or not need <= set(rows[0]):
         sys.exit(f"{path}: not an h5gds-bench CSV (need columns {sorted(need)})")
+    # Under MPI the bench writes each rank's rows and the aggregate ("all"):
+    # figures and summaries are of the aggregate.
+    if "rank" in rows[0]:
+        rows = [r for r in rows if r["rank"] == "all"]
     return rows
 
 
