@@ -7,6 +7,9 @@
 #          GDS-posix) with cuFile made usable (udev entry, test set-up only)
 #   sweep  threads x block size for GDS (paper Fig. 5-6): sweep.csv, heat map
 #   host   host memory, SEC2 vs DIRECT vs GDS: host.csv
+#   chunked  GDS vs SEC2 on chunked datasets (chunk cache off: HDF5 hands the
+#          driver all chunks of an H5Dread/H5Dwrite as one vector on 1.14),
+#          1 MiB and 16 MiB chunks: chunked-1MiB.csv, chunked-16MiB.csv
 #   calls  per-call cost of small host requests, sec2 vs gds, without and with a
 #          CUDA context in the process: calls.csv, calls-cuda.csv
 # Run after a build in build/gpu-h14 (scripts/gpu-check.sh does it):
@@ -56,12 +59,17 @@ host)
   run "$bin" --memory host --sizes "$sizes" --repeat 3 --methods SEC2,DIRECT,GDS --csv "$out/host.csv"
   plot "$out/host.csv" --no-figures
   ;;
+chunked)
+  for chunk in 1MiB 16MiB; do
+    run "$bin" --sizes "$sizes" --repeat 3 --methods GDS,SEC2 --chunk $chunk --csv "$out/chunked-$chunk.csv"
+  done
+  ;;
 calls)
   calls=build/gpu-h14/tools/h5gds-calls
   csizes=${2:-4KiB,64KiB,256KiB,1MiB,4MiB}
   run "$calls" --sizes "$csizes" --dir "$root/build" --csv "$out/calls.csv"
   run "$calls" --sizes "$csizes" --dir "$root/build" --cuda --csv "$out/calls-cuda.csv"
   ;;
-*) echo "bench-gpu: unknown part '$part' (main, paper, sweep, host, calls)"; exit 2 ;;
+*) echo "bench-gpu: unknown part '$part' (main, paper, sweep, host, chunked, calls)"; exit 2 ;;
 esac
 exit $status

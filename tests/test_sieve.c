@@ -1,7 +1,8 @@
 /* The driver's sieve buffer (small host-memory raw data kept in memory, as
- * HDF5 does for sec2): a random mix of small and large, raw and metadata
- * reads and writes against a model of the file, flushes checked against
- * the file's bytes, the sieve turned off, and a deferred write that fails.
+ * HDF5 does for sec2) and its vector I/O (HDF5 >= 1.14): a random mix of
+ * small and large, raw and metadata, single and vector reads and writes
+ * against a model of the file, flushes checked against the file's bytes,
+ * the sieve turned off, and a deferred write that fails.
  * With the argument "gpu", a share of the requests use device, pinned and
  * managed memory, which must bypass the window and stay coherent with it
  * (exits 77 without a GPU). */
@@ -48,6 +49,68 @@ static bool file_matches(const char *path, const unsigned char *model, size_t n)
     return ok;
 }
 
+#if H5_VERSION_GE(1, 13, 0)
+/* H5FDread_vector/H5FDwrite_vector with 1..8 pieces of random sizes and
+ * memory kinds, disjoint (HDF5 never overlaps a vector's raw pieces), the
+ * pieces listed in random order; the last ones sometimes "as previous". */
+static void vector_op(H5FD_t *f, unsigned char *model, uint64_t *x, uint64_t seed, int *bad_reads)
+{
+    enum { MAXP = 8 };
+    H5FD_mem_t types[MAXP];
+    haddr_t addrs[MAXP];
+    size_t sizes[MAXP];
+    void *bufs[MAXP];
+    test_buffer_t b[MAXP];
+    *x = *x * 6364136223846793005ULL + 1442695040888963407ULL;
+    uint32_t n = 1 + (uint32_t)(*x >> 40) % MAXP;
+    bool write = (*x >> 20) & 1, same_size = ((*x >> 21) & 3) == 0;
+    /* disjoint pieces: one per slice of the file, slices visited in a shuffled order */
+    size_t slice = FILE_SIZE / MAXP, common = 1 + (size_t)(*x >> 24) % (slice / 2);
+    uint32_t order[MAXP];
+    for (uint32_t i = 0; i < MAXP; i++)
+        order[i] = i;
+    for (uint32_t i = MAXP - 1; i > 0; i--) {
+        *x = *x * 6364136223846793005ULL + 1442695040888963407ULL;
+        uint32_t j = (uint32_t)(*x >> 33) % (i + 1), t = order[i];
+        order[i] = order[j], order[j] = t;
+    }
+    unsigned char *data = malloc(slice);
+    for (uint32_t i = 0; i < n; i++) {
+        size_t size = same_size ? common : random_size(x) % slice;
+        size = size ? size : 1;
+        *x = *x * 6364136223846793005ULL + 1442695040888963407ULL;
+        types[i] = H5FD_MEM_DRAW;
+        addrs[i] = (haddr_t)order[i] * slice + (*x >> 20) % (slice - size + 1);
+        sizes[i] = size;
+        b[i] = buffer_alloc(random_kind(x), size);
+        bufs[i] = b[i].ptr;
+        if (write) {
+            fill_random(data, size, seed * 31 + i);
+            buffer_put(&b[i], 0, data, size);
+            memcpy(model + addrs[i], data, size);
+        }
+        else
+            buffer_fill(&b[i], 0xEE);
+    }
+    if (same_size && n > 1)
+        sizes[1] = 0, types[1] = H5FD_MEM_NOLIST; /* the rest: as the first piece */
+    herr_t rc = write ? H5FDwrite_vector(f, H5P_DEFAULT, n, types, addrs, sizes, (const void **)bufs)
+                      : H5FDread_vector(f, H5P_DEFAULT, n, types, addrs, sizes, bufs);
+    CHECK_MSG(rc >= 0, "vector %s of %u pieces failed", write ? "write" : "read", n);
+    for (uint32_t i = 0; i < n; i++) {
+        size_t size = same_size ? common : b[i].size;
+        if (!write) {
+            buffer_get(&b[i], 0, data, size);
+            if (memcmp(data, model + addrs[i], size) != 0 && (*bad_reads)++ < 5)
+                CHECK_MSG(0, "vector read: %s piece %u (%zu bytes at %llu) differs", mem_names[b[i].kind], i, size,
+                          (unsigned long long)addrs[i]);
+        }
+        buffer_free(&b[i]);
+    }
+    free(data);
+}
+#endif
+
 static void test_random_mix(const char *config, uint64_t seed)
 {
     const char *path = test_path("mix.bin");
@@ -69,6 +132,12 @@ static void test_random_mix(const char *config, uint64_t seed)
         /* Metadata requests are HDF5's own host buffers; raw data can be anywhere. */
         H5FD_mem_t type = what < 3 ? H5FD_MEM_OHDR : H5FD_MEM_DRAW;
         mem_kind_t kind = type == H5FD_MEM_DRAW ? random_kind(&x) : MEM_PAGEABLE;
+#if H5_VERSION_GE(1, 13, 0)
+        if (what == 18) { /* a vector of up to 8 pieces, as selection I/O sends */
+            vector_op(f, model, &x, seed + (uint64_t)op, &bad_reads);
+            continue;
+        }
+#endif
         if (what == 19) { /* a flush writes everything the window holds */
             CHECK(H5FDflush(f, H5P_DEFAULT, 0) >= 0);
             CHECK_MSG(file_matches(path, model, FILE_SIZE), "file bytes differ from the model after flush %d", op);

@@ -2,8 +2,8 @@
  * Device memory <-> file through NVIDIA cuFile (GPUDirect Storage).
  *
  * The file is registered once (cuFileHandleRegister on the O_DIRECT
- * descriptor). A request is cut into io_block_size blocks that pool workers
- * pass to cuFileRead/cuFileWrite, which are thread safe. Every return value
+ * descriptor). A request (one range or a vector) is cut into io_block_size
+ * blocks that pool workers pass to cuFileRead/cuFileWrite, which are thread safe. Every return value
  * is checked: negative (errno or cuFile code), short (end of file on reads:
  * the rest of the device range is zeroed; never acceptable on writes).
  */
@@ -18,11 +18,8 @@ typedef struct cufile_job {
     const gds_cufile_api_t *cf;
     const gds_cuda_api_t *cu;
     bool write;
-    uint64_t offset;
-    size_t size;
-    void *dev;
+    gds_task_map_t tasks; /* segments (device pointers) cut into blocks */
     CUcontext ctx;
-    size_t block;
 } cufile_job_t;
 
 bool gds_cufile_register(gds_file_t *file, const char **why, char *why_buf, size_t why_size)
@@ -75,13 +72,13 @@ static int cufile_worker(gds_job_t *gjob, void *arg, gds_worker_t *worker, gds_s
     size_t task;
     while (gds_job_next(gjob, &task)) {
         uint64_t lo, hi;
-        gds_task_range(job->offset, job->size, job->block, task, &lo, &hi);
+        const gds_segment_t *seg = gds_task_map_range(&job->tasks, task, &lo, &hi);
         size_t done = 0, len = (size_t)(hi - lo);
-        off_t dev_off = (off_t)(lo - job->offset);
+        off_t dev_off = (off_t)(lo - seg->offset);
         while (done < len) {
-            ssize_t n = job->write ? job->cf->Write(job->file->cufile_handle, job->dev, len - done,
+            ssize_t n = job->write ? job->cf->Write(job->file->cufile_handle, seg->buf, len - done,
                                                     (off_t)(lo + done), dev_off + (off_t)done)
-                                   : job->cf->Read(job->file->cufile_handle, job->dev, len - done,
+                                   : job->cf->Read(job->file->cufile_handle, seg->buf, len - done,
                                                    (off_t)(lo + done), dev_off + (off_t)done);
             if (n == -1 && errno == EINTR)
                 continue;
@@ -90,7 +87,7 @@ static int cufile_worker(gds_job_t *gjob, void *arg, gds_worker_t *worker, gds_s
                 return -1;
             }
             if (n == 0) { /* read at end of file: zero the rest on the device */
-                CUdeviceptr rest = (CUdeviceptr)(uintptr_t)job->dev + (CUdeviceptr)dev_off + done;
+                CUdeviceptr rest = (CUdeviceptr)(uintptr_t)seg->buf + (CUdeviceptr)dev_off + done;
                 CUresult rc = job->cu->MemsetD8Async(rest, 0, len - done, NULL);
                 if (rc == CUDA_SUCCESS)
                     rc = job->cu->StreamSynchronize(NULL);
@@ -107,7 +104,7 @@ static int cufile_worker(gds_job_t *gjob, void *arg, gds_worker_t *worker, gds_s
     return 0;
 }
 
-int gds_cufile_transfer(gds_file_t *file, bool write, uint64_t offset, size_t size, void *ptr, void *ctx,
+int gds_cufile_transfer(gds_file_t *file, bool write, const gds_segment_t *segs, size_t nseg, void *ctx,
                         gds_status_t *st)
 {
     const char *why = NULL;
@@ -116,15 +113,20 @@ int gds_cufile_transfer(gds_file_t *file, bool write, uint64_t offset, size_t si
         .cf = gds_cufile_load(&why),
         .cu = gds_cuda_load(&why),
         .write = write,
-        .offset = offset,
-        .size = size,
-        .dev = ptr,
         .ctx = ctx,
-        .block = gds_block_for(&file->cfg, size, file->cfg.threads),
     };
     if (!job.cf || !job.cu) {
         gds_status_set(st, 0, "cuFile unavailable: %s", why);
         return -1;
     }
-    return gds_pool_run(file->cfg.threads, gds_task_count(offset, size, job.block), cufile_worker, &job, st);
+    size_t total = 0;
+    for (size_t i = 0; i < nseg; i++)
+        total += segs[i].size;
+    if (gds_task_map_init(&job.tasks, segs, nseg, gds_block_for(&file->cfg, total, file->cfg.threads)) != 0) {
+        gds_status_set(st, ENOMEM, "out of memory splitting a request of %zu pieces", nseg);
+        return -1;
+    }
+    int rc = gds_pool_run(file->cfg.threads, job.tasks.first[nseg], cufile_worker, &job, st);
+    gds_task_map_free(&job.tasks);
+    return rc;
 }

@@ -63,6 +63,19 @@ int gds_file_read(gds_file_t *file, uint64_t offset, size_t size, void *buf, gds
 int gds_file_write(gds_file_t *file, uint64_t offset, size_t size, const void *buf, gds_data_t data,
                    gds_status_t *st);
 
+/* One piece of a vector request: a file range and the buffer it maps to. */
+typedef struct gds_segment {
+    uint64_t offset;
+    size_t size;
+    void *buf;
+} gds_segment_t;
+
+/* Raw data in several pieces at once (HDF5's vector I/O: the chunks of one
+ * H5Dread). Device pieces of one CUDA context share one pool job, so many
+ * small chunks keep every worker busy. Pieces must not overlap. */
+int gds_file_read_vector(gds_file_t *file, size_t n, const gds_segment_t *segs, gds_status_t *st);
+int gds_file_write_vector(gds_file_t *file, size_t n, const gds_segment_t *segs, gds_status_t *st);
+
 void gds_file_get_stats(gds_file_t *file, H5FD_gds_stats_t *stats);
 /* Counts raw data the driver served from memory (its sieve window): bytes
  * and calls, no time. */

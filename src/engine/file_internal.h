@@ -28,10 +28,11 @@ struct gds_file {
  * for this file (then buffered I/O is used and counted as a fallback). */
 int gds_file_direct_fd(gds_file_t *file);
 
-/* Device data paths. `ptr` is a device (or managed) pointer; `ctx` its context. */
-int gds_staged_transfer(gds_file_t *file, bool write, uint64_t offset, size_t size, void *ptr, void *ctx,
+/* Device data paths, over a list of segments whose buffers are device (or
+ * managed) pointers of the context `ctx`. */
+int gds_staged_transfer(gds_file_t *file, bool write, const gds_segment_t *segs, size_t nseg, void *ctx,
                         unsigned nworkers, unsigned ring_depth, bool allow_direct, gds_status_t *st);
-int gds_cufile_transfer(gds_file_t *file, bool write, uint64_t offset, size_t size, void *ptr, void *ctx,
+int gds_cufile_transfer(gds_file_t *file, bool write, const gds_segment_t *segs, size_t nseg, void *ctx,
                         gds_status_t *st);
 /* Registers the file with cuFile; false with a reason when it cannot be used. */
 bool gds_cufile_register(gds_file_t *file, const char **why, char *why_buf, size_t why_size);
@@ -57,6 +58,21 @@ static inline void gds_task_range(uint64_t offset, size_t size, size_t block, si
     *lo = b0 > offset ? b0 : offset;
     *hi = b1 < offset + size ? b1 : offset + size;
 }
+
+/* The tasks of a list of segments: each segment is cut as above, and the
+ * job's tasks are numbered across them (first[i] = first task of seg i). */
+typedef struct gds_task_map {
+    const gds_segment_t *seg;
+    size_t nseg;
+    size_t block;
+    size_t *first; /* nseg + 1 entries; first[nseg] = number of tasks */
+} gds_task_map_t;
+
+/* Builds the map (allocates `first`); -1 when out of memory. */
+int gds_task_map_init(gds_task_map_t *map, const gds_segment_t *seg, size_t nseg, size_t block);
+void gds_task_map_free(gds_task_map_t *map);
+/* The segment of `task` and the file range it covers. */
+const gds_segment_t *gds_task_map_range(const gds_task_map_t *map, size_t task, uint64_t *lo, uint64_t *hi);
 
 #define GDS_ROUND_DOWN(x, a) ((x) / (a) * (a))
 #define GDS_ROUND_UP(x, a) (((x) + (a)-1) / (a) * (a))

@@ -140,6 +140,46 @@ size_t gds_block_for(const gds_engine_settings_t *cfg, size_t size, unsigned wor
     return block;
 }
 
+int gds_task_map_init(gds_task_map_t *map, const gds_segment_t *seg, size_t nseg, size_t block)
+{
+    map->seg = seg;
+    map->nseg = nseg;
+    map->block = block;
+    map->first = malloc((nseg + 1) * sizeof *map->first);
+    if (!map->first)
+        return -1;
+    size_t t = 0;
+    for (size_t i = 0; i < nseg; i++) {
+        map->first[i] = t;
+        t += seg[i].size ? gds_task_count(seg[i].offset, seg[i].size, block) : 0;
+    }
+    map->first[nseg] = t;
+    return 0;
+}
+
+void gds_task_map_free(gds_task_map_t *map)
+{
+    free(map->first);
+    map->first = NULL;
+}
+
+const gds_segment_t *gds_task_map_range(const gds_task_map_t *map, size_t task, uint64_t *lo, uint64_t *hi)
+{
+    /* The last segment whose first task is <= task: never an empty one
+     * (it would share its first task with the next), for task < first[nseg]. */
+    size_t a = 0, b = map->nseg - 1;
+    while (a < b) {
+        size_t mid = a + (b - a + 1) / 2;
+        if (map->first[mid] <= task)
+            a = mid;
+        else
+            b = mid - 1;
+    }
+    const gds_segment_t *seg = &map->seg[a];
+    gds_task_range(seg->offset, seg->size, map->block, task - map->first[a], lo, hi);
+    return seg;
+}
+
 /* Host memory, large reads split across the pool: parallel page-cache copies
  * are several times faster than one thread. */
 typedef struct host_job {
@@ -284,6 +324,27 @@ static int sync_legacy_stream(const gds_buffer_info_t *info, gds_status_t *st)
     return 0;
 }
 
+/* Device (or managed) segments, all of context info->context, down the
+ * file's device route. */
+static int device_transfer(gds_file_t *file, bool write, const gds_segment_t *segs, size_t n,
+                           const gds_buffer_info_t *info, H5FD_gds_route_t *route, gds_status_t *st)
+{
+    /* Order against the application's earlier GPU work, as cudaMemcpy
+     * would: kernels (or a pageable cuMemcpyHtoD, which returns before its
+     * DMA ends) on the legacy default stream may still be producing the
+     * data we write, or reading the buffer we are about to fill. Our own
+     * streams do not wait for it. */
+    if (sync_legacy_stream(info, st) != 0)
+        return -1;
+    *route = device_route(file);
+    if (*route == H5FD_GDS_ROUTE_CUFILE)
+        return gds_cufile_transfer(file, write, segs, n, info->context, st);
+    if (*route == H5FD_GDS_ROUTE_POSIX_BOUNCE)
+        return gds_staged_transfer(file, write, segs, n, info->context, 1, 1, false, st);
+    return gds_staged_transfer(file, write, segs, n, info->context, file->cfg.threads, file->cfg.staging_count, true,
+                               st);
+}
+
 static int transfer(gds_file_t *file, bool write, uint64_t offset, size_t size, void *buf, gds_data_t data,
                     gds_status_t *st)
 {
@@ -300,25 +361,70 @@ static int transfer(gds_file_t *file, bool write, uint64_t offset, size_t size, 
         rc = host_transfer(file, write, offset, size, buf, raw, st);
     }
     else {
-        /* Order against the application's earlier GPU work, as cudaMemcpy
-         * would: kernels (or a pageable cuMemcpyHtoD, which returns before
-         * its DMA ends) on the legacy default stream may still be producing
-         * the data we write, or reading the buffer we are about to fill. Our
-         * own streams do not wait for it. */
-        if ((rc = sync_legacy_stream(&info, st)) != 0)
-            return rc;
-        route = device_route(file);
-        if (route == H5FD_GDS_ROUTE_CUFILE)
-            rc = gds_cufile_transfer(file, write, offset, size, buf, info.context, st);
-        else if (route == H5FD_GDS_ROUTE_POSIX_BOUNCE)
-            rc = gds_staged_transfer(file, write, offset, size, buf, info.context, 1, 1, false, st);
-        else
-            rc = gds_staged_transfer(file, write, offset, size, buf, info.context, file->cfg.threads,
-                                     file->cfg.staging_count, true, st);
+        gds_segment_t seg = {offset, size, buf};
+        rc = device_transfer(file, write, &seg, 1, &info, &route, st);
     }
     if (raw && rc == 0)
         count(file, write, route, size, now_seconds() - t0);
     return rc;
+}
+
+/* A vector: host pieces one by one (each as a single request would go),
+ * device pieces of one context together in one job. */
+static int transfer_vector(gds_file_t *file, bool write, size_t n, const gds_segment_t *segs, gds_status_t *st)
+{
+    gds_segment_t *group = malloc(n * sizeof *group);
+    if (!group) {
+        gds_status_set(st, ENOMEM, "out of memory for a request of %zu pieces", n);
+        return -1;
+    }
+    gds_buffer_info_t group_info = {H5FD_GDS_MEMORY_HOST, NULL, -1};
+    size_t ngroup = 0;
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i <= n; i++) {
+        gds_buffer_info_t info = {H5FD_GDS_MEMORY_HOST, NULL, -1};
+        if (i < n) {
+            if (segs[i].size == 0)
+                continue;
+            gds_classify_buffer(segs[i].buf, &info);
+            if (info.kind == H5FD_GDS_MEMORY_HOST || info.kind == H5FD_GDS_MEMORY_PINNED) {
+                double t0 = now_seconds();
+                rc = host_transfer(file, write, segs[i].offset, segs[i].size, segs[i].buf, true, st);
+                if (rc == 0)
+                    count(file, write, H5FD_GDS_ROUTE_HOST, segs[i].size, now_seconds() - t0);
+                continue;
+            }
+        }
+        /* the device group ends at the end, or where the context changes */
+        if (ngroup && (i == n || info.context != group_info.context)) {
+            H5FD_gds_route_t route;
+            double t0 = now_seconds();
+            size_t total = 0;
+            for (size_t k = 0; k < ngroup; k++)
+                total += group[k].size;
+            rc = device_transfer(file, write, group, ngroup, &group_info, &route, st);
+            double seconds = now_seconds() - t0;
+            for (size_t k = 0; rc == 0 && k < ngroup; k++)
+                count(file, write, route, group[k].size, seconds * (double)group[k].size / (double)total);
+            ngroup = 0;
+        }
+        if (i < n) {
+            group_info = info;
+            group[ngroup++] = segs[i];
+        }
+    }
+    free(group);
+    return rc;
+}
+
+int gds_file_read_vector(gds_file_t *file, size_t n, const gds_segment_t *segs, gds_status_t *st)
+{
+    return transfer_vector(file, false, n, segs, st);
+}
+
+int gds_file_write_vector(gds_file_t *file, size_t n, const gds_segment_t *segs, gds_status_t *st)
+{
+    return transfer_vector(file, true, n, segs, st);
 }
 
 int gds_file_read(gds_file_t *file, uint64_t offset, size_t size, void *buf, gds_data_t data, gds_status_t *st)

@@ -1,8 +1,9 @@
 /*
  * Device memory <-> file through pinned host staging buffers.
  *
- * The request is cut into blocks of io_block_size (aligned to absolute file
- * offsets) that pool workers claim; each block is moved in pieces of at most
+ * The request (one range, or HDF5's vector of several) is cut into blocks
+ * of io_block_size (aligned to absolute file offsets) that pool workers
+ * claim; each block is moved in pieces of at most
  * staging_size through the worker's ring of pinned slots. Per worker:
  *   write: the D2H copy of piece n+1 runs (async, on the worker's stream)
  *          while piece n is written to the file;
@@ -53,11 +54,8 @@ typedef struct staged_job {
     gds_file_t *file;
     const gds_cuda_api_t *cu;
     bool write;
-    uint64_t offset;
-    size_t size;
-    CUdeviceptr dev;
+    gds_task_map_t tasks; /* segments (device pointers) cut into blocks */
     CUcontext ctx;
-    size_t block;        /* task size */
     size_t piece;        /* staging slot payload */
     size_t fsb;          /* O_DIRECT granularity */
     size_t align;        /* staging memory alignment */
@@ -235,7 +233,7 @@ static int staged_worker(gds_job_t *gjob, void *arg, gds_worker_t *worker, gds_s
     size_t task;
     while (rc == 0 && gds_job_next(gjob, &task)) {
         uint64_t lo, hi;
-        gds_task_range(job->offset, job->size, job->block, task, &lo, &hi);
+        const gds_segment_t *seg = gds_task_map_range(&job->tasks, task, &lo, &hi);
         for (uint64_t off = lo; rc == 0 && off < hi; off += job->piece) {
             size_t len = (size_t)((hi - off) < job->piece ? hi - off : job->piece);
             ring_slot_t *slot = &ring->slot[next_slot];
@@ -244,7 +242,7 @@ static int staged_worker(gds_job_t *gjob, void *arg, gds_worker_t *worker, gds_s
                 break;
             uint64_t base = GDS_ROUND_DOWN(off, job->fsb);
             char *host = slot->mem + (off - base);
-            CUdeviceptr dev = job->dev + (off - job->offset);
+            CUdeviceptr dev = (CUdeviceptr)(uintptr_t)seg->buf + (off - seg->offset);
             if (job->write) {
                 rc = cuda_check(cu->MemcpyDtoHAsync(host, dev, len, ring->stream), "cuMemcpyDtoHAsync", st);
             }
@@ -277,7 +275,7 @@ static int staged_worker(gds_job_t *gjob, void *arg, gds_worker_t *worker, gds_s
     return rc;
 }
 
-int gds_staged_transfer(gds_file_t *file, bool write, uint64_t offset, size_t size, void *ptr, void *ctx,
+int gds_staged_transfer(gds_file_t *file, bool write, const gds_segment_t *segs, size_t nseg, void *ctx,
                         unsigned nworkers, unsigned ring_depth, bool allow_direct, gds_status_t *st)
 {
     const char *why = NULL;
@@ -286,15 +284,14 @@ int gds_staged_transfer(gds_file_t *file, bool write, uint64_t offset, size_t si
         gds_status_set(st, 0, "device buffer but CUDA is unusable: %s", why);
         return -1;
     }
+    size_t total = 0;
+    for (size_t i = 0; i < nseg; i++)
+        total += segs[i].size;
     staged_job_t job = {
         .file = file,
         .cu = cu,
         .write = write,
-        .offset = offset,
-        .size = size,
-        .dev = (CUdeviceptr)(uintptr_t)ptr,
         .ctx = ctx,
-        .block = gds_block_for(&file->cfg, size, nworkers),
         .piece = file->cfg.staging_size,
         .fsb = file->cfg.fs_block_size,
         .align = file->cfg.alignment > file->cfg.fs_block_size ? file->cfg.alignment : file->cfg.fs_block_size,
@@ -306,9 +303,15 @@ int gds_staged_transfer(gds_file_t *file, bool write, uint64_t offset, size_t si
      * next reader and reach the same cold-read rate with read-ahead. */
     if (allow_direct && (file->cfg.direct == H5FD_GDS_ON || (write && file->cfg.direct == H5FD_GDS_SWITCH_AUTO)))
         job.direct_fd = gds_file_direct_fd(file);
-    if (job.piece > job.block)
-        job.piece = job.block;
-    return gds_pool_run(nworkers, gds_task_count(offset, size, job.block), staged_worker, &job, st);
+    if (gds_task_map_init(&job.tasks, segs, nseg, gds_block_for(&file->cfg, total, nworkers)) != 0) {
+        gds_status_set(st, ENOMEM, "out of memory splitting a request of %zu pieces", nseg);
+        return -1;
+    }
+    if (job.piece > job.tasks.block)
+        job.piece = job.tasks.block;
+    int rc = gds_pool_run(nworkers, job.tasks.first[nseg], staged_worker, &job, st);
+    gds_task_map_free(&job.tasks);
+    return rc;
 }
 
 int gds_cuda_use_context(const gds_cuda_api_t *cu, void *ctx, gds_status_t *st)

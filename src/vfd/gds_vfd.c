@@ -71,6 +71,10 @@ static herr_t gds_truncate(H5FD_t *file, hid_t dxpl, hbool_t closing);
 static herr_t gds_lock(H5FD_t *file, hbool_t rw);
 static herr_t gds_unlock(H5FD_t *file);
 #if H5GDS_HAVE_VFD_PLUGINS
+static herr_t gds_read_vector(H5FD_t *file, hid_t dxpl, uint32_t count, H5FD_mem_t types[], haddr_t addrs[],
+                              size_t sizes[], void *bufs[]);
+static herr_t gds_write_vector(H5FD_t *file, hid_t dxpl, uint32_t count, H5FD_mem_t types[], haddr_t addrs[],
+                               size_t sizes[], const void *bufs[]);
 static herr_t gds_delete(const char *name, hid_t fapl);
 #endif
 
@@ -97,6 +101,10 @@ const H5FD_class_t H5FD_gds_class = {
     .get_handle = gds_get_handle,
     .read = gds_read,
     .write = gds_write,
+#if H5GDS_HAVE_VFD_PLUGINS
+    .read_vector = gds_read_vector,
+    .write_vector = gds_write_vector,
+#endif
     .flush = gds_flush,
     .truncate = gds_truncate,
     .lock = gds_lock,
@@ -593,6 +601,126 @@ static herr_t gds_unlock(H5FD_t *_file)
 }
 
 #if H5GDS_HAVE_VFD_PLUGINS
+typedef struct extent {
+    haddr_t addr;
+    size_t size;
+} extent_t;
+
+static int cmp_extent(const void *a, const void *b)
+{
+    haddr_t x = ((const extent_t *)a)->addr, y = ((const extent_t *)b)->addr;
+    return x < y ? -1 : x > y;
+}
+
+/* Whether any two of the pieces overlap (then a write is done in order). */
+static bool pieces_overlap(extent_t *ext, size_t n)
+{
+    qsort(ext, n, sizeof *ext, cmp_extent);
+    for (size_t i = 1; i < n; i++)
+        if (ext[i - 1].addr + ext[i - 1].size > ext[i].addr)
+            return true;
+    return false;
+}
+
+/* HDF5's vector I/O (1.14's selection I/O ends here): the pieces of one
+ * H5Dread/H5Dwrite, e.g. all its chunks. Raw pieces on device memory go to
+ * the engine as one request, so that many chunks keep every worker busy;
+ * small host pieces go through the sieve window, as single calls would.
+ * Writes that mix in metadata or overlap are done piece by piece, in order. */
+static herr_t gds_io_vector(gds_vfd_file_t *file, bool write, hid_t dxpl, uint32_t count, const H5FD_mem_t types[],
+                            const haddr_t addrs[], const size_t sizes[], void *const bufs[])
+{
+    if (count == 0)
+        return 0;
+    gds_segment_t *segs = malloc(count * sizeof *segs);
+    extent_t *ext = malloc(count * sizeof *ext);
+    if (!segs || !ext) {
+        free(segs);
+        free(ext);
+        GDS_ERROR(H5E_RESOURCE, H5E_NOSPACE, "out of memory for a vector of %u pieces", count);
+        return -1;
+    }
+    /* A zero size / H5FD_MEM_NOLIST type means "as the previous piece" for the rest. */
+    H5FD_mem_t type = types[0];
+    size_t size = sizes[0];
+    bool in_order = false, more_types = true, more_sizes = true;
+    for (uint32_t i = 0; i < count; i++) {
+        if (more_types && types[i] == H5FD_MEM_NOLIST)
+            more_types = false;
+        else if (more_types)
+            type = types[i];
+        if (more_sizes && sizes[i] == 0)
+            more_sizes = false;
+        else if (more_sizes)
+            size = sizes[i];
+        ext[i] = (extent_t){addrs[i], size};
+        in_order |= write && type != H5FD_MEM_DRAW;
+    }
+    in_order = in_order || (write && pieces_overlap(ext, count));
+
+    herr_t ret = 0;
+    size_t nseg = 0;
+    gds_status_t st;
+    type = types[0];
+    size = sizes[0];
+    more_types = more_sizes = true;
+    for (uint32_t i = 0; ret == 0 && i < count; i++) {
+        if (more_types && types[i] == H5FD_MEM_NOLIST)
+            more_types = false;
+        else if (more_types)
+            type = types[i];
+        if (more_sizes && sizes[i] == 0)
+            more_sizes = false;
+        else if (more_sizes)
+            size = sizes[i];
+        /* Pieces that are not raw data for the engine go the single-call way. */
+        if (in_order || type != H5FD_MEM_DRAW || gds_sieve_takes(&file->sieve, write, size, bufs[i])) {
+            ret = write ? gds_write(&file->pub, type, dxpl, addrs[i], size, bufs[i])
+                        : gds_read(&file->pub, type, dxpl, addrs[i], size, bufs[i]);
+            continue;
+        }
+        if (GDS_REGION_OVERFLOW(addrs[i], size)) {
+            GDS_ERROR(H5E_ARGS, H5E_OVERFLOW, "addr overflow, addr = %llu, size = %zu", (unsigned long long)addrs[i],
+                      size);
+            ret = -1;
+            break;
+        }
+        if (gds_sieve_before_other(&file->sieve, file->engine, addrs[i], size, write, &st) < 0) {
+            engine_error(file, write ? H5E_WRITEERROR : H5E_READERROR, &st);
+            ret = -1;
+            break;
+        }
+        segs[nseg++] = (gds_segment_t){addrs[i], size, bufs[i]};
+    }
+    if (ret == 0 && nseg) {
+        int rc = write ? gds_file_write_vector(file->engine, nseg, segs, &st)
+                       : gds_file_read_vector(file->engine, nseg, segs, &st);
+        if (rc < 0) {
+            engine_error(file, write ? H5E_WRITEERROR : H5E_READERROR, &st);
+            ret = -1;
+        }
+        for (size_t k = 0; rc == 0 && write && k < nseg; k++)
+            if (segs[k].offset + segs[k].size > file->eof)
+                file->eof = segs[k].offset + segs[k].size;
+    }
+    free(segs);
+    free(ext);
+    return ret;
+}
+
+static herr_t gds_read_vector(H5FD_t *file, hid_t dxpl, uint32_t count, H5FD_mem_t types[], haddr_t addrs[],
+                              size_t sizes[], void *bufs[])
+{
+    return gds_io_vector((gds_vfd_file_t *)file, false, dxpl, count, types, addrs, sizes, bufs);
+}
+
+static herr_t gds_write_vector(H5FD_t *file, hid_t dxpl, uint32_t count, H5FD_mem_t types[], haddr_t addrs[],
+                               size_t sizes[], const void *bufs[])
+{
+    /* The engine never writes through the buffers; the cast only shares the code. */
+    return gds_io_vector((gds_vfd_file_t *)file, true, dxpl, count, types, addrs, sizes, (void *const *)bufs);
+}
+
 static herr_t gds_delete(const char *name, hid_t fapl)
 {
     (void)fapl;

@@ -161,6 +161,9 @@ fi
 # ---------------------------------------------------------------------------
 # Environment of every test (what vfdTest.cmake + the CTest properties set).
 export HDF5_DRIVER=$DRIVER
+# The gds driver has vector I/O callbacks: select_io_dset's expectations of
+# the I/O mode are adjusted for it (select_io_dset-vector-io.patch).
+if [ "$DRIVER" = gds ]; then export HDF5_TEST_VFD_VECTOR_IO=1; else unset HDF5_TEST_VFD_VECTOR_IO; fi
 if [ $DRIVER_CONFIG_SET = 1 ]; then export HDF5_DRIVER_CONFIG=$DRIVER_CONFIG; else unset HDF5_DRIVER_CONFIG; fi
 unset HDF5_TEST_DRIVER HDF5_NOCLEANUP HDF5_PREFIX HDF5_VOL_CONNECTOR HDF5_LIBVER_BOUNDS HDF5_USE_FILE_LOCKING
 if [ -d "$PLUGIN_DIR" ]; then export HDF5_PLUGIN_PATH=$PLUGIN_DIR; fi
