@@ -109,6 +109,54 @@ static void vector_op(H5FD_t *f, unsigned char *model, uint64_t *x, uint64_t see
     }
     free(data);
 }
+
+/* A vector whose pieces follow each other both in the file and in one
+ * buffer (the chunks of a 1-D dataset): the driver may merge them. */
+static void vector_adjacent_op(H5FD_t *f, unsigned char *model, uint64_t *x, uint64_t seed, int *bad_reads)
+{
+    enum { MAXP = 8 };
+    H5FD_mem_t types[MAXP];
+    haddr_t addrs[MAXP];
+    size_t sizes[MAXP];
+    void *bufs[MAXP];
+    *x = *x * 6364136223846793005ULL + 1442695040888963407ULL;
+    uint32_t n = 1 + (uint32_t)(*x >> 40) % MAXP;
+    bool write = (*x >> 20) & 1;
+    size_t total = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        sizes[i] = 1 + random_size(x) % 100000;
+        total += sizes[i];
+    }
+    *x = *x * 6364136223846793005ULL + 1442695040888963407ULL;
+    haddr_t base = (*x >> 20) % (FILE_SIZE - total + 1);
+    test_buffer_t b = buffer_alloc(random_kind(x), total);
+    unsigned char *data = malloc(total);
+    size_t at = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        types[i] = H5FD_MEM_DRAW;
+        addrs[i] = base + at;
+        bufs[i] = (char *)b.ptr + at; /* an interior pointer: no CPU access */
+        at += sizes[i];
+    }
+    if (write) {
+        fill_random(data, total, seed * 17 + 5);
+        buffer_put(&b, 0, data, total);
+        memcpy(model + base, data, total);
+    }
+    else
+        buffer_fill(&b, 0xEE);
+    herr_t rc = write ? H5FDwrite_vector(f, H5P_DEFAULT, n, types, addrs, sizes, (const void **)bufs)
+                      : H5FDread_vector(f, H5P_DEFAULT, n, types, addrs, sizes, bufs);
+    CHECK_MSG(rc >= 0, "adjacent vector %s of %u pieces failed", write ? "write" : "read", n);
+    if (!write) {
+        buffer_get(&b, 0, data, total);
+        if (memcmp(data, model + base, total) != 0 && (*bad_reads)++ < 5)
+            CHECK_MSG(0, "adjacent vector read: %s, %u pieces, %zu bytes at %llu differ", mem_names[b.kind], n, total,
+                      (unsigned long long)base);
+    }
+    buffer_free(&b);
+    free(data);
+}
 #endif
 
 static void test_random_mix(const char *config, uint64_t seed)
@@ -134,7 +182,10 @@ static void test_random_mix(const char *config, uint64_t seed)
         mem_kind_t kind = type == H5FD_MEM_DRAW ? random_kind(&x) : MEM_PAGEABLE;
 #if H5_VERSION_GE(1, 13, 0)
         if (what == 18) { /* a vector of up to 8 pieces, as selection I/O sends */
-            vector_op(f, model, &x, seed + (uint64_t)op, &bad_reads);
+            if (op % 2)
+                vector_op(f, model, &x, seed + (uint64_t)op, &bad_reads);
+            else
+                vector_adjacent_op(f, model, &x, seed + (uint64_t)op, &bad_reads);
             continue;
         }
 #endif

@@ -833,7 +833,10 @@ static void corrupt_one_byte(const char *path, size_t size)
     close(fd);
 }
 
-static void bench_method(method_t m, buffers_t *b, size_t size, unsigned threads, size_t block)
+/* One repeat of one method (and thread/block setting): write, then the
+ * reads. Repeats are interleaved with the other methods and the ceilings,
+ * so that all see the same drift of a shared disk. */
+static void bench_method(method_t m, buffers_t *b, size_t size, unsigned threads, size_t block, int rep)
 {
     char cfg[256] = "";
     if (m >= M_GDS) {
@@ -860,28 +863,32 @@ static void bench_method(method_t m, buffers_t *b, size_t size, unsigned threads
     }
     /* the file whose bytes this process wrote */
     const char *path = par.on ? files[2] : files[0];
-    for (int rep = 0; rep < opt.repeat; rep++) {
-        if (opt.phases[PH_WRITE] || rep == 0) {
-            progress(method_names[m], size, PH_WRITE, rep);
-            double t = bench_write(m, b, cfg);
-            if (opt.phases[PH_WRITE])
-                record(method_names[m], PH_WRITE, b->memory, size, t_col, b_col, rep, t, cfg);
-            if (opt.inject_corruption)
-                corrupt_one_byte(path, size);
-        }
-        for (int ph = PH_COLD; ph <= PH_WARM; ph++) {
-            if (!opt.phases[ph])
-                continue;
-            /* poison the buffer so the read must really fill it */
-            memset(b->check, 0x5A, size);
-            to_data(b, b->check, true);
-            if (ph == PH_COLD)
-                drop_cache(path);
-            progress(method_names[m], size, ph, rep);
-            double t = bench_read(m, b, cfg);
-            verify(b, method_names[m], size, ph);
-            record(method_names[m], ph, b->memory, size, t_col, b_col, rep, t, cfg);
-        }
+    /* Without the write phase, the file is still written once by each
+     * setting before its reads (it may have been written by another). */
+    static char last_writer[400];
+    char writer[400];
+    snprintf(writer, sizeof writer, "%s|%s|%zu|%u|%zu", method_names[m], cfg, size, threads, block);
+    if (opt.phases[PH_WRITE] || strcmp(writer, last_writer) != 0) {
+        snprintf(last_writer, sizeof last_writer, "%s", writer);
+        progress(method_names[m], size, PH_WRITE, rep);
+        double t = bench_write(m, b, cfg);
+        if (opt.phases[PH_WRITE])
+            record(method_names[m], PH_WRITE, b->memory, size, t_col, b_col, rep, t, cfg);
+        if (opt.inject_corruption)
+            corrupt_one_byte(path, size);
+    }
+    for (int ph = PH_COLD; ph <= PH_WARM; ph++) {
+        if (!opt.phases[ph])
+            continue;
+        /* poison the buffer so the read must really fill it */
+        memset(b->check, 0x5A, size);
+        to_data(b, b->check, true);
+        if (ph == PH_COLD)
+            drop_cache(path);
+        progress(method_names[m], size, ph, rep);
+        double t = bench_read(m, b, cfg);
+        verify(b, method_names[m], size, ph);
+        record(method_names[m], ph, b->memory, size, t_col, b_col, rep, t, cfg);
     }
 }
 
@@ -941,40 +948,34 @@ static double parallel_io(const char *path, bool write, bool direct, unsigned ch
     return t;
 }
 
-static void bench_ceilings(size_t size, buffers_t *b)
+/* One repeat of the ceilings; `buf` (aligned, `padded` bytes) holds the data. */
+static void bench_ceilings(size_t size, buffers_t *b, unsigned char *buf, size_t padded, int rep)
 {
     const char *path = files[1];
-    size_t padded = (size + 4095) / 4096 * 4096;
-    unsigned char *buf = aligned_alloc(4096, padded);
-    memcpy(buf, b->expect, size);
     unsigned T = opt.ceiling_threads;
     char cfg[32];
     snprintf(cfg, sizeof cfg, "threads=%u", T);
-    for (int rep = 0; rep < opt.repeat; rep++) {
-        progress("CEIL-ODIRECT", size, PH_WRITE, rep);
-        record("CEIL-ODIRECT", PH_WRITE, MEM_HOST, size, T, 16 * MiB, rep, parallel_io(path, true, true, buf, padded, T), cfg);
-        drop_cache(path);
-        progress("CEIL-ODIRECT", size, PH_COLD, rep);
-        record("CEIL-ODIRECT", PH_COLD, MEM_HOST, size, T, 16 * MiB, rep, parallel_io(path, false, true, buf, padded, T), cfg);
-        parallel_io(path, false, false, buf, padded, T); /* load the page cache */
-        progress("CEIL-PAGECACHE", size, PH_WARM, rep);
-        record("CEIL-PAGECACHE", PH_WARM, MEM_HOST, size, T, 16 * MiB, rep, parallel_io(path, false, false, buf, padded, T), cfg);
-        if (cuda.ok && is_gpu_memory(b->memory)) {
-            void *pinned = b->pinned;
-            CUdeviceptr dev = (CUdeviceptr)(uintptr_t)b->data;
-            par_barrier();
-            double t0 = now();
-            cuda.MemcpyHtoD(dev, pinned, size);
-            cuda.CtxSynchronize();
-            record("CEIL-H2D", PH_WARM, MEM_PINNED, size, 1, size, rep, now() - t0, "");
-            par_barrier();
-            t0 = now();
-            cuda.MemcpyDtoH(pinned, dev, size);
-            record("CEIL-D2H", PH_WRITE, MEM_PINNED, size, 1, size, rep, now() - t0, "");
-        }
+    progress("CEIL-ODIRECT", size, PH_WRITE, rep);
+    record("CEIL-ODIRECT", PH_WRITE, MEM_HOST, size, T, 16 * MiB, rep, parallel_io(path, true, true, buf, padded, T), cfg);
+    drop_cache(path);
+    progress("CEIL-ODIRECT", size, PH_COLD, rep);
+    record("CEIL-ODIRECT", PH_COLD, MEM_HOST, size, T, 16 * MiB, rep, parallel_io(path, false, true, buf, padded, T), cfg);
+    parallel_io(path, false, false, buf, padded, T); /* load the page cache */
+    progress("CEIL-PAGECACHE", size, PH_WARM, rep);
+    record("CEIL-PAGECACHE", PH_WARM, MEM_HOST, size, T, 16 * MiB, rep, parallel_io(path, false, false, buf, padded, T), cfg);
+    if (cuda.ok && is_gpu_memory(b->memory)) {
+        void *pinned = b->pinned;
+        CUdeviceptr dev = (CUdeviceptr)(uintptr_t)b->data;
+        par_barrier();
+        double t0 = now();
+        cuda.MemcpyHtoD(dev, pinned, size);
+        cuda.CtxSynchronize();
+        record("CEIL-H2D", PH_WARM, MEM_PINNED, size, 1, size, rep, now() - t0, "");
+        par_barrier();
+        t0 = now();
+        cuda.MemcpyDtoH(pinned, dev, size);
+        record("CEIL-D2H", PH_WRITE, MEM_PINNED, size, 1, size, rep, now() - t0, "");
     }
-    unlink(path);
-    free(buf);
 }
 
 /* ---------------------------------------------------------------- summary */
@@ -1247,22 +1248,34 @@ int main(int argc, char **argv)
                 fail("cannot allocate %zu bytes of host memory", size);
         }
         to_data(&b, b.expect, gpu_init);
-        if (opt.ceilings)
-            bench_ceilings(size, &b);
-        for (int m = 0; m < N_METHODS; m++) {
-            if (!opt.methods[m])
-                continue;
-            to_data(&b, b.expect, gpu_init); /* the ceilings' copies reuse the buffer */
-            if (m >= M_GDS && (opt.nthreads || opt.nblocks)) {
-                int nt = opt.nthreads ? opt.nthreads : 1, nb = opt.nblocks ? opt.nblocks : 1;
-                for (int ti = 0; ti < nt; ti++)
-                    for (int bi = 0; bi < nb; bi++)
-                        bench_method((method_t)m, &b, size, opt.nthreads ? opt.threads[ti] : 0,
-                                     opt.nblocks ? opt.blocks[bi] : 0);
-            }
-            else
-                bench_method((method_t)m, &b, size, 0, 0);
+        size_t padded = (size + 4095) / 4096 * 4096;
+        unsigned char *ceiling_buf = NULL;
+        if (opt.ceilings) {
+            if (!(ceiling_buf = aligned_alloc(4096, padded)))
+                fail("cannot allocate %zu bytes of host memory", padded);
+            memcpy(ceiling_buf, b.expect, size);
         }
+        /* Repeats outermost: ceiling, then every method, then the next repeat. */
+        for (int rep = 0; rep < opt.repeat; rep++) {
+            if (opt.ceilings)
+                bench_ceilings(size, &b, ceiling_buf, padded, rep);
+            for (int m = 0; m < N_METHODS; m++) {
+                if (!opt.methods[m])
+                    continue;
+                to_data(&b, b.expect, gpu_init); /* the ceilings' copies reuse the buffer */
+                if (m >= M_GDS && (opt.nthreads || opt.nblocks)) {
+                    int nt = opt.nthreads ? opt.nthreads : 1, nb = opt.nblocks ? opt.nblocks : 1;
+                    for (int ti = 0; ti < nt; ti++)
+                        for (int bi = 0; bi < nb; bi++)
+                            bench_method((method_t)m, &b, size, opt.nthreads ? opt.threads[ti] : 0,
+                                         opt.nblocks ? opt.blocks[bi] : 0, rep);
+                }
+                else
+                    bench_method((method_t)m, &b, size, 0, 0, rep);
+            }
+        }
+        unlink(files[1]);
+        free(ceiling_buf);
         free_memory(opt.memory, b.data);
         if (b.pinned)
             free_memory(MEM_PINNED, b.pinned);

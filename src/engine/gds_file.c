@@ -410,7 +410,15 @@ static int transfer_vector(gds_file_t *file, bool write, size_t n, const gds_seg
         }
         if (i < n) {
             group_info = info;
-            group[ngroup++] = segs[i];
+            /* Pieces that continue the previous one both in the file and in
+             * memory (consecutive chunks of a 1-D dataset) become one: fewer,
+             * larger disk requests. */
+            gds_segment_t *last = ngroup ? &group[ngroup - 1] : NULL;
+            if (last && last->offset + last->size == segs[i].offset &&
+                (char *)last->buf + last->size == (char *)segs[i].buf)
+                last->size += segs[i].size;
+            else
+                group[ngroup++] = segs[i];
         }
     }
     free(group);
