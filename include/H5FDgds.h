@@ -35,7 +35,7 @@ extern "C" {
  * Configuration
  * --------------------------------------------------------------------- */
 
-#define H5FD_GDS_CONFIG_VERSION 1
+#define H5FD_GDS_CONFIG_VERSION 2 /* 2: register_buffers */
 
 /* Which data path raw-data requests from GPU memory take. */
 typedef enum H5FD_gds_mode_t {
@@ -69,6 +69,8 @@ typedef struct H5FD_gds_config_t {
     int stats;                  /* key: stats = on|off; print per-file statistics at close */
     int log;                    /* key: log = on|off; say which path a file takes and why, on stderr */
     int fsync_on_flush;         /* key: fsync = on|off; H5Fflush also fsyncs the file */
+    int register_buffers;       /* key: register = on|off; cuFile path: register each device allocation
+                                   with cuFileBufRegister once (cached per allocation) */
 } H5FD_gds_config_t;
 
 /* Fills `config` with defaults, then applies H5GDS_CONFIG ("key=value,...").
@@ -128,6 +130,7 @@ typedef struct H5FD_gds_stats_t {
     uint64_t cufile_fallbacks;  /* device requests that wanted cuFile but were staged */
     uint64_t direct_fallbacks;  /* O_DIRECT unusable for this file: buffered I/O used */
     H5FD_gds_route_t device_route; /* the path device requests of this file take */
+    uint64_t buffer_registrations; /* register=on: allocations this file registered with cuFileBufRegister */
 } H5FD_gds_stats_t;
 
 /* Statistics of an open file that uses the gds driver. */

@@ -36,7 +36,7 @@ static void test_keys(void)
     CHECK(c.mode == H5FD_GDS_MODE_AUTO);
     CHECK(H5FD_gds_config_parse(&c, "mode=staged, threads=7,io_block_size=2MiB,alignment=512,fs_block_size=8KiB,"
                                     "direct=off,staging_size=1MiB,staging_count=4,parallel_threshold=0,stats=on,"
-                                    "log=yes,fsync=true") == 0);
+                                    "log=yes,fsync=true,register=on") == 0);
     CHECK(c.mode == H5FD_GDS_MODE_STAGED);
     CHECK(c.threads == 7);
     CHECK(c.io_block_size == 2u << 20);
@@ -46,7 +46,8 @@ static void test_keys(void)
     CHECK(c.staging_size == 1u << 20);
     CHECK(c.staging_count == 4);
     CHECK(c.parallel_threshold == 0);
-    CHECK(c.stats == 1 && c.log == 1 && c.fsync_on_flush == 1);
+    CHECK(c.stats == 1 && c.log == 1 && c.fsync_on_flush == 1 && c.register_buffers == 1);
+    CHECK(H5FD_gds_config_parse(&c, "register=off") == 0 && c.register_buffers == 0);
 
     CHECK(H5FD_gds_config_parse(&c, "mode=cufile") == 0 && c.mode == H5FD_GDS_MODE_CUFILE);
     CHECK(H5FD_gds_config_parse(&c, "mode=POSIX") == 0 && c.mode == H5FD_GDS_MODE_POSIX);
@@ -119,6 +120,7 @@ static void test_malformed(void)
     expect_reject("stats=2", "stats", "2");
     expect_reject("log=loud", "log", "loud");
     expect_reject("fsync=sometimes", "fsync", "sometimes");
+    expect_reject("register=maybe", "register", "maybe");
     /* A good key before a bad one must not leak into the config. */
     expect_reject("threads=9,alignment=7", "alignment", "7");
     /* Bounded pinned memory: 256 x 16 x 1 GiB. */

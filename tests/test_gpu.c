@@ -231,6 +231,13 @@ static void test_dataset_level(void)
     if (expect && *expect)
         CHECK_MSG(!strcmp(expect, H5FD_gds_route_name(st.device_route)), "device route %s, expected %s",
                   H5FD_gds_route_name(st.device_route), expect);
+    /* register=on through cuFile: the allocation was registered (once: the
+     * read reused the write's registration) */
+    if (st.device_route == H5FD_GDS_ROUTE_CUFILE && strstr(config, "register=on"))
+        CHECK_MSG(st.buffer_registrations == 1, "buffer registrations: %llu, expected 1",
+                  (unsigned long long)st.buffer_registrations);
+    else
+        CHECK(st.buffer_registrations == 0);
     buffer_free(&b);
     free(src);
     free(got);

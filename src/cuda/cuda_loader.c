@@ -164,6 +164,8 @@ static const symbol_slot_t cufile_symbols[] = {
     FSLOT(HandleDeregister, "cuFileHandleDeregister"),
     FSLOT(Read, "cuFileRead"),
     FSLOT(Write, "cuFileWrite"),
+    FSLOT(BufRegister, "cuFileBufRegister"),
+    FSLOT(BufDeregister, "cuFileBufDeregister"),
 };
 #undef FSLOT
 

@@ -43,11 +43,14 @@ typedef struct gds_cufile_api {
     void (*HandleDeregister)(CUfileHandle_t);
     ssize_t (*Read)(CUfileHandle_t, void *, size_t, off_t, off_t);
     ssize_t (*Write)(CUfileHandle_t, const void *, size_t, off_t, off_t);
+    CUfileError_t (*BufRegister)(const void *, size_t, int);
+    CUfileError_t (*BufDeregister)(const void *);
 } gds_cufile_api_t;
 
 /* The CUDA driver API when the application has already loaded libcuda (it
  * owns device memory only then), else NULL. Cheap after the first success:
- * while CUDA is absent each call costs one dlopen(RTLD_NOLOAD). */
+ * while CUDA is absent each call costs one dl_iterate_phdr step (the set of
+ * loaded objects is rescanned only when it changed). */
 const gds_cuda_api_t *gds_cuda_if_loaded(void);
 
 /* The CUDA driver API, loading libcuda if needed; NULL if unavailable.

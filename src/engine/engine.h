@@ -34,6 +34,7 @@ typedef struct gds_engine_settings {
     unsigned staging_count;
     size_t parallel_threshold;
     bool log;
+    bool register_buffers; /* cuFile path: cuFileBufRegister each allocation once */
 } gds_engine_settings_t;
 
 /* An error: what failed, with errno when the OS said why. */

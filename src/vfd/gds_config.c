@@ -42,6 +42,7 @@ void gds_config_defaults(H5FD_gds_config_t *c)
     c->stats = 0;
     c->log = 0;
     c->fsync_on_flush = 0;
+    c->register_buffers = 0;
 }
 
 typedef enum key_kind { KEY_SIZE, KEY_COUNT, KEY_BOOL, KEY_MODE, KEY_SWITCH } key_kind_t;
@@ -68,6 +69,7 @@ static const key_spec_t keys[] = {
     {"stats", KEY_BOOL, F(stats), 0, 1, false},
     {"log", KEY_BOOL, F(log), 0, 1, false},
     {"fsync", KEY_BOOL, F(fsync_on_flush), 0, 1, false},
+    {"register", KEY_BOOL, F(register_buffers), 0, 1, false},
 };
 #undef F
 #define NKEYS (sizeof keys / sizeof keys[0])
@@ -299,7 +301,7 @@ herr_t gds_config_apply(H5FD_gds_config_t *config, const char *text, const char 
             char problem[400];
             snprintf(problem, sizeof problem,
                      "has an unknown key (known: mode, threads, io_block_size, alignment, fs_block_size, direct, "
-                     "staging_size, staging_count, parallel_threshold, stats, log, fsync)");
+                     "staging_size, staging_count, parallel_threshold, stats, log, fsync, register)");
             report(origin, key, value, problem);
             ret = -1;
             break;
@@ -330,6 +332,7 @@ void gds_config_to_engine(const H5FD_gds_config_t *c, gds_engine_settings_t *s)
     s->staging_count = c->staging_count;
     s->parallel_threshold = c->parallel_threshold;
     s->log = c->log != 0;
+    s->register_buffers = c->register_buffers != 0;
 }
 
 /* ---- public API ---- */
@@ -365,12 +368,12 @@ herr_t H5FD_gds_config_format(const H5FD_gds_config_t *c, char *buf, size_t size
     }
     int n = snprintf(buf, size,
                      "mode=%s,threads=%u,io_block_size=%zu,alignment=%zu,fs_block_size=%zu,direct=%s,"
-                     "staging_size=%zu,staging_count=%u,parallel_threshold=%zu,stats=%s,log=%s,fsync=%s",
+                     "staging_size=%zu,staging_count=%u,parallel_threshold=%zu,stats=%s,log=%s,fsync=%s,register=%s",
                      (unsigned)c->mode <= H5FD_GDS_MODE_POSIX ? mode_names[c->mode] : "?", c->threads,
                      c->io_block_size, c->alignment, c->fs_block_size,
                      (unsigned)c->direct <= H5FD_GDS_SWITCH_AUTO ? switch_names[c->direct] : "?", c->staging_size,
                      c->staging_count, c->parallel_threshold, c->stats ? "on" : "off", c->log ? "on" : "off",
-                     c->fsync_on_flush ? "on" : "off");
+                     c->fsync_on_flush ? "on" : "off", c->register_buffers ? "on" : "off");
     if (n < 0 || (size_t)n >= size) {
         GDS_ERROR(H5E_ARGS, H5E_BADVALUE, "buffer of %zu bytes too small for the configuration string", size);
         return -1;

@@ -378,9 +378,11 @@ static void print_stats(const gds_vfd_file_t *file)
 {
     H5FD_gds_stats_t s;
     gds_file_get_stats(file->engine, &s);
-    fprintf(stderr, "h5gds stats: %s: device route %s, cufile fallbacks %llu, O_DIRECT fallbacks %llu\n", file->name,
-            H5FD_gds_route_name(s.device_route), (unsigned long long)s.cufile_fallbacks,
-            (unsigned long long)s.direct_fallbacks);
+    fprintf(stderr,
+            "h5gds stats: %s: device route %s, cufile fallbacks %llu, O_DIRECT fallbacks %llu, "
+            "buffer registrations %llu\n",
+            file->name, H5FD_gds_route_name(s.device_route), (unsigned long long)s.cufile_fallbacks,
+            (unsigned long long)s.direct_fallbacks, (unsigned long long)s.buffer_registrations);
     for (int r = 0; r < H5FD_GDS_NROUTES; r++) {
         if (!s.read_calls[r] && !s.write_calls[r])
             continue;
