@@ -636,45 +636,35 @@ static herr_t gds_io_vector(gds_vfd_file_t *file, bool write, hid_t dxpl, uint32
         return 0;
     gds_segment_t *segs = malloc(count * sizeof *segs);
     extent_t *ext = malloc(count * sizeof *ext);
-    if (!segs || !ext) {
+    H5FD_mem_t *ptype = malloc(count * sizeof *ptype);
+    size_t *psize = malloc(count * sizeof *psize);
+    if (!segs || !ext || !ptype || !psize) {
         free(segs);
         free(ext);
+        free(ptype);
+        free(psize);
         GDS_ERROR(H5E_RESOURCE, H5E_NOSPACE, "out of memory for a vector of %u pieces", count);
         return -1;
     }
-    /* A zero size / H5FD_MEM_NOLIST type means "as the previous piece" for the rest. */
-    H5FD_mem_t type = types[0];
-    size_t size = sizes[0];
+    /* Each piece's type and size: a zero size or an H5FD_MEM_NOLIST type
+     * means "as the previous piece" for the rest. */
     bool in_order = false, more_types = true, more_sizes = true;
     for (uint32_t i = 0; i < count; i++) {
-        if (more_types && types[i] == H5FD_MEM_NOLIST)
-            more_types = false;
-        else if (more_types)
-            type = types[i];
-        if (more_sizes && sizes[i] == 0)
-            more_sizes = false;
-        else if (more_sizes)
-            size = sizes[i];
-        ext[i] = (extent_t){addrs[i], size};
-        in_order |= write && type != H5FD_MEM_DRAW;
+        more_types = more_types && types[i] != H5FD_MEM_NOLIST;
+        more_sizes = more_sizes && sizes[i] != 0;
+        ptype[i] = more_types ? types[i] : ptype[i - 1];
+        psize[i] = more_sizes ? sizes[i] : psize[i - 1];
+        ext[i] = (extent_t){addrs[i], psize[i]};
+        in_order |= write && ptype[i] != H5FD_MEM_DRAW;
     }
     in_order = in_order || (write && pieces_overlap(ext, count));
 
     herr_t ret = 0;
     size_t nseg = 0;
     gds_status_t st;
-    type = types[0];
-    size = sizes[0];
-    more_types = more_sizes = true;
     for (uint32_t i = 0; ret == 0 && i < count; i++) {
-        if (more_types && types[i] == H5FD_MEM_NOLIST)
-            more_types = false;
-        else if (more_types)
-            type = types[i];
-        if (more_sizes && sizes[i] == 0)
-            more_sizes = false;
-        else if (more_sizes)
-            size = sizes[i];
+        H5FD_mem_t type = ptype[i];
+        size_t size = psize[i];
         /* Pieces that are not raw data for the engine go the single-call way. */
         if (in_order || type != H5FD_MEM_DRAW || gds_sieve_takes(&file->sieve, write, size, bufs[i])) {
             ret = write ? gds_write(&file->pub, type, dxpl, addrs[i], size, bufs[i])
@@ -707,6 +697,8 @@ static herr_t gds_io_vector(gds_vfd_file_t *file, bool write, hid_t dxpl, uint32
     }
     free(segs);
     free(ext);
+    free(ptype);
+    free(psize);
     return ret;
 }
 
