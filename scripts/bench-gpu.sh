@@ -67,8 +67,8 @@ chunked)
 calls)
   calls=build/gpu-h14/tools/h5gds-calls
   csizes=${2:-4KiB,64KiB,256KiB,1MiB,4MiB}
-  run "$calls" --sizes "$csizes" --dir "$root/build" --csv "$out/calls.csv"
-  run "$calls" --sizes "$csizes" --dir "$root/build" --cuda --csv "$out/calls-cuda.csv"
+  run "$calls" --sizes "$csizes" --rounds 9 --calls 2000 --dir "$root/build" --csv "$out/calls.csv"
+  run "$calls" --sizes "$csizes" --rounds 9 --calls 2000 --dir "$root/build" --cuda --csv "$out/calls-cuda.csv"
   ;;
 *) echo "bench-gpu: unknown part '$part' (main, paper, sweep, host, chunked, calls)"; exit 2 ;;
 esac

@@ -7,6 +7,8 @@
  * driver classifies every raw-data buffer with the CUDA driver.
  *
  *   h5gds-calls [--sizes 4KiB,64KiB,1MiB] [--calls 400] [--rounds 5] [--cuda] [--dir D] [--csv F]
+ *               [--only sec2|gds]   (one driver alone: for profilers)
+ *               [--selection-io off] (HDF5 >= 1.14: turn selection I/O off on the transfers)
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -99,7 +101,7 @@ int main(int argc, char **argv)
 {
     const char *sizes_arg = "4KiB,64KiB,256KiB,1MiB,4MiB", *dir = ".", *csv_path = NULL;
     int calls = 400, rounds = 5;
-    int cuda = 0;
+    int cuda = 0, only = -1, selection_off = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--sizes") && i + 1 < argc)
             sizes_arg = argv[++i];
@@ -113,8 +115,19 @@ int main(int argc, char **argv)
             csv_path = argv[++i];
         else if (!strcmp(argv[i], "--cuda"))
             cuda = 1;
+        else if (!strcmp(argv[i], "--selection-io") && i + 1 < argc && !strcmp(argv[i + 1], "off")) {
+            i++;
+            selection_off = 1;
+        }
+        else if (!strcmp(argv[i], "--only") && i + 1 < argc) {
+            i++;
+            only = !strcmp(argv[i], "sec2") ? 0 : !strcmp(argv[i], "gds") ? 1 : -2;
+            if (only == -2)
+                fail("--only takes sec2 or gds");
+        }
         else {
-            fprintf(stderr, "usage: h5gds-calls [--sizes LIST] [--calls N] [--rounds N] [--cuda] [--dir D] [--csv F]\n");
+            fprintf(stderr, "usage: h5gds-calls [--sizes LIST] [--calls N] [--rounds N] [--cuda] [--dir D] [--csv F] "
+                            "[--only sec2|gds] [--selection-io off]\n");
             return 2;
         }
     }
@@ -128,6 +141,14 @@ int main(int argc, char **argv)
     if (csv)
         fprintf(csv, "driver,op,size_bytes,cuda,round,calls,median_call_us\n");
 
+    hid_t dxpl = H5Pcreate(H5P_DATASET_XFER);
+#if H5_VERSION_GE(1, 14, 0)
+    if (selection_off && H5Pset_selection_io(dxpl, H5D_SELECTION_IO_MODE_OFF) < 0)
+        fail("cannot turn selection I/O off");
+#else
+    if (selection_off)
+        fail("--selection-io needs HDF5 >= 1.14");
+#endif
     unsigned char *probe = malloc(4096);
     if (cuda) {
         double t = init_cuda(probe);
@@ -150,6 +171,8 @@ int main(int argc, char **argv)
         double med[2][2][64] = {{{0}}}; /* driver, op, round */
         for (int r = 0; r < rounds && r < 64; r++) {
             for (int drv = 0; drv < 2; drv++) {
+                if (only >= 0 && drv != only)
+                    continue;
                 hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
                 if (drv == 1 ? H5Pset_fapl_gds(fapl, 0, 0, 0) < 0 : H5Pset_fapl_sec2(fapl) < 0)
                     fail("cannot set the driver");
@@ -163,8 +186,8 @@ int main(int argc, char **argv)
                 for (int op = 0; op < 2; op++) {
                     for (int c = 0; c < calls; c++) {
                         double t0 = now();
-                        herr_t rc = op == 0 ? H5Dwrite(d, H5T_NATIVE_UCHAR, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf)
-                                            : H5Dread(d, H5T_NATIVE_UCHAR, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf);
+                        herr_t rc = op == 0 ? H5Dwrite(d, H5T_NATIVE_UCHAR, H5S_ALL, H5S_ALL, dxpl, buf)
+                                            : H5Dread(d, H5T_NATIVE_UCHAR, H5S_ALL, H5S_ALL, dxpl, buf);
                         t[c] = now() - t0;
                         if (rc < 0)
                             fail("H5Dwrite/H5Dread failed");
@@ -191,6 +214,7 @@ int main(int argc, char **argv)
         free(buf);
     }
     free(list);
+    H5Pclose(dxpl);
     if (csv)
         fclose(csv);
     return 0;

@@ -634,6 +634,9 @@ static herr_t gds_io_vector(gds_vfd_file_t *file, bool write, hid_t dxpl, uint32
 {
     if (count == 0)
         return 0;
+    if (count == 1) /* the common case of small requests: no bookkeeping */
+        return write ? gds_write(&file->pub, types[0], dxpl, addrs[0], sizes[0], bufs[0])
+                     : gds_read(&file->pub, types[0], dxpl, addrs[0], sizes[0], bufs[0]);
     gds_segment_t *segs = malloc(count * sizeof *segs);
     extent_t *ext = malloc(count * sizeof *ext);
     H5FD_mem_t *ptype = malloc(count * sizeof *ptype);
