@@ -277,6 +277,33 @@ static void test_visibility(size_t sieve_size)
     H5Pclose(fapl);
 }
 
+/* A window reaching past a truncated end of file does not outlive it: once
+ * the file grows again, that space reads as zeros, as with sec2. */
+static void test_truncate_drops_window(void)
+{
+    const char *path = test_path("truncate.bin");
+    unlink(path);
+    hid_t fapl = gds_fapl(NULL);
+    H5FD_t *f = H5FDopen(path, H5F_ACC_RDWR | H5F_ACC_CREAT | H5F_ACC_TRUNC, fapl, HADDR_UNDEF);
+    CHECK(f != NULL);
+    if (!f)
+        return;
+    unsigned char w[8192], r[100], zeros[100] = {0};
+    fill_random(w, sizeof w, 21);
+    CHECK(H5FDset_eoa(f, H5FD_MEM_DEFAULT, sizeof w) >= 0);
+    CHECK(H5FDwrite(f, H5FD_MEM_DRAW, H5P_DEFAULT, 0, sizeof w, w) >= 0);
+    CHECK(H5FDflush(f, H5P_DEFAULT, 0) >= 0);
+    CHECK(H5FDread(f, H5FD_MEM_DRAW, H5P_DEFAULT, 4000, sizeof r, r) >= 0); /* window [4000, 8192) */
+    CHECK(memcmp(r, w + 4000, sizeof r) == 0);
+    CHECK(H5FDset_eoa(f, H5FD_MEM_DEFAULT, 4096) >= 0);
+    CHECK(H5FDtruncate(f, H5P_DEFAULT, 0) >= 0);
+    CHECK(H5FDset_eoa(f, H5FD_MEM_DEFAULT, sizeof w) >= 0);
+    CHECK(H5FDread(f, H5FD_MEM_DRAW, H5P_DEFAULT, 5000, sizeof r, r) >= 0);
+    CHECK_MSG(memcmp(r, zeros, sizeof r) == 0, "bytes past a truncated end of file came back from the window");
+    CHECK(H5FDclose(f) >= 0);
+    H5Pclose(fapl);
+}
+
 /* SWMR: no window, a reader must see the writer's chunks as they change. */
 static void test_swmr_bypass(void)
 {
@@ -339,6 +366,7 @@ int main(int argc, char **argv)
         test_visibility(0);
         test_deferred_failure();
         test_swmr_bypass();
+        test_truncate_drops_window();
     }
     return test_finish(use_gpu ? "test_sieve (gpu)" : "test_sieve");
 }

@@ -553,9 +553,11 @@ static herr_t gds_truncate(H5FD_t *_file, hid_t dxpl, hbool_t closing)
     (void)dxpl;
     (void)closing;
     gds_vfd_file_t *file = (gds_vfd_file_t *)_file;
-    /* The file's real size must include the sieve's bytes before it is set. */
+    /* The file's real size must include the sieve's bytes before it is set,
+     * and a window reaching past a shrunk end of file must not outlive it. */
     gds_status_t st;
-    if (gds_sieve_flush(&file->sieve, file->engine, &st) < 0) {
+    if (gds_sieve_before_other(&file->sieve, file->engine, file->eoa, SIZE_MAX - file->eoa, true, &st) < 0 ||
+        gds_sieve_flush(&file->sieve, file->engine, &st) < 0) {
         engine_error(file, H5E_WRITEERROR, &st);
         return -1;
     }
