@@ -3,14 +3,14 @@
 #include "engine.h"
 #include "../cuda/cuda_loader.h"
 
-void gds_classify_buffer(const void *ptr, gds_buffer_info_t *info)
+bool gds_classify_buffer(const void *ptr, gds_buffer_info_t *info)
 {
     info->kind = H5FD_GDS_MEMORY_HOST;
     info->context = NULL;
     info->device = -1;
     const gds_cuda_api_t *cu = gds_cuda_if_loaded();
     if (!cu || !ptr)
-        return;
+        return true;
 
     unsigned memory_type = 0, is_managed = 0;
     CUcontext ctx = NULL;
@@ -22,7 +22,7 @@ void gds_classify_buffer(const void *ptr, gds_buffer_info_t *info)
      * a failure (e.g. a context being torn down) is treated as host memory,
      * which is what a CPU pointer it cannot classify must be. */
     if (cu->PointerGetAttributes(4, attrs, values, (CUdeviceptr)(uintptr_t)ptr) != CUDA_SUCCESS)
-        return;
+        return false;
     if (is_managed) {
         info->kind = H5FD_GDS_MEMORY_MANAGED;
     }
@@ -31,11 +31,12 @@ void gds_classify_buffer(const void *ptr, gds_buffer_info_t *info)
     }
     else if (memory_type == CU_MEMORYTYPE_HOST) {
         info->kind = H5FD_GDS_MEMORY_PINNED;
-        return;
+        return true;
     }
     else {
-        return;
+        return true;
     }
     info->context = ctx;
     info->device = ordinal;
+    return true;
 }

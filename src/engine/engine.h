@@ -88,7 +88,10 @@ typedef struct gds_buffer_info {
     void *context;  /* CUcontext owning device/managed memory */
     int device;     /* device ordinal */
 } gds_buffer_info_t;
-void gds_classify_buffer(const void *ptr, gds_buffer_info_t *info);
+/* Returns false when CUDA is loaded but could not say (the kind is then
+ * reported as host): callers that would touch the memory with the CPU must
+ * not rely on such an answer. */
+bool gds_classify_buffer(const void *ptr, gds_buffer_info_t *info);
 
 /* ---- plain POSIX helpers (posix_io.c): full transfers, EINTR and short
  * counts retried, at most 1 GiB per system call. ---- */

@@ -244,11 +244,15 @@ static int host_transfer(gds_file_t *file, bool write, uint64_t offset, size_t s
     unsigned workers = host_read_workers(file->cfg.threads);
     if (raw && !write && workers > 1 && size >= file->cfg.parallel_threshold) {
         size_t first_len = file->cfg.io_block_size - (size_t)(offset % file->cfg.io_block_size);
+        if (first_len > size) /* parallel_threshold below io_block_size */
+            first_len = size;
         struct iovec iov = {buf, first_len};
         ssize_t n;
         do
             n = preadv2(file->fd, &iov, 1, (off_t)offset, RWF_NOWAIT);
         while (n < 0 && errno == EINTR);
+        if (n == (ssize_t)first_len && first_len == size)
+            return 0;
         if (n == (ssize_t)first_len) {
             host_job_t job = {file->fd, write, offset + first_len, size - first_len, (char *)buf + first_len,
                               gds_block_for(&file->cfg, size, workers)};
@@ -369,6 +373,19 @@ static int transfer(gds_file_t *file, bool write, uint64_t offset, size_t size, 
     return rc;
 }
 
+/* Whether two device pointers lie in one allocation: pieces adjacent in
+ * memory may still be two back-to-back allocations, which one copy (or one
+ * registered cuFile buffer) must not span. */
+static bool same_allocation(const void *a, const void *b)
+{
+    const gds_cuda_api_t *cu = gds_cuda_if_loaded();
+    CUdeviceptr start_a = 0, start_b = 0;
+    CUpointer_attribute attr[] = {CU_POINTER_ATTRIBUTE_RANGE_START_ADDR};
+    void *va[] = {&start_a}, *vb[] = {&start_b};
+    return cu && cu->PointerGetAttributes(1, attr, va, (CUdeviceptr)(uintptr_t)a) == CUDA_SUCCESS &&
+           cu->PointerGetAttributes(1, attr, vb, (CUdeviceptr)(uintptr_t)b) == CUDA_SUCCESS && start_a && start_a == start_b;
+}
+
 /* A vector: host pieces one by one (each as a single request would go),
  * device pieces of one context together in one job. */
 static int transfer_vector(gds_file_t *file, bool write, size_t n, const gds_segment_t *segs, gds_status_t *st)
@@ -415,7 +432,7 @@ static int transfer_vector(gds_file_t *file, bool write, size_t n, const gds_seg
              * larger disk requests. */
             gds_segment_t *last = ngroup ? &group[ngroup - 1] : NULL;
             if (last && last->offset + last->size == segs[i].offset &&
-                (char *)last->buf + last->size == (char *)segs[i].buf)
+                (char *)last->buf + last->size == (char *)segs[i].buf && same_allocation(last->buf, segs[i].buf))
                 last->size += segs[i].size;
             else
                 group[ngroup++] = segs[i];

@@ -27,7 +27,10 @@ bool gds_sieve_takes(const gds_sieve_t *sieve, bool write, size_t size, const vo
     /* Only memory the CPU may copy: managed memory would migrate, and
      * device memory must never be touched. */
     gds_buffer_info_t info;
-    gds_classify_buffer(buf, &info);
+    /* An unanswered query is not good enough for a memcpy: such requests
+     * go to the engine, where a device pointer fails (EFAULT) instead. */
+    if (!gds_classify_buffer(buf, &info))
+        return false;
     return info.kind == H5FD_GDS_MEMORY_HOST || info.kind == H5FD_GDS_MEMORY_PINNED;
 }
 

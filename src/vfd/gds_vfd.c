@@ -471,6 +471,23 @@ static herr_t gds_get_handle(H5FD_t *_file, hid_t fapl, void **handle)
     return 0;
 }
 
+/* H5Fstart_swmr_write turns SWMR on for an open file, and with it HDF5
+ * turns off H5FD_FEAT_ACCUMULATE_METADATA in the driver's feature flags:
+ * from then on the sieve window is written out and no longer used. */
+static int sieve_off_if_swmr(gds_vfd_file_t *file)
+{
+    if (!file->sieve.capacity || (file->pub.feature_flags & H5FD_FEAT_ACCUMULATE_METADATA))
+        return 0;
+    gds_status_t st;
+    if (gds_sieve_flush(&file->sieve, file->engine, &st) < 0) {
+        engine_error(file, H5E_WRITEERROR, &st);
+        return -1;
+    }
+    gds_sieve_free(&file->sieve);
+    file->sieve.capacity = 0;
+    return 0;
+}
+
 static herr_t gds_read(H5FD_t *_file, H5FD_mem_t type, hid_t dxpl, haddr_t addr, size_t size, void *buf)
 {
     (void)dxpl;
@@ -479,6 +496,8 @@ static herr_t gds_read(H5FD_t *_file, H5FD_mem_t type, hid_t dxpl, haddr_t addr,
         GDS_ERROR(H5E_ARGS, H5E_OVERFLOW, "addr overflow, addr = %llu, size = %zu", (unsigned long long)addr, size);
         return -1;
     }
+    if (sieve_off_if_swmr(file) < 0)
+        return -1;
     gds_status_t st;
     int rc;
     bool raw = type == H5FD_MEM_DRAW;
@@ -506,6 +525,8 @@ static herr_t gds_write(H5FD_t *_file, H5FD_mem_t type, hid_t dxpl, haddr_t addr
         GDS_ERROR(H5E_ARGS, H5E_OVERFLOW, "addr overflow, addr = %llu, size = %zu", (unsigned long long)addr, size);
         return -1;
     }
+    if (sieve_off_if_swmr(file) < 0)
+        return -1;
     gds_status_t st;
     int rc;
     bool raw = type == H5FD_MEM_DRAW;
@@ -636,6 +657,8 @@ static herr_t gds_io_vector(gds_vfd_file_t *file, bool write, hid_t dxpl, uint32
 {
     if (count == 0)
         return 0;
+    if (sieve_off_if_swmr(file) < 0)
+        return -1;
     if (count == 1) /* the common case of small requests: no bookkeeping */
         return write ? gds_write(&file->pub, types[0], dxpl, addrs[0], sizes[0], bufs[0])
                      : gds_read(&file->pub, types[0], dxpl, addrs[0], sizes[0], bufs[0]);
