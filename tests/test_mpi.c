@@ -36,10 +36,10 @@ static void barrier(void)
 
 /* ---- paths ---- */
 
+/* test_path's file (test_util.h), copied: its buffers rotate. */
 static void path_of(char *out, const char *name)
 {
-    const char *dir = getenv("H5GDS_TEST_DIR");
-    snprintf(out, 4096, "%s/%s", dir && *dir ? dir : ".", name);
+    snprintf(out, 4096, "%s", test_path(name));
 }
 
 /* "<dir>/<stem>.rank<r>.h5" for master "<dir>/<stem>.h5" */

@@ -67,14 +67,18 @@ static inline void fill_random(void *buf, size_t n, uint64_t seed)
     }
 }
 
-/* A fresh scratch directory for this test program (removed by ctest's fixture or left in build/). */
+/* A path in this test program's scratch directory (under build/ when run by CTest). */
 static inline const char *test_path(const char *name)
 {
     static char buf[8][4096];
     static int slot;
+    /* CTest sets H5GDS_TEST_DIR; a test run by hand writes to the temporary
+     * directory, never into the current one (a checkout, say). */
     const char *dir = getenv("H5GDS_TEST_DIR");
+    if (!dir || !*dir)
+        dir = getenv("TMPDIR");
     char *out = buf[slot++ % 8];
-    snprintf(out, sizeof buf[0], "%s/%s", dir && *dir ? dir : ".", name);
+    snprintf(out, sizeof buf[0], "%s/%s", dir && *dir ? dir : "/tmp", name);
     return out;
 }
 
