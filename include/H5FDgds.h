@@ -131,6 +131,10 @@ typedef struct H5FD_gds_stats_t {
     uint64_t direct_fallbacks;  /* O_DIRECT unusable for this file: buffered I/O used */
     H5FD_gds_route_t device_route; /* the path device requests of this file take */
     uint64_t buffer_registrations; /* register=on: allocations this file registered with cuFileBufRegister */
+    uint64_t registration_failures;/* register=on: allocations cuFile refused (remembered, not retried) */
+    uint64_t device_path_failures; /* device requests that failed (error returned to HDF5) */
+    uint64_t device_memcpys;       /* copies HDF5 asked the driver to make (compact datasets, HDF5 >= 1.14)
+                                      with device memory on one side */
 } H5FD_gds_stats_t;
 
 /* Statistics of an open file that uses the gds driver. */
@@ -167,6 +171,27 @@ H5GDS_API herr_t H5Dread_gds(hid_t dset_id, hid_t mem_type_id, hid_t mem_space_i
                              hid_t dxpl_id, void *buf);
 /* The route the calling thread's last H5Dwrite_gds/H5Dread_gds took. */
 H5GDS_API H5FD_gds_route_t H5FD_gds_last_route(void);
+
+/* ------------------------------------------------------------------------
+ * Stream ordering of device buffers (transfer property list)
+ *
+ * By default a device buffer is ordered against the legacy default stream,
+ * as cudaMemcpy is: the driver's copies start after all GPU work queued
+ * there so far (kernels that produce the data written, or still read the
+ * buffer about to be filled). A program that queues its work on its own
+ * stream says so, and the driver waits for that stream only; one that
+ * guarantees the buffer is ready (a loader filling its own buffers) says
+ * H5FD_GDS_STREAM_NONE, and the transfer overlaps whatever the GPU runs.
+ * A read returns with the data in device memory, ready for any stream.
+ * The driver's copies never block the application's streams.
+ * --------------------------------------------------------------------- */
+#define H5FD_GDS_STREAM_LEGACY ((void *)0)           /* the legacy default stream (the default) */
+#define H5FD_GDS_STREAM_NONE ((void *)(intptr_t)-1)  /* no ordering: the caller guarantees it */
+
+/* `stream`: a CUstream, or one of the two values above. `dxpl_id` must be a
+ * transfer property list the application created (not H5P_DEFAULT). */
+H5GDS_API herr_t H5Pset_dxpl_gds_stream(hid_t dxpl_id, void *stream);
+H5GDS_API herr_t H5Pget_dxpl_gds_stream(hid_t dxpl_id, void **stream);
 
 /* Memory kind of a pointer, as the driver classifies it. */
 typedef enum H5FD_gds_memory_t {

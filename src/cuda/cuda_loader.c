@@ -62,15 +62,33 @@ static const symbol_slot_t cuda_symbols[] = {
     SLOT(EventDestroy, "cuEventDestroy_v2"),
     SLOT(EventRecord, "cuEventRecord"),
     SLOT(EventSynchronize, "cuEventSynchronize"),
+    SLOT(EventQuery, "cuEventQuery"),
+    SLOT(EventElapsedTime, "cuEventElapsedTime"),
+    SLOT(StreamWaitEvent, "cuStreamWaitEvent"),
+    SLOT(Memcpy, "cuMemcpy"),
+    SLOT(DeviceGetCount, "cuDeviceGetCount"),
+    SLOT(DeviceGet, "cuDeviceGet"),
+    SLOT(DeviceGetName, "cuDeviceGetName"),
+    SLOT(CtxSynchronize, "cuCtxSynchronize"),
+    SLOT(MemAlloc, "cuMemAlloc_v2"),
+    SLOT(MemFree, "cuMemFree_v2"),
+    SLOT(MemAllocHost, "cuMemAllocHost_v2"),
+    SLOT(MemAllocManaged, "cuMemAllocManaged"),
+    SLOT(MemsetD8, "cuMemsetD8_v2"),
+    SLOT(MemGetInfo, "cuMemGetInfo_v2"),
+    SLOT(ModuleLoadData, "cuModuleLoadData"),
+    SLOT(ModuleGetFunction, "cuModuleGetFunction"),
+    SLOT(LaunchKernel, "cuLaunchKernel"),
 };
 #undef SLOT
 
 static const gds_cuda_api_t *cuda_open(int dlflags)
 {
-    if (cuda_ready)
-        return cuda_ready;
+    const gds_cuda_api_t *ready = __atomic_load_n(&cuda_ready, __ATOMIC_ACQUIRE);
+    if (ready)
+        return ready;
     pthread_mutex_lock(&cuda_lock);
-    if (!cuda_ready) {
+    if (!__atomic_load_n(&cuda_ready, __ATOMIC_RELAXED)) {
         void *lib = dlopen("libcuda.so.1", dlflags);
         const char *missing = NULL;
         if (!lib) {
@@ -90,7 +108,7 @@ static const gds_cuda_api_t *cuda_open(int dlflags)
         }
     }
     pthread_mutex_unlock(&cuda_lock);
-    return cuda_ready;
+    return __atomic_load_n(&cuda_ready, __ATOMIC_ACQUIRE);
 }
 
 /* Is libcuda among the loaded objects? dl_iterate_phdr reads the loader's
@@ -144,15 +162,65 @@ const gds_cuda_api_t *gds_cuda_if_loaded(void)
 const gds_cuda_api_t *gds_cuda_load(const char **why)
 {
     const gds_cuda_api_t *api = cuda_open(RTLD_NOW | RTLD_LOCAL);
-    if (!api && why)
+    if (!api && why) {
+        pthread_mutex_lock(&cuda_lock);
         *why = cuda_failure ? cuda_failure : "CUDA unavailable";
+        pthread_mutex_unlock(&cuda_lock);
+    }
     return api;
+}
+
+CUresult gds_cuda_make_current(void *ctx)
+{
+    const gds_cuda_api_t *cu = __atomic_load_n(&cuda_ready, __ATOMIC_ACQUIRE);
+    if (!cu)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!ctx)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    CUcontext current = NULL;
+    if (cu->CtxGetCurrent(&current) == CUDA_SUCCESS && current == (CUcontext)ctx)
+        return CUDA_SUCCESS;
+    return cu->CtxSetCurrent((CUcontext)ctx);
+}
+
+int gds_cuda_device_count(void)
+{
+    const gds_cuda_api_t *cu = gds_cuda_load(NULL);
+    int n = 0;
+    if (!cu || cu->DeviceGetCount(&n) != CUDA_SUCCESS)
+        return 0;
+    return n;
+}
+
+bool gds_cuda_use_device(int ordinal, char *name, size_t name_size, const char **why)
+{
+    const char *reason = NULL;
+    const gds_cuda_api_t *cu = gds_cuda_load(&reason);
+    int n = 0;
+    CUdevice dev;
+    CUcontext ctx;
+    if (!cu) {
+        /* keep the loader's reason */
+    }
+    else if (cu->DeviceGetCount(&n) != CUDA_SUCCESS || n < 1)
+        reason = "no CUDA device";
+    else if (cu->DeviceGet(&dev, (ordinal < 0 ? 0 : ordinal) % n) != CUDA_SUCCESS ||
+             cu->DevicePrimaryCtxRetain(&ctx, dev) != CUDA_SUCCESS || cu->CtxSetCurrent(ctx) != CUDA_SUCCESS)
+        reason = "cannot create a context on the device";
+    else {
+        if (name && name_size && cu->DeviceGetName(name, (int)name_size, dev) != CUDA_SUCCESS)
+            name[0] = 0;
+        return true;
+    }
+    if (why)
+        *why = reason ? reason : "CUDA unavailable";
+    return false;
 }
 
 const char *gds_cuda_error_text(CUresult rc)
 {
     const char *text = NULL;
-    if (cuda_ready && cuda_api.GetErrorString(rc, &text) == CUDA_SUCCESS && text)
+    if (__atomic_load_n(&cuda_ready, __ATOMIC_ACQUIRE) && cuda_api.GetErrorString(rc, &text) == CUDA_SUCCESS && text)
         return text;
     return "unknown CUDA error";
 }

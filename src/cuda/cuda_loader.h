@@ -3,7 +3,9 @@
  *
  * Nothing here is linked: both libraries are dlopen'ed on first use, so the
  * library builds and runs its host path on machines without CUDA. Only the
- * types come from cuda.h / cufile.h. No other layer calls dlopen/dlsym.
+ * types come from cuda.h / cufile.h. No other layer calls dlopen/dlsym:
+ * the driver, the MPI layer, the tools and the tests all use this one
+ * (built as the internal static library h5gds_cuda).
  */
 #ifndef H5GDS_CUDA_LOADER_H
 #define H5GDS_CUDA_LOADER_H
@@ -35,6 +37,25 @@ typedef struct gds_cuda_api {
     CUresult (*EventDestroy)(CUevent);
     CUresult (*EventRecord)(CUevent, CUstream);
     CUresult (*EventSynchronize)(CUevent);
+    CUresult (*EventQuery)(CUevent);
+    CUresult (*EventElapsedTime)(float *, CUevent, CUevent);
+    CUresult (*StreamWaitEvent)(CUstream, CUevent, unsigned);
+    CUresult (*Memcpy)(CUdeviceptr, CUdeviceptr, size_t);
+    /* for tools and tests: devices, allocations, kernels */
+    CUresult (*DeviceGetCount)(int *);
+    CUresult (*DeviceGet)(CUdevice *, int);
+    CUresult (*DeviceGetName)(char *, int, CUdevice);
+    CUresult (*CtxSynchronize)(void);
+    CUresult (*MemAlloc)(CUdeviceptr *, size_t);
+    CUresult (*MemFree)(CUdeviceptr);
+    CUresult (*MemAllocHost)(void **, size_t);
+    CUresult (*MemAllocManaged)(CUdeviceptr *, size_t, unsigned);
+    CUresult (*MemsetD8)(CUdeviceptr, unsigned char, size_t);
+    CUresult (*MemGetInfo)(size_t *, size_t *);
+    CUresult (*ModuleLoadData)(CUmodule *, const void *);
+    CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
+    CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                             CUstream, void **, void **);
 } gds_cuda_api_t;
 
 typedef struct gds_cufile_api {
@@ -61,6 +82,17 @@ const gds_cuda_api_t *gds_cuda_load(const char **why);
  * unavailable, with the reason in `why` (library missing, cuFileDriverOpen
  * status). The result is decided once and cached. */
 const gds_cufile_api_t *gds_cufile_load(const char **why);
+
+/* Makes `ctx` current on the calling thread (no call when it already is). */
+CUresult gds_cuda_make_current(void *ctx);
+
+/* Devices visible to the process (0 without a usable driver). */
+int gds_cuda_device_count(void);
+
+/* Loads CUDA and makes the primary context of device `ordinal` (modulo the
+ * devices present) current; its name into `name` when not NULL. False with
+ * a reason in `why` when there is no usable GPU. For tools and tests. */
+bool gds_cuda_use_device(int ordinal, char *name, size_t name_size, const char **why);
 
 /* Text for a CUresult (never NULL). */
 const char *gds_cuda_error_text(CUresult rc);

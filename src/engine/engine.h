@@ -1,14 +1,19 @@
 /*
  * The I/O engine: moves bytes between a buffer (host or GPU) and a file.
  *
- * It knows nothing of HDF5. The VFD layer opens one gds_file_t per HDF5
- * file and calls gds_file_read/gds_file_write with a file offset, a length
- * and a buffer; the engine classifies the buffer and picks a path:
+ * It knows nothing of HDF5: this header has its own types, and the HDF5
+ * glue (src/vfd) translates its configuration and statistics. A file handle
+ * (gds_file_t) takes requests: a list of (file offset, length, buffer)
+ * segments. The engine classifies each buffer and picks a strategy:
  *
- *   host memory   -> posix_io (pread/pwrite, large reads split over the pool)
- *   device memory -> cufile_path (cuFile) when usable, else staged_path
+ *   host memory   -> host path (pread/pwrite, large cached reads split over the pool)
+ *   device memory -> cuFile (cufile_path.c) when usable, else the staged path
  *                    (pinned ring + O_DIRECT, pipelined over the pool), or
  *                    the single bounce buffer of mode=posix.
+ *
+ * Requests are synchronous (gds_file_transfer) or asynchronous
+ * (gds_file_submit returns a ticket; gds_io_wait collects it). Any thread
+ * may use any file; several requests may be in flight at once.
  *
  * Failures are reported through gds_status_t (message + errno), never printed.
  */
@@ -20,16 +25,24 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "H5FDgds.h" /* only for the shared enums and the stats struct */
+/* ---- settings ---- */
 
-/* The settings the engine uses (the VFD translates its config into this). */
+typedef enum gds_mode {
+    GDS_MODE_AUTO = 0, /* cuFile when nvidia-fs is loaded and the file registers, else staged */
+    GDS_MODE_CUFILE,   /* cuFile (compatibility mode too); staged when it cannot be used */
+    GDS_MODE_STAGED,   /* the pinned-ring pipeline */
+    GDS_MODE_POSIX     /* one bounce buffer, one thread */
+} gds_mode_t;
+
+typedef enum gds_switch { GDS_OFF = 0, GDS_ON = 1, GDS_AUTO = 2 } gds_switch_t;
+
 typedef struct gds_engine_settings {
-    H5FD_gds_mode_t mode;
+    gds_mode_t mode;
     unsigned threads;
     size_t io_block_size;
     size_t alignment;
     size_t fs_block_size;
-    H5FD_gds_switch_t direct;
+    gds_switch_t direct;
     size_t staging_size;
     unsigned staging_count;
     size_t parallel_threshold;
@@ -37,61 +50,161 @@ typedef struct gds_engine_settings {
     bool register_buffers; /* cuFile path: cuFileBufRegister each allocation once */
 } gds_engine_settings_t;
 
+/* ---- status ---- */
+
 /* An error: what failed, with errno when the OS said why. */
 typedef struct gds_status {
-    int err;          /* errno, or 0 */
+    int err; /* errno, or 0 */
     char msg[320];
 } gds_status_t;
 
 void gds_status_set(gds_status_t *st, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* ---- memory kinds ---- */
+
+typedef enum gds_memory {
+    GDS_MEMORY_HOST = 0, /* pageable host memory (or no CUDA in the process) */
+    GDS_MEMORY_PINNED,   /* page-locked / registered host memory */
+    GDS_MEMORY_DEVICE,   /* device memory */
+    GDS_MEMORY_MANAGED   /* managed (unified) memory */
+} gds_memory_t;
+
+typedef struct gds_buffer_info {
+    gds_memory_t kind;
+    void *context;         /* CUcontext owning device/managed memory */
+    int device;            /* device ordinal */
+    uintptr_t range_start; /* start of the allocation (gds_classify_buffer_range only) */
+} gds_buffer_info_t;
+
+/* Which memory `ptr` is, asked of the CUDA driver only when the process has
+ * loaded it. Returns false when CUDA is loaded but could not say (the kind is
+ * then reported as host): callers that would touch the memory with the CPU
+ * must not rely on such an answer. */
+bool gds_classify_buffer(const void *ptr, gds_buffer_info_t *info);
+/* The same, also filling range_start for device and managed memory. */
+bool gds_classify_buffer_range(const void *ptr, gds_buffer_info_t *info);
+
+static inline bool gds_memory_is_host(gds_memory_t kind)
+{
+    return kind == GDS_MEMORY_HOST || kind == GDS_MEMORY_PINNED;
+}
+
+/* ---- routes and statistics ---- */
+
+/* The path raw data took. */
+typedef enum gds_route {
+    GDS_ROUTE_NONE = 0,
+    GDS_ROUTE_HOST,        /* host memory: pread/pwrite */
+    GDS_ROUTE_STAGED,      /* device memory through the pinned staging pipeline */
+    GDS_ROUTE_CUFILE,      /* device memory through cuFile */
+    GDS_ROUTE_POSIX_BOUNCE /* device memory through one bounce buffer (mode=posix) */
+} gds_route_t;
+#define GDS_NROUTES 5
+
+const char *gds_route_name(gds_route_t route);
+
+/* Counters of one file; updated atomically from any thread. */
+typedef struct gds_engine_stats {
+    uint64_t read_bytes[GDS_NROUTES];
+    uint64_t read_calls[GDS_NROUTES];
+    uint64_t write_bytes[GDS_NROUTES];
+    uint64_t write_calls[GDS_NROUTES];
+    uint64_t read_ns, write_ns;    /* wall time of raw-data requests */
+    uint64_t cufile_fallbacks;     /* device requests that wanted cuFile but were staged */
+    uint64_t direct_fallbacks;     /* O_DIRECT unusable for this file: buffered I/O used */
+    uint64_t buffer_registrations; /* cuFileBufRegister calls this file made */
+    uint64_t registration_failures;/* allocations cuFile would not register (remembered, not retried) */
+    uint64_t device_path_failures; /* device requests that failed */
+    gds_route_t device_route;      /* the path device requests of this file take */
+} gds_engine_stats_t;
+
+/* ---- files ---- */
+
 typedef struct gds_file gds_file_t;
 
-/* Takes over nothing: `fd` stays owned by the caller (the VFD); the engine
- * may open a second, O_DIRECT descriptor on `path` and owns that one. */
+/* Takes over nothing: `fd` stays owned by the caller; the engine may open a
+ * second, O_DIRECT descriptor on `path` and owns that one. */
 int gds_file_open(gds_file_t **out, const char *path, int fd, bool writable, const gds_engine_settings_t *cfg,
                   gds_status_t *st);
+/* Waits for nothing: every ticket of the file must have been collected. */
 void gds_file_close(gds_file_t *file);
+void gds_file_get_stats(gds_file_t *file, gds_engine_stats_t *stats);
+/* Counts raw data the caller served from its own memory (the driver's sieve
+ * window): bytes and calls, no time. */
+void gds_file_count_host(gds_file_t *file, bool write, size_t size);
+
+/* ---- requests ---- */
 
 /* Whose buffer a request carries. Only the application's raw data can be in
- * device memory, and only it is counted in the statistics; HDF5's metadata
- * and the driver's own host buffers (its sieve window) are neither. */
+ * device memory, and only it is counted in the statistics; metadata and the
+ * caller's own host buffers (a sieve window) are neither. */
 typedef enum gds_data { GDS_DATA_DRIVER, GDS_DATA_RAW } gds_data_t;
 
-/* Reads past the end of the file are zero-filled, in device memory too.
- * Return 0 on success, -1 with `st` filled. */
-int gds_file_read(gds_file_t *file, uint64_t offset, size_t size, void *buf, gds_data_t data, gds_status_t *st);
-int gds_file_write(gds_file_t *file, uint64_t offset, size_t size, const void *buf, gds_data_t data,
-                   gds_status_t *st);
+/* How device buffers are ordered against the application's GPU work.
+ *   LEGACY: after all work queued so far on the legacy default stream (as
+ *           cudaMemcpy is); the default.
+ *   STREAM: after the work queued so far on `stream` only.
+ *   NONE:   the caller guarantees the buffer is ready (its own buffers).
+ * The engine's copies never block the application's streams; a read's data
+ * is complete on the device when the request completes. */
+typedef enum gds_order { GDS_ORDER_LEGACY = 0, GDS_ORDER_STREAM, GDS_ORDER_NONE } gds_order_t;
 
-/* One piece of a vector request: a file range and the buffer it maps to. */
+/* One piece of a request: a file range and the buffer it maps to. */
 typedef struct gds_segment {
     uint64_t offset;
     size_t size;
     void *buf;
 } gds_segment_t;
 
-/* Raw data in several pieces at once (HDF5's vector I/O: the chunks of one
- * H5Dread). Device pieces of one CUDA context share one pool job, so many
- * small chunks keep every worker busy. Pieces must not overlap. */
-int gds_file_read_vector(gds_file_t *file, size_t n, const gds_segment_t *segs, gds_status_t *st);
-int gds_file_write_vector(gds_file_t *file, size_t n, const gds_segment_t *segs, gds_status_t *st);
+typedef struct gds_request {
+    bool write;
+    gds_data_t data;
+    size_t nseg;
+    const gds_segment_t *segs; /* copied at submission: may be freed after the call */
+    gds_order_t order;
+    void *stream;              /* CUstream, with GDS_ORDER_STREAM */
+    /* Optional: the caller already classified each segment's buffer (nseg
+     * entries; with gds_classify_buffer_range when nseg > 1, so adjacent
+     * pieces of one allocation can be merged). Saves asking CUDA twice. */
+    const gds_buffer_info_t *known;
+} gds_request_t;
 
-void gds_file_get_stats(gds_file_t *file, H5FD_gds_stats_t *stats);
-/* Counts raw data the driver served from memory (its sieve window): bytes
- * and calls, no time. */
-void gds_file_count_host(gds_file_t *file, bool write, size_t size);
+/* Synchronous: returns when every byte has moved (0), or -1 with `st`.
+ * Reads past the end of the file are zero-filled, in device memory too. */
+int gds_file_transfer(gds_file_t *file, const gds_request_t *req, gds_status_t *st);
 
-/* ---- buffer classification (buffer_kind.c) ---- */
-typedef struct gds_buffer_info {
-    H5FD_gds_memory_t kind;
-    void *context;  /* CUcontext owning device/managed memory */
-    int device;     /* device ordinal */
-} gds_buffer_info_t;
-/* Returns false when CUDA is loaded but could not say (the kind is then
- * reported as host): callers that would touch the memory with the CPU must
- * not rely on such an answer. */
-bool gds_classify_buffer(const void *ptr, gds_buffer_info_t *info);
+/* Asynchronous: starts the request and returns a ticket at once. The
+ * buffers must stay valid until the ticket is collected.
+ * Ordering of requests in flight at the same time (see ARCHITECTURE.md):
+ * none. Two overlapping writes, or a read overlapping a write, may land in
+ * either order and may interleave by block; wait for the first before
+ * submitting the second when the order matters. Pieces of one request must
+ * not overlap each other. */
+typedef struct gds_io gds_io_t;
+int gds_file_submit(gds_file_t *file, const gds_request_t *req, gds_io_t **io, gds_status_t *st);
+/* True once the request has finished (the ticket still needs gds_io_wait). */
+bool gds_io_done(gds_io_t *io);
+/* Waits for the request, frees the ticket, returns 0 or -1 with `st` (the
+ * first failure). Waiting never needs a free pool thread: on a pool thread
+ * the waiter works on the request itself. */
+int gds_io_wait(gds_io_t *io, gds_status_t *st);
+
+/* Shorthands: one segment, legacy-stream ordering. */
+int gds_file_read(gds_file_t *file, uint64_t offset, size_t size, void *buf, gds_data_t data, gds_status_t *st);
+int gds_file_write(gds_file_t *file, uint64_t offset, size_t size, const void *buf, gds_data_t data,
+                   gds_status_t *st);
+
+/* ---- process-wide ---- */
+
+/* Stops and joins the worker threads, after the jobs in flight have ended,
+ * and frees their staging memory; the next request starts them again. The
+ * driver calls it when HDF5 terminates it, so no thread runs the library's
+ * code after it may be unloaded. */
+void gds_engine_shutdown(void);
+/* Worker threads running now (tests). */
+unsigned gds_engine_threads(void);
+/* Pinned staging bytes the workers hold now (tests: nothing leaks). */
+size_t gds_engine_pinned_bytes(void);
 
 /* ---- plain POSIX helpers (posix_io.c): full transfers, EINTR and short
  * counts retried, at most 1 GiB per system call. ---- */

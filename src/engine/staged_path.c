@@ -20,8 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "file_internal.h"
-#include "worker_pool.h"
+#include "strategy.h"
 
 #define GDS_MAX_RING 16
 #define GDS_MAX_CONTEXTS 8
@@ -39,6 +38,7 @@ typedef struct staging_ring {
     CUcontext ctx;
     CUstream stream;
     size_t slot_bytes;   /* usable bytes per slot, including alignment slack */
+    size_t slot_alloc;   /* bytes of each pinned allocation */
     unsigned nslots;
     void *alloc[GDS_MAX_RING];
     ring_slot_t slot[GDS_MAX_RING];
@@ -52,6 +52,7 @@ typedef struct worker_staging {
 
 typedef struct staged_job {
     gds_file_t *file;
+    CUevent after;       /* the application's work to wait for, or NULL */
     const gds_cuda_api_t *cu;
     bool write;
     gds_task_map_t tasks; /* segments (device pointers) cut into blocks */
@@ -63,13 +64,23 @@ typedef struct staged_job {
     int direct_fd;       /* -1: buffered only */
 } staged_job_t;
 
+/* Pinned bytes all rings hold (tests check that nothing leaks). */
+static size_t pinned_bytes;
+
+size_t gds_staged_pinned_bytes(void)
+{
+    return __atomic_load_n(&pinned_bytes, __ATOMIC_RELAXED);
+}
+
 static void ring_release(const gds_cuda_api_t *cu, staging_ring_t *ring)
 {
     for (unsigned i = 0; i < ring->nslots; i++) {
         if (ring->slot[i].copied)
             cu->EventDestroy(ring->slot[i].copied);
-        if (ring->alloc[i])
+        if (ring->alloc[i]) {
             cu->MemFreeHost(ring->alloc[i]);
+            __atomic_sub_fetch(&pinned_bytes, ring->slot_alloc, __ATOMIC_RELAXED);
+        }
     }
     if (ring->stream)
         cu->StreamDestroy(ring->stream);
@@ -84,6 +95,19 @@ static int cuda_check(CUresult rc, const char *what, gds_status_t *st)
     return -1;
 }
 
+/* Frees a worker's rings when its thread stops (gds_pool_shutdown), each
+ * in its own context; failures are ignored (the context may be gone). */
+static void worker_staging_release(void *state)
+{
+    worker_staging_t *ws = state;
+    const gds_cuda_api_t *cu = gds_cuda_if_loaded();
+    for (unsigned i = 0; cu && i < ws->nrings; i++) {
+        if (gds_cuda_make_current(ws->rings[i].ctx) == CUDA_SUCCESS)
+            ring_release(cu, &ws->rings[i]);
+    }
+    free(ws);
+}
+
 /* The worker's ring for this job's context, (re)built when too small. */
 static staging_ring_t *ring_for(gds_worker_t *worker, const staged_job_t *job, gds_status_t *st)
 {
@@ -96,6 +120,7 @@ static staging_ring_t *ring_for(gds_worker_t *worker, const staged_job_t *job, g
             return NULL;
         }
         worker->staging = ws;
+        worker->release = worker_staging_release;
     }
     staging_ring_t *ring = NULL;
     for (unsigned i = 0; i < ws->nrings; i++)
@@ -117,6 +142,7 @@ static staging_ring_t *ring_for(gds_worker_t *worker, const staged_job_t *job, g
 
     ring_release(cu, ring);
     ring->ctx = job->ctx;
+    ring->slot_alloc = need + job->align;
     if (cuda_check(cu->StreamCreate(&ring->stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate", st) != 0)
         return NULL;
     for (unsigned i = 0; i < job->depth; i++) {
@@ -129,6 +155,7 @@ static staging_ring_t *ring_for(gds_worker_t *worker, const staged_job_t *job, g
                            gds_cuda_error_text(rc));
             return NULL;
         }
+        __atomic_add_fetch(&pinned_bytes, ring->slot_alloc, __ATOMIC_RELAXED);
         uintptr_t p = (uintptr_t)ring->alloc[i];
         ring->slot[i].mem = (char *)GDS_ROUND_UP(p, job->align);
         ring->nslots = i + 1;
@@ -222,10 +249,14 @@ static int staged_worker(gds_job_t *gjob, void *arg, gds_worker_t *worker, gds_s
 {
     const staged_job_t *job = arg;
     const gds_cuda_api_t *cu = job->cu;
-    if (gds_cuda_use_context(cu, job->ctx, st) != 0)
+    if (cuda_check(gds_cuda_make_current(job->ctx), "cuCtxSetCurrent", st) != 0)
         return -1;
     staging_ring_t *ring = ring_for(worker, job, st);
     if (!ring)
+        return -1;
+    /* The application's work on its stream comes first: the GPU holds our
+     * copies back until then; this thread does not wait for it. */
+    if (job->after && cuda_check(cu->StreamWaitEvent(ring->stream, job->after, 0), "cuStreamWaitEvent", st) != 0)
         return -1;
 
     unsigned next_slot = 0;
@@ -275,8 +306,16 @@ static int staged_worker(gds_job_t *gjob, void *arg, gds_worker_t *worker, gds_s
     return rc;
 }
 
-int gds_staged_transfer(gds_file_t *file, bool write, const gds_segment_t *segs, size_t nseg, void *ctx,
-                        unsigned nworkers, unsigned ring_depth, bool allow_direct, gds_status_t *st)
+static void staged_job_finish(void *state)
+{
+    staged_job_t *job = state;
+    gds_task_map_free(&job->tasks);
+    free(job);
+}
+
+int gds_staged_submit(gds_file_t *file, bool write, const gds_segment_t *segs, size_t nseg, void *ctx,
+                      const gds_device_order_t *order, unsigned nworkers, unsigned ring_depth, bool allow_direct,
+                      gds_part_t *part, gds_status_t *st)
 {
     const char *why = NULL;
     const gds_cuda_api_t *cu = gds_cuda_load(&why);
@@ -284,11 +323,21 @@ int gds_staged_transfer(gds_file_t *file, bool write, const gds_segment_t *segs,
         gds_status_set(st, 0, "device buffer but CUDA is unusable: %s", why);
         return -1;
     }
+    if (!ctx) {
+        gds_status_set(st, 0, "device buffer without a CUDA context");
+        return -1;
+    }
     size_t total = 0;
     for (size_t i = 0; i < nseg; i++)
         total += segs[i].size;
-    staged_job_t job = {
+    staged_job_t *job = calloc(1, sizeof *job);
+    if (!job) {
+        gds_status_set(st, ENOMEM, "out of memory for a request of %zu pieces", nseg);
+        return -1;
+    }
+    *job = (staged_job_t){
         .file = file,
+        .after = order ? order->after : NULL,
         .cu = cu,
         .write = write,
         .ctx = ctx,
@@ -301,27 +350,21 @@ int gds_staged_transfer(gds_file_t *file, bool write, const gds_segment_t *segs,
     /* O_DIRECT: writes by default (durable, no page-cache copy); reads only
      * when forced, since buffered reads keep the page cache warm for the
      * next reader and reach the same cold-read rate with read-ahead. */
-    if (allow_direct && (file->cfg.direct == H5FD_GDS_ON || (write && file->cfg.direct == H5FD_GDS_SWITCH_AUTO)))
-        job.direct_fd = gds_file_direct_fd(file);
-    if (gds_task_map_init(&job.tasks, segs, nseg, gds_block_for(&file->cfg, total, nworkers)) != 0) {
+    if (allow_direct && (file->cfg.direct == GDS_ON || (write && file->cfg.direct == GDS_AUTO)))
+        job->direct_fd = gds_file_direct_fd(file);
+    if (gds_task_map_init(&job->tasks, segs, nseg, gds_block_for(&file->cfg, total, nworkers)) != 0) {
+        free(job);
         gds_status_set(st, ENOMEM, "out of memory splitting a request of %zu pieces", nseg);
         return -1;
     }
-    if (job.piece > job.tasks.block)
-        job.piece = job.tasks.block;
-    int rc = gds_pool_run(nworkers, job.tasks.first[nseg], staged_worker, &job, st);
-    gds_task_map_free(&job.tasks);
-    return rc;
-}
-
-int gds_cuda_use_context(const gds_cuda_api_t *cu, void *ctx, gds_status_t *st)
-{
-    CUcontext current = NULL;
-    if (ctx && cu->CtxGetCurrent(&current) == CUDA_SUCCESS && current == (CUcontext)ctx)
-        return 0;
-    if (!ctx) {
-        gds_status_set(st, 0, "device buffer without a CUDA context");
+    if (job->piece > job->tasks.block)
+        job->piece = job->tasks.block;
+    part->job = gds_pool_submit(nworkers, gds_task_map_count(&job->tasks), staged_worker, job, st);
+    if (!part->job) {
+        staged_job_finish(job);
         return -1;
     }
-    return cuda_check(cu->CtxSetCurrent((CUcontext)ctx), "cuCtxSetCurrent", st);
+    part->finish = staged_job_finish;
+    part->state = job;
+    return 0;
 }

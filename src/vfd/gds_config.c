@@ -322,12 +322,12 @@ herr_t gds_config_apply(H5FD_gds_config_t *config, const char *text, const char 
 
 void gds_config_to_engine(const H5FD_gds_config_t *c, gds_engine_settings_t *s)
 {
-    s->mode = c->mode;
+    s->mode = (gds_mode_t)c->mode; /* same values: checked in gds_transfer.c */
     s->threads = c->threads;
     s->io_block_size = c->io_block_size;
     s->alignment = c->alignment;
     s->fs_block_size = c->fs_block_size;
-    s->direct = c->direct;
+    s->direct = (gds_switch_t)c->direct;
     s->staging_size = c->staging_size;
     s->staging_count = c->staging_count;
     s->parallel_threshold = c->parallel_threshold;

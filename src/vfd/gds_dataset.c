@@ -8,7 +8,8 @@
  * (the rules this file checks):
  *   - memory type differs from the file type (conversion), or a data
  *     transform is set on the transfer list;
- *   - compact layout (data lives in the object header), external files, or
+ *   - compact layout on HDF5 < 1.14 (data lives in the object header; from
+ *     1.14 on HDF5 asks the driver to make that copy), external files, or
  *     virtual datasets;
  *   - chunked data with filters, or chunks small enough for the chunk cache;
  *   - reads of storage not yet allocated (HDF5 fills the buffer itself);
@@ -34,7 +35,7 @@ H5FD_gds_memory_t H5FD_gds_memory_kind(const void *ptr)
 {
     gds_buffer_info_t info;
     gds_classify_buffer(ptr, &info);
-    return info.kind;
+    return (H5FD_gds_memory_t)info.kind; /* same values (gds_transfer.c) */
 }
 
 herr_t H5FD_gds_prepare_dcpl(hid_t dcpl_id)
@@ -94,6 +95,15 @@ static bool passes_through(hid_t dset, hid_t mem_type, hid_t dxpl, bool write)
             if ((dcpl = H5Dget_create_plist(dset)) < 0)
                 break;
             H5D_layout_t layout = H5Pget_layout(dcpl);
+#if H5_VERSION_GE(1, 14, 0)
+            /* Compact data is copied between the object header and the
+             * user's buffer by the driver (H5FD_CTL_MEM_COPY, with the CUDA
+             * driver for device memory): no CPU touches it. */
+            if (layout == H5D_COMPACT) {
+                ok = true;
+                break;
+            }
+#endif
             if (layout != H5D_CONTIGUOUS && layout != H5D_CHUNKED)
                 break;
             if (H5Pget_external_count(dcpl) != 0)

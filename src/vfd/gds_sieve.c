@@ -19,19 +19,16 @@ void gds_sieve_free(gds_sieve_t *sieve)
     sieve->len = 0;
 }
 
-bool gds_sieve_takes(const gds_sieve_t *sieve, bool write, size_t size, const void *buf)
+bool gds_sieve_takes(const gds_sieve_t *sieve, bool write, size_t size, const gds_buffer_info_t *info)
 {
     /* Writes to a read-only file go to the engine, which fails them at once. */
     if (size == 0 || size > sieve->capacity || (write && !sieve->writable))
         return false;
     /* Only memory the CPU may copy: managed memory would migrate, and
-     * device memory must never be touched. */
-    gds_buffer_info_t info;
-    /* An unanswered query is not good enough for a memcpy: such requests
-     * go to the engine, where a device pointer fails (EFAULT) instead. */
-    if (!gds_classify_buffer(buf, &info))
-        return false;
-    return info.kind == H5FD_GDS_MEMORY_HOST || info.kind == H5FD_GDS_MEMORY_PINNED;
+     * device memory must never be touched. An unanswered query is not good
+     * enough for a memcpy: such requests go to the engine, where a device
+     * pointer fails (EFAULT) instead. */
+    return info && gds_memory_is_host(info->kind);
 }
 
 static int ensure_buffer(gds_sieve_t *sieve, gds_status_t *st)

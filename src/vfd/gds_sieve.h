@@ -44,8 +44,9 @@ int gds_sieve_read(gds_sieve_t *sieve, gds_file_t *engine, uint64_t eoa, uint64_
 int gds_sieve_write(gds_sieve_t *sieve, gds_file_t *engine, uint64_t addr, size_t size, const void *buf,
                     gds_status_t *st);
 
-/* Whether a raw request of `size` bytes on `buf` goes through the sieve. */
-bool gds_sieve_takes(const gds_sieve_t *sieve, bool write, size_t size, const void *buf);
+/* Whether a raw request of `size` bytes goes through the sieve, its buffer
+ * classified as `info` (NULL: CUDA could not say, so not for the CPU). */
+bool gds_sieve_takes(const gds_sieve_t *sieve, bool write, size_t size, const gds_buffer_info_t *info);
 
 /* Before any other request on [addr, addr + size): writes the window out if
  * it is dirty and overlaps; a write (`dropping`) also invalidates it. */

@@ -21,6 +21,7 @@
 #include "gds_error.h"
 #include "gds_hdf5.h"
 #include "gds_sieve.h"
+#include "gds_transfer.h"
 
 /* HDF5 addresses are unsigned 64-bit; files are addressed by off_t. */
 #define GDS_MAXADDR (((haddr_t)1 << (8 * sizeof(off_t) - 1)) - 1)
@@ -41,6 +42,7 @@ typedef struct gds_vfd_file {
     bool config_from_info;  /* opened with explicit driver info (not defaults/strings) */
     gds_file_t *engine;
     gds_sieve_t sieve;      /* small host-memory raw data (gds_sieve.h) */
+    uint64_t device_memcpys; /* H5FD_CTL_MEM_COPY requests with device memory */
     char *name;
 } gds_vfd_file_t;
 
@@ -76,6 +78,7 @@ static herr_t gds_read_vector(H5FD_t *file, hid_t dxpl, uint32_t count, H5FD_mem
 static herr_t gds_write_vector(H5FD_t *file, hid_t dxpl, uint32_t count, H5FD_mem_t types[], haddr_t addrs[],
                                size_t sizes[], const void *bufs[]);
 static herr_t gds_delete(const char *name, hid_t fapl);
+static herr_t gds_ctl(H5FD_t *file, uint64_t op_code, uint64_t flags, const void *input, void **output);
 #endif
 
 const H5FD_class_t H5FD_gds_class = {
@@ -111,6 +114,7 @@ const H5FD_class_t H5FD_gds_class = {
     .unlock = gds_unlock,
 #if H5GDS_HAVE_VFD_PLUGINS
     .del = gds_delete,
+    .ctl = gds_ctl,
 #endif
     .fl_map = H5FD_FLMAP_DICHOTOMY,
 };
@@ -143,9 +147,14 @@ hid_t H5FD_gds_init(void)
     return id;
 }
 
+/* HDF5 terminates the driver at H5close, H5FDunregister and before it
+ * unloads the plugin: the worker threads stop here (after the work in
+ * flight), so none runs the library's code once it may be unmapped. The
+ * next request starts them again. */
 static herr_t gds_term(void)
 {
     gds_driver_id = H5I_INVALID_HID;
+    gds_engine_shutdown();
     return 0;
 }
 
@@ -374,10 +383,18 @@ fail:
     return NULL;
 }
 
+static void file_stats(const gds_vfd_file_t *file, H5FD_gds_stats_t *stats)
+{
+    gds_engine_stats_t es;
+    gds_file_get_stats(file->engine, &es);
+    gds_stats_to_public(&es, stats);
+    stats->device_memcpys = __atomic_load_n(&file->device_memcpys, __ATOMIC_RELAXED);
+}
+
 static void print_stats(const gds_vfd_file_t *file)
 {
     H5FD_gds_stats_t s;
-    gds_file_get_stats(file->engine, &s);
+    file_stats(file, &s);
     fprintf(stderr,
             "h5gds stats: %s: device route %s, cufile fallbacks %llu, O_DIRECT fallbacks %llu, "
             "buffer registrations %llu\n",
@@ -438,6 +455,11 @@ static herr_t gds_query(const H5FD_t *file, unsigned long *flags)
 #ifdef H5FD_FEAT_DEFAULT_VFD_COMPATIBLE
     *flags |= H5FD_FEAT_DEFAULT_VFD_COMPATIBLE;
 #endif
+#if H5GDS_HAVE_VFD_PLUGINS
+    /* HDF5 asks the driver (ctl H5FD_CTL_MEM_COPY) to copy between a
+     * compact dataset's buffer and the user's, which may be device memory. */
+    *flags |= H5FD_FEAT_MEMMANAGE;
+#endif
     return 0;
 }
 
@@ -488,9 +510,21 @@ static int sieve_off_if_swmr(gds_vfd_file_t *file)
     return 0;
 }
 
+/* One request to the engine: the buffer classified by the caller, device
+ * buffers ordered as the transfer list asks. */
+static int engine_transfer(gds_vfd_file_t *file, bool write, hid_t dxpl, haddr_t addr, size_t size, void *buf,
+                           bool raw, const gds_buffer_info_t *info, gds_status_t *st)
+{
+    gds_segment_t seg = {addr, size, buf};
+    gds_request_t req = {.write = write, .data = raw ? GDS_DATA_RAW : GDS_DATA_DRIVER, .nseg = 1, .segs = &seg,
+                         .known = raw ? info : NULL};
+    if (raw && !gds_memory_is_host(info->kind))
+        gds_transfer_order(dxpl, &req);
+    return gds_file_transfer(file->engine, &req, st);
+}
+
 static herr_t gds_read(H5FD_t *_file, H5FD_mem_t type, hid_t dxpl, haddr_t addr, size_t size, void *buf)
 {
-    (void)dxpl;
     gds_vfd_file_t *file = (gds_vfd_file_t *)_file;
     if (GDS_REGION_OVERFLOW(addr, size)) {
         GDS_ERROR(H5E_ARGS, H5E_OVERFLOW, "addr overflow, addr = %llu, size = %zu", (unsigned long long)addr, size);
@@ -501,14 +535,16 @@ static herr_t gds_read(H5FD_t *_file, H5FD_mem_t type, hid_t dxpl, haddr_t addr,
     gds_status_t st;
     int rc;
     bool raw = type == H5FD_MEM_DRAW;
-    if (raw && gds_sieve_takes(&file->sieve, false, size, buf)) {
+    gds_buffer_info_t info = {GDS_MEMORY_HOST, NULL, -1, 0};
+    bool answered = !raw || gds_classify_buffer(buf, &info); /* once, for the sieve and the engine */
+    if (raw && gds_sieve_takes(&file->sieve, false, size, answered ? &info : NULL)) {
         rc = gds_sieve_read(&file->sieve, file->engine, file->eoa, addr, size, buf, &st);
     }
     else {
         /* A dirty window overlapping the request reaches the file first. */
         rc = gds_sieve_before_other(&file->sieve, file->engine, addr, size, false, &st);
         if (rc == 0)
-            rc = gds_file_read(file->engine, addr, size, buf, raw ? GDS_DATA_RAW : GDS_DATA_DRIVER, &st);
+            rc = engine_transfer(file, false, dxpl, addr, size, buf, raw, &info, &st);
     }
     if (rc < 0) {
         engine_error(file, H5E_READERROR, &st);
@@ -519,7 +555,6 @@ static herr_t gds_read(H5FD_t *_file, H5FD_mem_t type, hid_t dxpl, haddr_t addr,
 
 static herr_t gds_write(H5FD_t *_file, H5FD_mem_t type, hid_t dxpl, haddr_t addr, size_t size, const void *buf)
 {
-    (void)dxpl;
     gds_vfd_file_t *file = (gds_vfd_file_t *)_file;
     if (GDS_REGION_OVERFLOW(addr, size)) {
         GDS_ERROR(H5E_ARGS, H5E_OVERFLOW, "addr overflow, addr = %llu, size = %zu", (unsigned long long)addr, size);
@@ -530,7 +565,9 @@ static herr_t gds_write(H5FD_t *_file, H5FD_mem_t type, hid_t dxpl, haddr_t addr
     gds_status_t st;
     int rc;
     bool raw = type == H5FD_MEM_DRAW;
-    if (raw && gds_sieve_takes(&file->sieve, true, size, buf)) {
+    gds_buffer_info_t info = {GDS_MEMORY_HOST, NULL, -1, 0};
+    bool answered = !raw || gds_classify_buffer(buf, &info);
+    if (raw && gds_sieve_takes(&file->sieve, true, size, answered ? &info : NULL)) {
         rc = gds_sieve_write(&file->sieve, file->engine, addr, size, buf, &st);
     }
     else {
@@ -541,7 +578,7 @@ static herr_t gds_write(H5FD_t *_file, H5FD_mem_t type, hid_t dxpl, haddr_t addr
         if (rc == 0)
             rc = gds_sieve_before_other(&file->sieve, file->engine, addr, size, true, &st);
         if (rc == 0)
-            rc = gds_file_write(file->engine, addr, size, buf, raw ? GDS_DATA_RAW : GDS_DATA_DRIVER, &st);
+            rc = engine_transfer(file, true, dxpl, addr, size, (void *)buf, raw, &info, &st);
     }
     if (rc < 0) {
         engine_error(file, H5E_WRITEERROR, &st);
@@ -663,11 +700,13 @@ static herr_t gds_io_vector(gds_vfd_file_t *file, bool write, hid_t dxpl, uint32
         return write ? gds_write(&file->pub, types[0], dxpl, addrs[0], sizes[0], bufs[0])
                      : gds_read(&file->pub, types[0], dxpl, addrs[0], sizes[0], bufs[0]);
     gds_segment_t *segs = malloc(count * sizeof *segs);
+    gds_buffer_info_t *info = malloc(count * sizeof *info);
     extent_t *ext = malloc(count * sizeof *ext);
     H5FD_mem_t *ptype = malloc(count * sizeof *ptype);
     size_t *psize = malloc(count * sizeof *psize);
-    if (!segs || !ext || !ptype || !psize) {
+    if (!segs || !info || !ext || !ptype || !psize) {
         free(segs);
+        free(info);
         free(ext);
         free(ptype);
         free(psize);
@@ -693,8 +732,12 @@ static herr_t gds_io_vector(gds_vfd_file_t *file, bool write, hid_t dxpl, uint32
     for (uint32_t i = 0; ret == 0 && i < count; i++) {
         H5FD_mem_t type = ptype[i];
         size_t size = psize[i];
-        /* Pieces that are not raw data for the engine go the single-call way. */
-        if (in_order || type != H5FD_MEM_DRAW || gds_sieve_takes(&file->sieve, write, size, bufs[i])) {
+        /* Pieces that are not raw data for the engine go the single-call way.
+         * Raw pieces are classified once, with their allocation's start so
+         * the engine can merge neighbours of one allocation. */
+        gds_buffer_info_t *bi = &info[nseg];
+        bool answered = in_order || type != H5FD_MEM_DRAW || gds_classify_buffer_range(bufs[i], bi);
+        if (in_order || type != H5FD_MEM_DRAW || gds_sieve_takes(&file->sieve, write, size, answered ? bi : NULL)) {
             ret = write ? gds_write(&file->pub, type, dxpl, addrs[i], size, bufs[i])
                         : gds_read(&file->pub, type, dxpl, addrs[i], size, bufs[i]);
             continue;
@@ -713,8 +756,9 @@ static herr_t gds_io_vector(gds_vfd_file_t *file, bool write, hid_t dxpl, uint32
         segs[nseg++] = (gds_segment_t){addrs[i], size, bufs[i]};
     }
     if (ret == 0 && nseg) {
-        int rc = write ? gds_file_write_vector(file->engine, nseg, segs, &st)
-                       : gds_file_read_vector(file->engine, nseg, segs, &st);
+        gds_request_t req = {.write = write, .data = GDS_DATA_RAW, .nseg = nseg, .segs = segs, .known = info};
+        gds_transfer_order(dxpl, &req);
+        int rc = gds_file_transfer(file->engine, &req, &st);
         if (rc < 0) {
             engine_error(file, write ? H5E_WRITEERROR : H5E_READERROR, &st);
             ret = -1;
@@ -724,6 +768,7 @@ static herr_t gds_io_vector(gds_vfd_file_t *file, bool write, hid_t dxpl, uint32
                 file->eof = segs[k].offset + segs[k].size;
     }
     free(segs);
+    free(info);
     free(ext);
     free(ptype);
     free(psize);
@@ -741,6 +786,34 @@ static herr_t gds_write_vector(H5FD_t *file, hid_t dxpl, uint32_t count, H5FD_me
 {
     /* The engine never writes through the buffers; the cast only shares the code. */
     return gds_io_vector((gds_vfd_file_t *)file, true, dxpl, count, types, addrs, sizes, (void *const *)bufs);
+}
+
+/* HDF5's requests to the driver. Only H5FD_CTL_MEM_COPY is ours (with
+ * H5FD_FEAT_MEMMANAGE, HDF5 sends it for compact datasets, whose buffer may
+ * be device memory); other opcodes are answered as HDF5 expects of a
+ * driver that does not know them. */
+static herr_t gds_ctl(H5FD_t *_file, uint64_t op_code, uint64_t flags, const void *input, void **output)
+{
+    (void)output;
+    gds_vfd_file_t *file = (gds_vfd_file_t *)_file;
+    if (op_code == H5FD_CTL_MEM_COPY) {
+        const H5FD_ctl_memcpy_args_t *a = input;
+        if (!a || !a->dstbuf || !a->srcbuf) {
+            GDS_ERROR(H5E_ARGS, H5E_BADVALUE, "memory copy request without buffers");
+            return -1;
+        }
+        bool device = false;
+        if (gds_mem_copy((char *)a->dstbuf + a->dst_off, (const char *)a->srcbuf + a->src_off, a->len, &device) < 0)
+            return -1;
+        if (device)
+            __atomic_add_fetch(&file->device_memcpys, 1, __ATOMIC_RELAXED);
+        return 0;
+    }
+    if (flags & H5FD_CTL_FAIL_IF_UNKNOWN_FLAG) {
+        GDS_ERROR(H5E_VFL, H5E_FCNTL, "the gds driver does not support ctl opcode %llu", (unsigned long long)op_code);
+        return -1;
+    }
+    return 0;
 }
 
 static herr_t gds_delete(const char *name, hid_t fapl)
@@ -783,6 +856,6 @@ herr_t H5FD_gds_get_stats(hid_t file_id, H5FD_gds_stats_t *stats)
     }
     /* get_handle hands out &fd of our own file struct. */
     const gds_vfd_file_t *file = (const gds_vfd_file_t *)((char *)handle - offsetof(gds_vfd_file_t, fd));
-    gds_file_get_stats(file->engine, stats);
+    file_stats(file, stats);
     return 0;
 }

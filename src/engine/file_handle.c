@@ -1,0 +1,120 @@
+/*
+ * The engine's file handle: owns the O_DIRECT descriptor and the cuFile
+ * registration, keeps the statistics. It knows no strategy; the strategies
+ * and the dispatcher (transfer.c) use it through file_internal.h.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "file_internal.h"
+
+uint64_t gds_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void gds_file_log(const gds_file_t *file, const char *fmt, ...)
+{
+    if (!file->cfg.log)
+        return;
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "h5gds: %s: %s\n", file->path, line); /* one call: lines of several threads do not mix */
+}
+
+int gds_file_open(gds_file_t **out, const char *path, int fd, bool writable, const gds_engine_settings_t *cfg,
+                  gds_status_t *st)
+{
+    gds_file_t *file = calloc(1, sizeof *file);
+    if (!file || !(file->path = strdup(path))) {
+        free(file);
+        gds_status_set(st, ENOMEM, "out of memory opening %s", path);
+        return -1;
+    }
+    file->fd = fd;
+    file->direct_fd = -1;
+    file->writable = writable;
+    file->cfg = *cfg;
+    pthread_mutex_init(&file->lock, NULL);
+    *out = file;
+    return 0;
+}
+
+void gds_file_close(gds_file_t *file)
+{
+    if (!file)
+        return;
+    if (file->cufile_handle) {
+        const gds_cufile_api_t *cf = gds_cufile_load(NULL);
+        if (cf)
+            cf->HandleDeregister(file->cufile_handle);
+    }
+    if (file->direct_fd >= 0)
+        close(file->direct_fd);
+    pthread_mutex_destroy(&file->lock);
+    free(file->path);
+    free(file);
+}
+
+int gds_file_direct_fd(gds_file_t *file)
+{
+    pthread_mutex_lock(&file->lock);
+    if (!file->direct_decided) {
+        file->direct_decided = true;
+        if (file->cfg.direct != GDS_OFF) {
+            file->direct_fd = open(file->path, (file->writable ? O_RDWR : O_RDONLY) | O_DIRECT | O_CLOEXEC);
+            if (file->direct_fd < 0) {
+                gds_stat_add(&file->stats.direct_fallbacks, 1);
+                gds_file_log(file, "O_DIRECT unavailable (%s); using buffered I/O", strerror(errno));
+            }
+        }
+    }
+    int dfd = file->direct_fd;
+    pthread_mutex_unlock(&file->lock);
+    return dfd;
+}
+
+void gds_file_count(gds_file_t *file, bool write, gds_route_t route, size_t size, uint64_t ns)
+{
+    gds_engine_stats_t *s = &file->stats;
+    gds_stat_add(write ? &s->write_bytes[route] : &s->read_bytes[route], size);
+    gds_stat_add(write ? &s->write_calls[route] : &s->read_calls[route], 1);
+    if (ns)
+        gds_stat_add(write ? &s->write_ns : &s->read_ns, ns);
+}
+
+void gds_file_count_host(gds_file_t *file, bool write, size_t size)
+{
+    gds_file_count(file, write, GDS_ROUTE_HOST, size, 0);
+}
+
+void gds_file_get_stats(gds_file_t *file, gds_engine_stats_t *stats)
+{
+    /* Each counter is read atomically; together they are a snapshot of a
+     * moving target while requests are in flight, which is all a counter
+     * can promise. */
+    const uint64_t *src = (const uint64_t *)&file->stats;
+    uint64_t *dst = (uint64_t *)stats;
+    size_t n = offsetof(gds_engine_stats_t, device_route) / sizeof(uint64_t);
+    for (size_t i = 0; i < n; i++)
+        dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+    stats->device_route = __atomic_load_n(&file->stats.device_route, __ATOMIC_ACQUIRE);
+}
+
+const char *gds_route_name(gds_route_t route)
+{
+    static const char *const names[GDS_NROUTES] = {"none", "host", "staged", "cufile", "posix-bounce"};
+    return (unsigned)route < GDS_NROUTES ? names[route] : "unknown";
+}

@@ -1,0 +1,150 @@
+/*
+ * Host memory <-> file: pread/pwrite on the buffered descriptor, as sec2
+ * does. Large reads of data already in the page cache are split across the
+ * pool (parallel page-cache copies are several times faster than one
+ * thread); asynchronous host requests run entirely on the pool.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "strategy.h"
+
+typedef struct host_job {
+    gds_file_t *file;
+    bool write;
+    gds_task_map_t tasks;
+} host_job_t;
+
+static int host_worker(gds_job_t *gjob, void *arg, gds_worker_t *worker, gds_status_t *st)
+{
+    (void)worker;
+    const host_job_t *job = arg;
+    size_t task;
+    while (gds_job_next(gjob, &task)) {
+        uint64_t lo, hi;
+        const gds_segment_t *seg = gds_task_map_range(&job->tasks, task, &lo, &hi);
+        char *p = (char *)seg->buf + (lo - seg->offset);
+        size_t len = (size_t)(hi - lo);
+        if (job->write) {
+            if (gds_pwrite_full(job->file->fd, p, len, lo) != 0) {
+                gds_status_set(st, errno, "write of %zu bytes at offset %llu failed", len, (unsigned long long)lo);
+                return -1;
+            }
+        }
+        else {
+            ssize_t n = gds_pread_full(job->file->fd, p, len, lo);
+            if (n < 0) {
+                gds_status_set(st, errno, "read of %zu bytes at offset %llu failed", len, (unsigned long long)lo);
+                return -1;
+            }
+            if ((size_t)n < len)
+                memset(p + n, 0, len - (size_t)n); /* past end of file */
+        }
+    }
+    return 0;
+}
+
+/* Page-cache copies are CPU work that saturates memory bandwidth with about
+ * half the cores; more threads only add contention (on 2 cores, measured
+ * slower than one pread). H5GDS_TEST_NCPU=<n> makes the engine believe it
+ * has n CPUs, so tests can force the pool on small machines. */
+static unsigned host_read_workers(unsigned threads)
+{
+    static long ncpu; /* atomic: computed once, same value from any thread */
+    long n = __atomic_load_n(&ncpu, __ATOMIC_RELAXED);
+    if (!n) {
+        const char *forced = getenv("H5GDS_TEST_NCPU");
+        n = forced && atol(forced) > 0 ? atol(forced) : sysconf(_SC_NPROCESSORS_ONLN);
+        if (n < 1)
+            n = 1;
+        __atomic_store_n(&ncpu, n, __ATOMIC_RELAXED);
+    }
+    long cap = n / 2 > 1 ? n / 2 : 1;
+    return (long)threads > cap ? (unsigned)cap : threads;
+}
+
+static void host_job_finish(void *state)
+{
+    host_job_t *job = state;
+    gds_task_map_free(&job->tasks);
+    free(job);
+}
+
+int gds_host_submit(gds_file_t *file, bool write, const gds_segment_t *segs, size_t nseg, gds_part_t *part,
+                    gds_status_t *st)
+{
+    host_job_t *job = calloc(1, sizeof *job);
+    if (!job || gds_task_map_init(&job->tasks, segs, nseg, file->cfg.io_block_size) != 0) {
+        free(job);
+        gds_status_set(st, ENOMEM, "out of memory splitting a request of %zu pieces", nseg);
+        return -1;
+    }
+    job->file = file;
+    job->write = write;
+    part->job = gds_pool_submit(host_read_workers(file->cfg.threads), gds_task_map_count(&job->tasks), host_worker,
+                                job, st);
+    if (!part->job) {
+        host_job_finish(job);
+        return -1;
+    }
+    part->finish = host_job_finish;
+    part->state = job;
+    return 0;
+}
+
+int gds_host_transfer(gds_file_t *file, bool write, uint64_t offset, size_t size, void *buf, bool raw,
+                      gds_status_t *st)
+{
+    /* Buffered parallel writes gain nothing (the inode lock serialises
+     * them), and parallel reads of data not in the page cache defeat
+     * read-ahead. So only large raw-data reads of cached data are split: the
+     * first block is read with RWF_NOWAIT, which fails instead of going to
+     * the disk; if it comes back whole, the rest is read in parallel. */
+    unsigned workers = host_read_workers(file->cfg.threads);
+    if (raw && !write && workers > 1 && size >= file->cfg.parallel_threshold) {
+        size_t first_len = file->cfg.io_block_size - (size_t)(offset % file->cfg.io_block_size);
+        if (first_len > size) /* parallel_threshold below io_block_size */
+            first_len = size;
+        struct iovec iov = {buf, first_len};
+        ssize_t n;
+        do
+            n = preadv2(file->fd, &iov, 1, (off_t)offset, RWF_NOWAIT);
+        while (n < 0 && errno == EINTR);
+        if (n == (ssize_t)first_len && first_len == size)
+            return 0;
+        if (n == (ssize_t)first_len) {
+            host_job_t job = {.file = file, .write = write};
+            gds_segment_t rest = {offset + first_len, size - first_len, (char *)buf + first_len};
+            if (gds_task_map_init(&job.tasks, &rest, 1, gds_block_for(&file->cfg, rest.size, workers)) != 0) {
+                gds_status_set(st, ENOMEM, "out of memory splitting a read of %zu bytes", size);
+                return -1;
+            }
+            int rc = gds_pool_run(workers, gds_task_map_count(&job.tasks), host_worker, &job, st);
+            gds_task_map_free(&job.tasks);
+            return rc;
+        }
+        /* Not cached (EAGAIN), partly cached, or no RWF_NOWAIT here: one
+         * sequential read, like sec2, from where the probe stopped. */
+        size_t done = n > 0 ? (size_t)n : 0;
+        offset += done;
+        buf = (char *)buf + done;
+        size -= done;
+    }
+    if (write) {
+        if (gds_pwrite_full(file->fd, buf, size, offset) == 0)
+            return 0;
+        gds_status_set(st, errno, "write of %zu bytes at offset %llu failed", size, (unsigned long long)offset);
+        return -1;
+    }
+    ssize_t n = gds_pread_full(file->fd, buf, size, offset);
+    if (n < 0) {
+        gds_status_set(st, errno, "read of %zu bytes at offset %llu failed", size, (unsigned long long)offset);
+        return -1;
+    }
+    if ((size_t)n < size)
+        memset((char *)buf + n, 0, size - (size_t)n); /* past end of file */
+    return 0;
+}
