@@ -137,6 +137,14 @@ typedef struct H5FD_gds_stats_t {
                                       with device memory on one side */
 } H5FD_gds_stats_t;
 
+/* The driver's process-wide state: worker threads running and pinned
+ * staging memory they hold (both 0 after H5close). For diagnostics. */
+typedef struct H5FD_gds_engine_info_t {
+    unsigned threads;
+    size_t pinned_bytes;
+} H5FD_gds_engine_info_t;
+H5GDS_API herr_t H5FD_gds_get_engine_info(H5FD_gds_engine_info_t *info);
+
 /* Statistics of an open file that uses the gds driver. */
 H5GDS_API herr_t H5FD_gds_get_stats(hid_t file_id, H5FD_gds_stats_t *stats);
 H5GDS_API const char *H5FD_gds_route_name(H5FD_gds_route_t route);

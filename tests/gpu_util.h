@@ -1,70 +1,22 @@
-/* GPU helpers for tests: the CUDA driver API loaded with dlopen (as the
- * library does), a context on device 0, and allocation of each memory kind.
+/* GPU helpers for tests: the CUDA driver API (through the library's own
+ * loader), a context on device 0, and allocation of each memory kind.
  * gpu_init() returns false (the test then exits 77, "skipped") without a GPU. */
 #ifndef H5GDS_GPU_UTIL_H
 #define H5GDS_GPU_UTIL_H
 
-#include <dlfcn.h>
-
-#include <cuda.h>
-
+#include "cuda_loader.h" /* the library's one CUDA loader (h5gds_cuda) */
 #include "test_util.h"
 
-static struct {
-    CUresult (*Init)(unsigned);
-    CUresult (*DeviceGetCount)(int *);
-    CUresult (*DeviceGet)(CUdevice *, int);
-    CUresult (*DevicePrimaryCtxRetain)(CUcontext *, CUdevice);
-    CUresult (*CtxSetCurrent)(CUcontext);
-    CUresult (*MemAlloc)(CUdeviceptr *, size_t);
-    CUresult (*MemFree)(CUdeviceptr);
-    CUresult (*MemAllocHost)(void **, size_t);
-    CUresult (*MemFreeHost)(void *);
-    CUresult (*MemAllocManaged)(CUdeviceptr *, size_t, unsigned);
-    CUresult (*MemcpyHtoD)(CUdeviceptr, const void *, size_t);
-    CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
-    CUresult (*MemsetD8)(CUdeviceptr, unsigned char, size_t);
-    CUresult (*CtxSynchronize)(void);
-} cu;
+/* The CUDA driver API, loaded by h5gds_cuda; filled by gpu_init(). */
+static gds_cuda_api_t cu;
 
 static const char *gpu_skip_reason = "";
 
 static bool gpu_init(void)
 {
-    void *lib = dlopen("libcuda.so.1", RTLD_NOW);
-    if (!lib) {
-        gpu_skip_reason = "libcuda.so.1 not found (no NVIDIA driver)";
+    if (!gds_cuda_use_device(0, NULL, 0, &gpu_skip_reason))
         return false;
-    }
-#define LOAD(field, name) \
-    if (!(*(void **)&cu.field = dlsym(lib, name))) { gpu_skip_reason = "libcuda lacks " name; return false; }
-    LOAD(Init, "cuInit");
-    LOAD(DeviceGetCount, "cuDeviceGetCount");
-    LOAD(DeviceGet, "cuDeviceGet");
-    LOAD(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
-    LOAD(CtxSetCurrent, "cuCtxSetCurrent");
-    LOAD(MemAlloc, "cuMemAlloc_v2");
-    LOAD(MemFree, "cuMemFree_v2");
-    LOAD(MemAllocHost, "cuMemAllocHost_v2");
-    LOAD(MemFreeHost, "cuMemFreeHost");
-    LOAD(MemAllocManaged, "cuMemAllocManaged");
-    LOAD(MemcpyHtoD, "cuMemcpyHtoD_v2");
-    LOAD(MemcpyDtoH, "cuMemcpyDtoH_v2");
-    LOAD(MemsetD8, "cuMemsetD8_v2");
-    LOAD(CtxSynchronize, "cuCtxSynchronize");
-#undef LOAD
-    int n = 0;
-    CUdevice dev;
-    CUcontext ctx;
-    if (cu.Init(0) != CUDA_SUCCESS || cu.DeviceGetCount(&n) != CUDA_SUCCESS || n == 0) {
-        gpu_skip_reason = "no CUDA device";
-        return false;
-    }
-    if (cu.DeviceGet(&dev, 0) != CUDA_SUCCESS || cu.DevicePrimaryCtxRetain(&ctx, dev) != CUDA_SUCCESS ||
-        cu.CtxSetCurrent(ctx) != CUDA_SUCCESS) {
-        gpu_skip_reason = "cannot create a context on device 0";
-        return false;
-    }
+    cu = *gds_cuda_load(NULL);
     return true;
 }
 

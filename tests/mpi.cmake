@@ -8,8 +8,7 @@ endif()
 find_package(MPI COMPONENTS C REQUIRED)
 
 add_executable(test_mpi test_mpi.c)
-target_include_directories(test_mpi PRIVATE ${H5GDS_CUDA_H_DIR})
-target_link_libraries(test_mpi PRIVATE h5gds_mpi h5gds MPI::MPI_C ${CMAKE_DL_LIBS})
+target_link_libraries(test_mpi PRIVATE h5gds_mpi h5gds h5gds_cuda MPI::MPI_C)
 
 # Open MPI: more ranks than cores needs --oversubscribe; as root, the two
 # variables below (the same as --allow-run-as-root, which other MPIs reject).

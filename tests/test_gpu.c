@@ -5,9 +5,54 @@
  * Random data, every byte compared.
  *   test_gpu CONFIG [--large]     CONFIG is a gds configuration string
  * Exits 77 (skipped) on machines without a GPU. */
+#include "gpu_kernels.h"
 #include "gpu_util.h"
 
 static const char *config;
+
+/* The device route this test run must see (H5GDS_EXPECT_ROUTE; "auto":
+ * cuFile where nvidia-fs is loaded, else staged) and the cuFile fallbacks
+ * each file must count (H5GDS_EXPECT_FALLBACKS). */
+static const char *expected_route(void)
+{
+    const char *e = getenv("H5GDS_EXPECT_ROUTE");
+    if (!e || !*e) {
+        fprintf(stderr, "H5GDS_EXPECT_ROUTE is not set: a GPU test must say which route it expects\n");
+        exit(2);
+    }
+    if (!strcmp(e, "auto"))
+        return access("/proc/driver/nvidia-fs/version", F_OK) == 0 ? "cufile" : "staged";
+    return e;
+}
+
+static uint64_t expected_fallbacks(void)
+{
+    const char *e = getenv("H5GDS_EXPECT_FALLBACKS");
+    return e ? strtoull(e, NULL, 10) : 0;
+}
+
+/* The file's device traffic went the expected way, and only that way. */
+static void check_route(hid_t f, const char *what)
+{
+    H5FD_gds_stats_t st;
+    CHECK(H5FD_gds_get_stats(f, &st) >= 0);
+    const char *expect = expected_route();
+    CHECK_MSG(!strcmp(expect, H5FD_gds_route_name(st.device_route)), "%s: device route %s, expected %s", what,
+              H5FD_gds_route_name(st.device_route), expect);
+    CHECK_MSG(st.cufile_fallbacks == expected_fallbacks(), "%s: %llu cuFile fallbacks, expected %llu", what,
+              (unsigned long long)st.cufile_fallbacks, (unsigned long long)expected_fallbacks());
+    CHECK_MSG(st.device_path_failures == 0, "%s: %llu device requests failed", what,
+              (unsigned long long)st.device_path_failures);
+    static const H5FD_gds_route_t device_routes[] = {H5FD_GDS_ROUTE_STAGED, H5FD_GDS_ROUTE_CUFILE,
+                                                     H5FD_GDS_ROUTE_POSIX_BOUNCE};
+    for (size_t i = 0; i < 3; i++) {
+        H5FD_gds_route_t r = device_routes[i];
+        uint64_t bytes = st.read_bytes[r] + st.write_bytes[r];
+        bool expected = !strcmp(expect, H5FD_gds_route_name(r));
+        CHECK_MSG(expected ? bytes > 0 : bytes == 0, "%s: %llu device bytes through %s (expected route %s)", what,
+                  (unsigned long long)bytes, H5FD_gds_route_name(r), expect);
+    }
+}
 
 static hid_t fapl_for_test(void)
 {
@@ -197,7 +242,11 @@ static void test_dataset_level(void)
         {"contiguous_helpers", 0, false, true, H5FD_GDS_ROUTE_PASSTHROUGH},
         {"chunked_helpers", 1, false, true, H5FD_GDS_ROUTE_PASSTHROUGH},
         {"chunked_cached", 1, false, false, H5FD_GDS_ROUTE_HOST_STAGED}, /* chunks fit the cache */
+#if H5_VERSION_GE(1, 14, 0)
+        {"compact", 2, false, true, H5FD_GDS_ROUTE_PASSTHROUGH}, /* the driver copies (ctl MEM_COPY) */
+#else
         {"compact", 2, false, true, H5FD_GDS_ROUTE_HOST_STAGED},
+#endif
         {"deflate", 3, false, true, H5FD_GDS_ROUTE_HOST_STAGED},
         {"converted", 0, true, true, H5FD_GDS_ROUTE_HOST_STAGED},
     };
@@ -229,10 +278,7 @@ static void test_dataset_level(void)
     CHECK_MSG(dev_bytes >= dims[0], "device bytes counted: %llu", (unsigned long long)dev_bytes);
     printf("device route of this file: %s (cuFile fallbacks %llu)\n", H5FD_gds_route_name(st.device_route),
            (unsigned long long)st.cufile_fallbacks);
-    const char *expect = getenv("H5GDS_EXPECT_DEVICE_ROUTE");
-    if (expect && *expect)
-        CHECK_MSG(!strcmp(expect, H5FD_gds_route_name(st.device_route)), "device route %s, expected %s",
-                  H5FD_gds_route_name(st.device_route), expect);
+    check_route(f, "datasets file");
     /* register=on through cuFile: this new allocation was registered once
      * (the read reused the write's registration) */
     uint64_t registered = st.buffer_registrations - before.buffer_registrations;
@@ -277,6 +323,7 @@ static void test_several_files(void)
         CHECK(H5Dread(d[i], H5T_NATIVE_UCHAR, H5S_ALL, H5S_ALL, H5P_DEFAULT, b.ptr) >= 0);
         buffer_get(&b, 0, got, n);
         CHECK_MSG(memcmp(src, got, n) == 0, "file %d differs", i);
+        check_route(f[i], "one of several files");
         H5Dclose(d[i]);
         CHECK(H5Fclose(f[i]) >= 0);
     }
@@ -284,6 +331,154 @@ static void test_several_files(void)
     buffer_free(&b);
     free(src);
     free(got);
+    H5Pclose(fapl);
+}
+
+
+/* A compact dataset with plain H5Dwrite/H5Dread and a device pointer: on
+ * HDF5 >= 1.14 the driver makes HDF5's copies (ctl H5FD_CTL_MEM_COPY) with
+ * the CUDA driver; before, only H5Dwrite_gds/H5Dread_gds may be used. */
+static void test_compact_plain(void)
+{
+#if H5_VERSION_GE(1, 14, 0)
+    hid_t fapl = fapl_for_test();
+    hid_t f = H5Fcreate(test_path("gpu_compact.h5"), H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    hsize_t dims[1] = {3000};
+    hid_t s = H5Screate_simple(1, dims, NULL), dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    H5Pset_layout(dcpl, H5D_COMPACT);
+    hid_t d = H5Dcreate2(f, "compact", H5T_NATIVE_FLOAT, s, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    float src[3000], got[3000];
+    fill_random(src, sizeof src, 5150);
+    test_buffer_t b = buffer_alloc(MEM_DEVICE, sizeof src);
+    buffer_put(&b, 0, src, sizeof src);
+    H5FD_gds_stats_t before, after;
+    CHECK(H5FD_gds_get_stats(f, &before) >= 0);
+    CHECK(H5Dwrite(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, b.ptr) >= 0);
+    buffer_fill(&b, 0);
+    CHECK(H5Dread(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, b.ptr) >= 0);
+    buffer_get(&b, 0, got, sizeof got);
+    CHECK_MSG(memcmp(src, got, sizeof src) == 0, "compact dataset through plain H5Dwrite/H5Dread differs");
+    CHECK(H5FD_gds_get_stats(f, &after) >= 0);
+    CHECK_MSG(after.device_memcpys >= before.device_memcpys + 2, "device copies by the driver: %llu",
+              (unsigned long long)(after.device_memcpys - before.device_memcpys));
+    /* reopened: the bytes went into the object header */
+    H5Dclose(d);
+    CHECK(H5Fclose(f) >= 0);
+    f = H5Fopen(test_path("gpu_compact.h5"), H5F_ACC_RDONLY, fapl);
+    d = H5Dopen2(f, "compact", H5P_DEFAULT);
+    memset(got, 0, sizeof got);
+    CHECK(H5Dread(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, got) >= 0);
+    CHECK_MSG(memcmp(src, got, sizeof src) == 0, "compact dataset read back on the host differs");
+    buffer_free(&b);
+    H5Dclose(d);
+    H5Fclose(f);
+    H5Sclose(s);
+    H5Pclose(dcpl);
+    H5Pclose(fapl);
+#endif
+}
+
+/* Stream ordering (H5Pset_dxpl_gds_stream): a kernel that writes a buffer
+ * after a delay, then H5Dwrite of that buffer must store the kernel's
+ * values when ordered against the kernel's stream; a read ordered "none"
+ * returns while a long kernel still runs on the legacy default stream. */
+static CUfunction spin_fill;
+
+static void launch_spin_fill(CUstream stream, void *buf, size_t words, unsigned long long ns, unsigned value)
+{
+    CUdeviceptr p = (CUdeviceptr)(uintptr_t)buf;
+    unsigned long long n = words;
+    void *args[] = {&p, &n, &ns, &value};
+    GPU_OK(cu.LaunchKernel(spin_fill, 64, 1, 1, 256, 1, 1, 0, stream, args, NULL));
+}
+
+static void expected_fill(unsigned *out, size_t words, unsigned value)
+{
+    for (size_t i = 0; i < words; i++)
+        out[i] = value ^ (unsigned)(i * 2654435761u);
+}
+
+static void test_stream_order(void)
+{
+    CUmodule module;
+    GPU_OK(cu.ModuleLoadData(&module, gpu_kernels_ptx));
+    GPU_OK(cu.ModuleGetFunction(&spin_fill, module, "spin_fill"));
+    hid_t fapl = fapl_for_test();
+    hid_t f = H5Fcreate(test_path("gpu_streams.h5"), H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    const size_t words = (4 << 20) + 5;
+    hsize_t dims[1] = {words};
+    hid_t s = H5Screate_simple(1, dims, NULL);
+    hid_t d = H5Dcreate2(f, "x", H5T_NATIVE_UINT, s, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    unsigned *expect = malloc(words * 4), *got = malloc(words * 4);
+    test_buffer_t b = buffer_alloc(MEM_DEVICE, words * 4), r = buffer_alloc(MEM_DEVICE, words * 4);
+    CUstream stream;
+    GPU_OK(cu.StreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+    hid_t dxpl = H5Pcreate(H5P_DATASET_XFER);
+    void *got_stream = NULL;
+    CHECK(H5Pget_dxpl_gds_stream(dxpl, &got_stream) >= 0 && got_stream == H5FD_GDS_STREAM_LEGACY);
+    CHECK(H5Pset_dxpl_gds_stream(H5P_DEFAULT, stream) < 0); /* the default list cannot change */
+
+    /* 1. default ordering: the legacy stream's kernel finishes first */
+    buffer_fill(&b, 0);
+    launch_spin_fill(NULL, b.ptr, words, 50 * 1000 * 1000ull, 0xA1);
+    CHECK(H5Dwrite(d, H5T_NATIVE_UINT, H5S_ALL, H5S_ALL, H5P_DEFAULT, b.ptr) >= 0);
+    CHECK(H5Dread(d, H5T_NATIVE_UINT, H5S_ALL, H5S_ALL, H5P_DEFAULT, got) >= 0);
+    expected_fill(expect, words, 0xA1);
+    CHECK_MSG(memcmp(expect, got, words * 4) == 0, "legacy ordering: the write did not wait for the kernel");
+
+    /* 2. the application's own stream, named on the transfer list */
+    buffer_fill(&b, 0);
+    CHECK(H5Pset_dxpl_gds_stream(dxpl, stream) >= 0);
+    CHECK(H5Pget_dxpl_gds_stream(dxpl, &got_stream) >= 0 && got_stream == (void *)stream);
+    launch_spin_fill(stream, b.ptr, words, 50 * 1000 * 1000ull, 0xB2);
+    CHECK(H5Dwrite(d, H5T_NATIVE_UINT, H5S_ALL, H5S_ALL, dxpl, b.ptr) >= 0);
+    CHECK(H5Dread(d, H5T_NATIVE_UINT, H5S_ALL, H5S_ALL, H5P_DEFAULT, got) >= 0);
+    expected_fill(expect, words, 0xB2);
+    CHECK_MSG(memcmp(expect, got, words * 4) == 0, "stream ordering: the write did not wait for the stream");
+    /* and a read into device memory named on that stream is complete on return */
+    CHECK(H5Dread(d, H5T_NATIVE_UINT, H5S_ALL, H5S_ALL, dxpl, r.ptr) >= 0);
+    buffer_get(&r, 0, got, words * 4);
+    CHECK_MSG(memcmp(expect, got, words * 4) == 0, "stream-ordered read differs");
+
+    /* 3. "none": a read overlaps a long kernel on the legacy stream (the
+     * staged path's copies run on streams of their own; cuFile's
+     * compatibility mode makes its own copies, which we cannot order) */
+    CHECK(H5Pset_dxpl_gds_stream(dxpl, H5FD_GDS_STREAM_NONE) >= 0);
+    CHECK(H5Dread(d, H5T_NATIVE_UINT, H5S_ALL, H5S_ALL, dxpl, r.ptr) >= 0); /* warm the staging rings */
+    CUevent kernel_done;
+    GPU_OK(cu.EventCreate(&kernel_done, CU_EVENT_DISABLE_TIMING));
+    buffer_fill(&r, 0); /* synchronous: done before the kernel starts */
+    launch_spin_fill(NULL, b.ptr, 1, 3000 * 1000 * 1000ull, 0xC3); /* 3 s on the legacy stream */
+    GPU_OK(cu.EventRecord(kernel_done, NULL));
+    CHECK(H5Dread(d, H5T_NATIVE_UINT, H5S_ALL, H5S_ALL, dxpl, r.ptr) >= 0);
+    CUresult q = cu.EventQuery(kernel_done);
+    bool ours = !strcmp(expected_route(), "staged") || !strcmp(expected_route(), "posix-bounce");
+    printf("read with ordering none while a 3 s kernel runs: kernel %s when the read returned\n",
+           q == CUDA_ERROR_NOT_READY ? "still running" : "finished");
+    if (ours)
+        CHECK_MSG(q == CUDA_ERROR_NOT_READY, "ordering none: the read waited for the legacy stream's kernel");
+    GPU_OK(cu.EventSynchronize(kernel_done));
+    /* the read's data is complete (copied out with a synchronous call
+     * that itself waits for the legacy stream: fine, the kernel is done) */
+    buffer_get(&r, 0, got, words * 4);
+    CHECK_MSG(memcmp(expect, got, words * 4) == 0, "ordering none: read data differs");
+    /* legacy ordering: the read waits for the kernel */
+    launch_spin_fill(NULL, b.ptr, 1, 300 * 1000 * 1000ull, 0xC3);
+    GPU_OK(cu.EventRecord(kernel_done, NULL));
+    CHECK(H5Dread(d, H5T_NATIVE_UINT, H5S_ALL, H5S_ALL, H5P_DEFAULT, r.ptr) >= 0);
+    CHECK_MSG(cu.EventQuery(kernel_done) == CUDA_SUCCESS, "legacy ordering: the read returned before the kernel");
+    check_route(f, "stream-ordered file");
+
+    GPU_OK(cu.EventDestroy(kernel_done));
+    GPU_OK(cu.StreamDestroy(stream));
+    buffer_free(&b);
+    buffer_free(&r);
+    free(expect);
+    free(got);
+    H5Pclose(dxpl);
+    H5Dclose(d);
+    H5Sclose(s);
+    CHECK(H5Fclose(f) >= 0);
     H5Pclose(fapl);
 }
 
@@ -330,6 +525,8 @@ int main(int argc, char **argv)
         test_vfd_level();
         test_dataset_level();
         test_several_files();
+        test_compact_plain();
+        test_stream_order();
     }
     return test_finish("test_gpu");
 }

@@ -154,3 +154,14 @@ const char *H5FD_gds_route_name(H5FD_gds_route_t route)
         return "host-staged";
     return gds_route_name((gds_route_t)route);
 }
+
+herr_t H5FD_gds_get_engine_info(H5FD_gds_engine_info_t *info)
+{
+    if (!info) {
+        GDS_ERROR(H5E_ARGS, H5E_BADVALUE, "info pointer is NULL");
+        return -1;
+    }
+    info->threads = gds_engine_threads();
+    info->pinned_bytes = gds_engine_pinned_bytes();
+    return 0;
+}
