@@ -12,6 +12,9 @@
 #          1 MiB and 16 MiB chunks: chunked-1MiB.csv, chunked-16MiB.csv
 #   calls  per-call cost of small host requests, sec2 vs gds, without and with a
 #          CUDA context in the process: calls.csv, calls-cuda.csv
+#   engine the engine under concurrent callers (two files read by one thread
+#          vs two threads, warm and cold) and a read ordered "none" during a
+#          20 ms kernel on the legacy stream: engine.csv
 # Run after a build in build/gpu-h14 (scripts/gpu-check.sh does it):
 #   bash scripts/bench-gpu.sh main|paper|sweep|host [SIZES]
 # Results go to $OUT (or build/gpu-out). Every command line is logged in commands.txt.
@@ -70,6 +73,10 @@ calls)
   run "$calls" --sizes "$csizes" --rounds 9 --calls 2000 --dir "$root/build" --csv "$out/calls.csv"
   run "$calls" --sizes "$csizes" --rounds 9 --calls 2000 --dir "$root/build" --cuda --csv "$out/calls-cuda.csv"
   ;;
-*) echo "bench-gpu: unknown part '$part' (main, paper, sweep, host, chunked, calls)"; exit 2 ;;
+engine)
+  run build/gpu-h14/tools/h5gds-engine-bench --dir "$root/build" --size "${2:-2GiB}" --overlap-size 1GiB \
+      --repeat 3 --kernel-ms 20 --csv "$out/engine.csv"
+  ;;
+*) echo "bench-gpu: unknown part '$part' (main, paper, sweep, host, chunked, calls, engine)"; exit 2 ;;
 esac
 exit $status
