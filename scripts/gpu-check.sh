@@ -56,7 +56,7 @@ rm -f "$udev_entry"
 
 if command -v compute-sanitizer >/dev/null; then
   step "compute-sanitizer memcheck: staged path, small blocks"
-  mkdir -p build/sanitizer && H5GDS_TEST_DIR=$root/build/sanitizer compute-sanitizer --tool memcheck --error-exitcode 9 \
+  mkdir -p build/sanitizer && H5GDS_TEST_DIR=$root/build/sanitizer H5GDS_EXPECT_ROUTE=staged compute-sanitizer --tool memcheck --error-exitcode 9 \
     "$b/tests/test_gpu" "mode=staged,threads=2,io_block_size=1MiB,staging_size=256KiB" >"$out/sanitizer.log" 2>&1
   rc=$?; tail -5 "$out/sanitizer.log"; [ $rc -eq 0 ] || { echo "SANITIZER FAILED ($rc)"; status=1; }
 fi

@@ -22,7 +22,41 @@
 
 static const char *config;
 
-static int write_past_limit(const char *dir, const char *reason_text)
+/* `reasons`: texts of which the error stack must hold one ('|'-separated:
+ * cuFile's compatibility mode reports a file-size limit as EPERM). */
+static bool stack_names_one(const char *stack, const char *reasons)
+{
+    char copy[256];
+    snprintf(copy, sizeof copy, "%s", reasons);
+    for (char *save = NULL, *r = strtok_r(copy, "|", &save); r; r = strtok_r(NULL, "|", &save))
+        if (strstr(stack, r))
+            return true;
+    return false;
+}
+
+/* After a failure: the engine (pool, staging rings) still works, on a file
+ * where there is room. */
+static void write_elsewhere(test_buffer_t *b, const unsigned char *src, size_t n)
+{
+    hid_t fapl = gds_fapl(config);
+    hid_t f = H5Fcreate(test_path("after-fault.h5"), H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    hsize_t dims[1] = {n};
+    hid_t s = H5Screate_simple(1, dims, NULL);
+    hid_t d = H5Dcreate2(f, "x", H5T_NATIVE_UCHAR, s, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    unsigned char *got = malloc(n);
+    CHECK(H5Dwrite(d, H5T_NATIVE_UCHAR, H5S_ALL, H5S_ALL, H5P_DEFAULT, b->ptr) >= 0);
+    buffer_fill(b, 0);
+    CHECK(H5Dread(d, H5T_NATIVE_UCHAR, H5S_ALL, H5S_ALL, H5P_DEFAULT, b->ptr) >= 0);
+    buffer_get(b, 0, got, n);
+    CHECK_MSG(memcmp(src, got, n) == 0, "the write after the failure differs");
+    free(got);
+    H5Dclose(d);
+    H5Sclose(s);
+    CHECK(H5Fclose(f) >= 0);
+    H5Pclose(fapl);
+}
+
+static int write_past_limit(const char *dir, const char *reasons, const char *expect_route)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/faults.h5", dir);
@@ -30,12 +64,11 @@ static int write_past_limit(const char *dir, const char *reason_text)
     hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
     CHECK(f >= 0);
     hsize_t big[1] = {64 << 20}, small[1] = {1 << 20};
-    hid_t sb = H5Screate_simple(1, big, NULL), ss = H5Screate_simple(1, small, NULL);
+    hid_t sb = H5Screate_simple(1, big, NULL);
     hid_t dcpl = H5FD_gds_create_dcpl();
-    hid_t dsmall = H5Dcreate2(f, "small", H5T_NATIVE_UCHAR, ss, H5P_DEFAULT, dcpl, H5P_DEFAULT);
     hid_t dbig = H5Dcreate2(f, "big", H5T_NATIVE_UCHAR, sb, H5P_DEFAULT, dcpl, H5P_DEFAULT);
-    CHECK(dsmall >= 0 && dbig >= 0);
-    unsigned char *src = malloc(big[0]), *got = malloc(big[0]);
+    CHECK(dbig >= 0);
+    unsigned char *src = malloc(big[0]);
     fill_random(src, big[0], 99);
     test_buffer_t b = buffer_alloc(MEM_DEVICE, big[0]);
     buffer_put(&b, 0, src, big[0]);
@@ -49,26 +82,17 @@ static int write_past_limit(const char *dir, const char *reason_text)
     H5E_END_TRY;
     const char *stack = error_stack_text();
     CHECK_MSG(rc < 0, "a 64 MiB write past the limit succeeded");
-    CHECK_MSG(strstr(stack, reason_text) != NULL, "error stack lacks '%s':\n%s", reason_text, stack);
+    CHECK_MSG(stack_names_one(stack, reasons), "error stack names none of '%s':\n%s", reasons, stack);
     H5FD_gds_stats_t st;
     CHECK(H5FD_gds_get_stats(f, &st) >= 0);
-    const char *expect = getenv("H5GDS_EXPECT_ROUTE");
-    CHECK_MSG(expect && !strcmp(expect, H5FD_gds_route_name(st.device_route)), "device route %s, expected %s",
-              H5FD_gds_route_name(st.device_route), expect ? expect : "(unset)");
+    CHECK_MSG(!strcmp(expect_route, H5FD_gds_route_name(st.device_route)), "device route %s, expected %s",
+              H5FD_gds_route_name(st.device_route), expect_route);
     CHECK_MSG(st.device_path_failures >= 1, "device path failures counted: %llu",
               (unsigned long long)st.device_path_failures);
+    write_elsewhere(&b, src, small[0]);
 
-    /* the ring drained and works: a write inside the limit, read back */
-    CHECK(H5Dwrite(dsmall, H5T_NATIVE_UCHAR, H5S_ALL, H5S_ALL, H5P_DEFAULT, b.ptr) >= 0);
-    buffer_fill(&b, 0);
-    CHECK(H5Dread(dsmall, H5T_NATIVE_UCHAR, H5S_ALL, H5S_ALL, H5P_DEFAULT, b.ptr) >= 0);
-    buffer_get(&b, 0, got, small[0]);
-    CHECK_MSG(memcmp(src, got, small[0]) == 0, "the write after the failure differs");
-
-    H5Dclose(dsmall);
     H5Dclose(dbig);
     H5Sclose(sb);
-    H5Sclose(ss);
     H5Pclose(dcpl);
     H5E_BEGIN_TRY
     {
@@ -78,7 +102,6 @@ static int write_past_limit(const char *dir, const char *reason_text)
     H5Pclose(fapl);
     buffer_free(&b);
     free(src);
-    free(got);
 
     H5close(); /* terminates the driver: threads stopped, staging freed */
     H5FD_gds_engine_info_t info;
@@ -129,7 +152,8 @@ static int fsize_case(void *arg)
     struct rlimit lim = {24 << 20, 24 << 20};
     if (setrlimit(RLIMIT_FSIZE, &lim) != 0)
         return 77;
-    return write_past_limit(test_path("."), "File too large");
+    const char *route = getenv("H5GDS_EXPECT_ROUTE");
+    return write_past_limit(test_path("."), "File too large|cuFileWrite", route ? route : "staged");
 }
 
 static int full_fs_case(void *arg)
@@ -146,7 +170,8 @@ static int full_fs_case(void *arg)
     }
     if (!gpu_init())
         return 77;
-    return write_past_limit(dir, "No space left on device");
+    /* tmpfs has no O_DIRECT, so cuFile cannot register the file: staged */
+    return write_past_limit(dir, "No space left on device", "staged");
 }
 
 int main(int argc, char **argv)
