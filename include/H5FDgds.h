@@ -135,6 +135,10 @@ typedef struct H5FD_gds_stats_t {
     uint64_t device_path_failures; /* device requests that failed (error returned to HDF5) */
     uint64_t device_memcpys;       /* copies HDF5 asked the driver to make (compact datasets, HDF5 >= 1.14)
                                       with device memory on one side */
+    unsigned device_threads;       /* threads and block size of device transfers (tuned when `auto`) */
+    size_t device_block_size;
+    int tuned;                     /* 0: set by the configuration; 1: measured now; 2: from the tuning
+                                      cache; 3: auto, but not measurable (defaults used) */
 } H5FD_gds_stats_t;
 
 /* The driver's process-wide state: worker threads running and pinned

@@ -29,6 +29,27 @@ static void expect_reject(const char *text, const char *key, const char *value)
     H5Eclear2(H5E_DEFAULT);
 }
 
+/* threads and io_block_size are `auto` (0) by default: tuned on first use
+ * of device memory; "auto" parses, formats and validates. */
+static void test_auto(void)
+{
+    H5FD_gds_config_t c = base();
+    CHECK(c.threads == 0 && c.io_block_size == 0);
+    char text[512];
+    CHECK(H5FD_gds_config_format(&c, text, sizeof text) == 0);
+    CHECK_MSG(strstr(text, "threads=auto") && strstr(text, "io_block_size=auto"), "format: %s", text);
+    CHECK(H5FD_gds_config_parse(&c, "threads=8,io_block_size=16MiB") == 0 && c.threads == 8 &&
+          c.io_block_size == 16 << 20);
+    CHECK(H5FD_gds_config_parse(&c, "threads=AUTO,io_block_size=auto") == 0 && c.threads == 0 &&
+          c.io_block_size == 0);
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    CHECK(H5Pset_fapl_gds_config(fapl, &c) == 0); /* the struct with 0 = auto validates */
+    H5Pclose(fapl);
+    expect_reject("threads=0", "threads", "0");
+    expect_reject("io_block_size=0", "io_block_size", "0");
+    expect_reject("staging_size=auto", "staging_size", "auto");
+}
+
 static void test_keys(void)
 {
     H5FD_gds_config_t c = base();
@@ -241,6 +262,7 @@ static void test_driver_config_string(void)
 
 int main(void)
 {
+    test_auto();
     test_keys();
     test_units();
     test_malformed();

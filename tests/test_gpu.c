@@ -43,6 +43,16 @@ static void check_route(hid_t f, const char *what)
               (unsigned long long)st.cufile_fallbacks, (unsigned long long)expected_fallbacks());
     CHECK_MSG(st.device_path_failures == 0, "%s: %llu device requests failed", what,
               (unsigned long long)st.device_path_failures);
+    /* threads / io_block_size left at auto: tuned for this file system */
+    bool auto_tuned = !strstr(config, "threads=") && !strstr(config, "io_block_size=") && strcmp(expect, "posix-bounce");
+    if (auto_tuned)
+        CHECK_MSG(st.tuned == 1 || st.tuned == 2, "%s: auto settings not tuned (%d)", what, st.tuned);
+    static bool said;
+    if (!said) {
+        said = true;
+        printf("device transfers: %u threads x %zu-byte blocks (tuned: %d)\n", st.device_threads,
+               st.device_block_size, st.tuned);
+    }
     static const H5FD_gds_route_t device_routes[] = {H5FD_GDS_ROUTE_STAGED, H5FD_GDS_ROUTE_CUFILE,
                                                      H5FD_GDS_ROUTE_POSIX_BOUNCE};
     for (size_t i = 0; i < 3; i++) {

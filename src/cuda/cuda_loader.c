@@ -69,6 +69,7 @@ static const symbol_slot_t cuda_symbols[] = {
     SLOT(DeviceGetCount, "cuDeviceGetCount"),
     SLOT(DeviceGet, "cuDeviceGet"),
     SLOT(DeviceGetName, "cuDeviceGetName"),
+    SLOT(CtxGetDevice, "cuCtxGetDevice"),
     SLOT(CtxSynchronize, "cuCtxSynchronize"),
     SLOT(MemAlloc, "cuMemAlloc_v2"),
     SLOT(MemFree, "cuMemFree_v2"),

@@ -45,6 +45,7 @@ typedef struct gds_cuda_api {
     CUresult (*DeviceGetCount)(int *);
     CUresult (*DeviceGet)(CUdevice *, int);
     CUresult (*DeviceGetName)(char *, int, CUdevice);
+    CUresult (*CtxGetDevice)(CUdevice *);
     CUresult (*CtxSynchronize)(void);
     CUresult (*MemAlloc)(CUdeviceptr *, size_t);
     CUresult (*MemFree)(CUdeviceptr);

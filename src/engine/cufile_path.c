@@ -307,7 +307,7 @@ int gds_cufile_submit(gds_file_t *file, bool write, const gds_segment_t *segs, s
         job->reg = calloc(nseg, sizeof *job->reg);
     }
     if (!job || !job->base || !job->reg ||
-        gds_task_map_init(&job->tasks, segs, nseg, gds_block_for(&file->cfg, total, file->cfg.threads)) != 0) {
+        gds_task_map_init(&job->tasks, segs, nseg, gds_block_for(&file->device_cfg, total, file->device_cfg.threads)) != 0) {
         if (job) {
             free(job->base);
             free(job->reg);
@@ -323,10 +323,10 @@ int gds_cufile_submit(gds_file_t *file, bool write, const gds_segment_t *segs, s
     job->after = order ? order->after : NULL;
     job->ctx = ctx;
     for (size_t i = 0; i < nseg; i++) {
-        job->reg[i] = file->cfg.register_buffers ? acquire_registration(file, cf, cu, segs[i].buf) : NULL;
+        job->reg[i] = file->device_cfg.register_buffers ? acquire_registration(file, cf, cu, segs[i].buf) : NULL;
         job->base[i] = job->reg[i] ? (const char *)(uintptr_t)job->reg[i]->base : (const char *)segs[i].buf;
     }
-    part->job = gds_pool_submit(file->cfg.threads, gds_task_map_count(&job->tasks), cufile_worker, job, st);
+    part->job = gds_pool_submit(file->device_cfg.threads, gds_task_map_count(&job->tasks), cufile_worker, job, st);
     if (!part->job) {
         cufile_job_finish(job);
         return -1;

@@ -38,8 +38,8 @@ typedef enum gds_switch { GDS_OFF = 0, GDS_ON = 1, GDS_AUTO = 2 } gds_switch_t;
 
 typedef struct gds_engine_settings {
     gds_mode_t mode;
-    unsigned threads;
-    size_t io_block_size;
+    unsigned threads;     /* 0: auto (tuned for device data; host data: cores, 4..16) */
+    size_t io_block_size; /* 0: auto (tuned for device data; host data: 32 MiB) */
     size_t alignment;
     size_t fs_block_size;
     gds_switch_t direct;
@@ -115,8 +115,15 @@ typedef struct gds_engine_stats {
     uint64_t buffer_registrations; /* cuFileBufRegister calls this file made */
     uint64_t registration_failures;/* allocations cuFile would not register (remembered, not retried) */
     uint64_t device_path_failures; /* device requests that failed */
+    uint64_t device_threads;       /* threads and block of device transfers (tuned or set) */
+    uint64_t device_block;
+    uint64_t tune_source;          /* gds_tune_source_t (autotune.h) */
     gds_route_t device_route;      /* the path device requests of this file take */
 } gds_engine_stats_t;
+
+/* The defaults `auto` means before (or without) tuning. */
+unsigned gds_default_threads(void);
+#define GDS_DEFAULT_IO_BLOCK ((size_t)32 << 20)
 
 /* ---- files ---- */
 

@@ -15,6 +15,14 @@
 
 #include "file_internal.h"
 
+/* Enough threads to overlap disk and PCIe and to copy out of the page
+ * cache in parallel, without oversubscribing small machines too much. */
+unsigned gds_default_threads(void)
+{
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    return ncpu < 4 ? 4 : ncpu > 16 ? 16 : (unsigned)ncpu;
+}
+
 uint64_t gds_now_ns(void)
 {
     struct timespec ts;
@@ -47,6 +55,13 @@ int gds_file_open(gds_file_t **out, const char *path, int fd, bool writable, con
     file->direct_fd = -1;
     file->writable = writable;
     file->cfg = *cfg;
+    file->tune_threads = cfg->threads == 0;
+    file->tune_block = cfg->io_block_size == 0;
+    if (file->tune_threads)
+        file->cfg.threads = gds_default_threads();
+    if (file->tune_block)
+        file->cfg.io_block_size = GDS_DEFAULT_IO_BLOCK;
+    file->device_cfg = file->cfg;
     pthread_mutex_init(&file->lock, NULL);
     *out = file;
     return 0;

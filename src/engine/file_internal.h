@@ -8,6 +8,7 @@
 
 #include <pthread.h>
 
+#include "autotune.h"
 #include "engine.h"
 #include "../cuda/cuda_loader.h"
 
@@ -16,7 +17,12 @@ struct gds_file {
     int fd;              /* buffered descriptor, owned by the caller */
     int direct_fd;       /* O_DIRECT descriptor, owned here; -1 until needed or when unusable */
     bool writable;
-    gds_engine_settings_t cfg;
+    gds_engine_settings_t cfg;        /* threads and io_block_size resolved (auto: the defaults) */
+    bool tune_threads, tune_block;    /* they were `auto`: tuned for device data */
+    /* The settings of device transfers: cfg with the tuned values. Written
+     * once, before device_route_decided is published; read after it. */
+    gds_engine_settings_t device_cfg;
+    gds_tuning_t tuning;
 
     pthread_mutex_t lock;        /* guards the lazily decided state below */
     bool direct_decided;

@@ -341,18 +341,18 @@ int gds_staged_submit(gds_file_t *file, bool write, const gds_segment_t *segs, s
         .cu = cu,
         .write = write,
         .ctx = ctx,
-        .piece = file->cfg.staging_size,
-        .fsb = file->cfg.fs_block_size,
-        .align = file->cfg.alignment > file->cfg.fs_block_size ? file->cfg.alignment : file->cfg.fs_block_size,
+        .piece = file->device_cfg.staging_size,
+        .fsb = file->device_cfg.fs_block_size,
+        .align = file->device_cfg.alignment > file->device_cfg.fs_block_size ? file->device_cfg.alignment : file->device_cfg.fs_block_size,
         .depth = ring_depth < 1 ? 1 : ring_depth > GDS_MAX_RING ? GDS_MAX_RING : ring_depth,
         .direct_fd = -1,
     };
     /* O_DIRECT: writes by default (durable, no page-cache copy); reads only
      * when forced, since buffered reads keep the page cache warm for the
      * next reader and reach the same cold-read rate with read-ahead. */
-    if (allow_direct && (file->cfg.direct == GDS_ON || (write && file->cfg.direct == GDS_AUTO)))
+    if (allow_direct && (file->device_cfg.direct == GDS_ON || (write && file->device_cfg.direct == GDS_AUTO)))
         job->direct_fd = gds_file_direct_fd(file);
-    if (gds_task_map_init(&job->tasks, segs, nseg, gds_block_for(&file->cfg, total, nworkers)) != 0) {
+    if (gds_task_map_init(&job->tasks, segs, nseg, gds_block_for(&file->device_cfg, total, nworkers)) != 0) {
         free(job);
         gds_status_set(st, ENOMEM, "out of memory splitting a request of %zu pieces", nseg);
         return -1;

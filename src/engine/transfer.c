@@ -38,6 +38,15 @@ struct gds_io {
     uint64_t t0;
 };
 
+/* The name of the current context's GPU (the autotuning key). */
+static void device_name(char *name, size_t size)
+{
+    const gds_cuda_api_t *cu = gds_cuda_if_loaded();
+    CUdevice dev;
+    if (!cu || cu->CtxGetDevice(&dev) != CUDA_SUCCESS || cu->DeviceGetName(name, (int)size, dev) != CUDA_SUCCESS)
+        name[0] = 0;
+}
+
 /* The path device requests of this file take, decided on the first one
  * (under the file's lock, so two threads never both register the file). */
 static gds_route_t device_route(gds_file_t *file)
@@ -83,6 +92,24 @@ static gds_route_t device_route(gds_file_t *file)
             gds_stat_add(&file->stats.cufile_fallbacks, 1);
         break;
     }
+    /* auto threads/block: tuned for this file system and GPU, once */
+    if ((file->tune_threads || file->tune_block) && route != GDS_ROUTE_POSIX_BOUNCE) {
+        char gpu[128] = "";
+        device_name(gpu, sizeof gpu);
+        gds_autotune(file->path, gpu, file->cfg.threads, file->cfg.io_block_size, &file->tuning);
+        if (file->tune_threads)
+            file->device_cfg.threads = file->tuning.threads;
+        if (file->tune_block)
+            file->device_cfg.io_block_size = file->tuning.io_block_size;
+        /* staging slots never larger than a block */
+        if (file->device_cfg.staging_size > file->device_cfg.io_block_size)
+            file->device_cfg.staging_size = file->device_cfg.io_block_size;
+        gds_file_log(file, "device transfers: threads=%u io_block_size=%zu (%s)", file->device_cfg.threads,
+                     file->device_cfg.io_block_size, file->tuning.why);
+        gds_stat_add(&file->stats.tune_source, (uint64_t)file->tuning.source);
+    }
+    gds_stat_add(&file->stats.device_threads, file->device_cfg.threads);
+    gds_stat_add(&file->stats.device_block, file->device_cfg.io_block_size);
     if (route == GDS_ROUTE_CUFILE)
         gds_file_log(file, "device data through cuFile");
     else
@@ -143,8 +170,8 @@ static int start_device_group(gds_io_t *io, io_group_t *g, const gds_request_t *
     else if (g->route == GDS_ROUTE_POSIX_BOUNCE)
         rc = gds_staged_submit(file, io->write, segs, g->count, g->info.context, &order, 1, 1, false, &g->part, st);
     else
-        rc = gds_staged_submit(file, io->write, segs, g->count, g->info.context, &order, file->cfg.threads,
-                               file->cfg.staging_count, true, &g->part, st);
+        rc = gds_staged_submit(file, io->write, segs, g->count, g->info.context, &order, file->device_cfg.threads,
+                               file->device_cfg.staging_count, true, &g->part, st);
     g->started = rc == 0;
     return rc;
 }

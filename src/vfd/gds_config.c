@@ -26,13 +26,12 @@ void gds_config_defaults(H5FD_gds_config_t *c)
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     c->version = H5FD_GDS_CONFIG_VERSION;
     c->mode = H5FD_GDS_MODE_AUTO;
-    /* Enough threads to overlap disk and PCIe and to copy out of the page
-     * cache in parallel, without oversubscribing small machines too much. */
-    c->threads = ncpu < 4 ? 4 : ncpu > 16 ? 16 : (unsigned)ncpu;
-    /* Measured on an H100 host (16 cores, virtio ext4, 4 GiB): 16 MiB slots
-     * in 32 MiB blocks gave the best page-cache reads (~30 GB/s vs ~25 with
-     * 4 MiB slots) at the same durable-write and cold-read rates. */
-    c->io_block_size = 32 * MiB;
+    (void)ncpu;
+    /* auto (0): measured for each file system and GPU on first use of device
+     * memory (src/engine/autotune.h); host data uses cores (4..16) threads
+     * and 32 MiB blocks, the values the H100 sweep found best. */
+    c->threads = 0;
+    c->io_block_size = 0;
     c->alignment = 4096;
     c->fs_block_size = 4096;
     c->direct = H5FD_GDS_SWITCH_AUTO;
@@ -53,23 +52,24 @@ typedef struct key_spec {
     size_t offset;
     uint64_t min, max;
     bool power_of_two;
+    bool may_be_auto; /* "auto" is stored as 0 */
 } key_spec_t;
 
 #define F(field) offsetof(H5FD_gds_config_t, field)
 static const key_spec_t keys[] = {
-    {"mode", KEY_MODE, F(mode), 0, 0, false},
-    {"threads", KEY_COUNT, F(threads), 1, 256, false},
-    {"io_block_size", KEY_SIZE, F(io_block_size), 4 * KiB, 1 * GiB, false},
-    {"alignment", KEY_SIZE, F(alignment), 1, 1 * MiB, true},
-    {"fs_block_size", KEY_SIZE, F(fs_block_size), 512, 1 * MiB, true},
-    {"direct", KEY_SWITCH, F(direct), 0, 0, false},
-    {"staging_size", KEY_SIZE, F(staging_size), 4 * KiB, 1 * GiB, false},
-    {"staging_count", KEY_COUNT, F(staging_count), 1, 16, false},
-    {"parallel_threshold", KEY_SIZE, F(parallel_threshold), 0, 1 * TiB, false},
-    {"stats", KEY_BOOL, F(stats), 0, 1, false},
-    {"log", KEY_BOOL, F(log), 0, 1, false},
-    {"fsync", KEY_BOOL, F(fsync_on_flush), 0, 1, false},
-    {"register", KEY_BOOL, F(register_buffers), 0, 1, false},
+    {"mode", KEY_MODE, F(mode), 0, 0, false, false},
+    {"threads", KEY_COUNT, F(threads), 1, 256, false, true},
+    {"io_block_size", KEY_SIZE, F(io_block_size), 4 * KiB, 1 * GiB, false, true},
+    {"alignment", KEY_SIZE, F(alignment), 1, 1 * MiB, true, false},
+    {"fs_block_size", KEY_SIZE, F(fs_block_size), 512, 1 * MiB, true, false},
+    {"direct", KEY_SWITCH, F(direct), 0, 0, false, false},
+    {"staging_size", KEY_SIZE, F(staging_size), 4 * KiB, 1 * GiB, false, false},
+    {"staging_count", KEY_COUNT, F(staging_count), 1, 16, false, false},
+    {"parallel_threshold", KEY_SIZE, F(parallel_threshold), 0, 1 * TiB, false, false},
+    {"stats", KEY_BOOL, F(stats), 0, 1, false, false},
+    {"log", KEY_BOOL, F(log), 0, 1, false, false},
+    {"fsync", KEY_BOOL, F(fsync_on_flush), 0, 1, false, false},
+    {"register", KEY_BOOL, F(register_buffers), 0, 1, false, false},
 };
 #undef F
 #define NKEYS (sizeof keys / sizeof keys[0])
@@ -169,6 +169,13 @@ static herr_t set_key(H5FD_gds_config_t *c, const key_spec_t *k, const char *val
     }
     case KEY_COUNT:
     case KEY_SIZE: {
+        if (k->may_be_auto && !strcasecmp(value, "auto")) {
+            if (k->kind == KEY_SIZE)
+                *(size_t *)field = 0;
+            else
+                *(unsigned *)field = 0;
+            return 0;
+        }
         uint64_t v;
         bool ok = k->kind == KEY_SIZE ? parse_size(value, &v) : parse_size(value, &v) && strspn(value, "0123456789") == strlen(value);
         if (!ok) {
@@ -237,17 +244,22 @@ herr_t gds_config_validate(const H5FD_gds_config_t *c)
             break;
         case KEY_COUNT:
             snprintf(value, sizeof value, "%u", *(const unsigned *)field);
+            if (k->may_be_auto && *(const unsigned *)field == 0)
+                snprintf(value, sizeof value, "auto");
             if (set_key(&scratch, k, value, "configuration struct") < 0)
                 return -1;
             break;
         case KEY_SIZE:
             snprintf(value, sizeof value, "%zu", *(const size_t *)field);
+            if (k->may_be_auto && *(const size_t *)field == 0)
+                snprintf(value, sizeof value, "auto");
             if (set_key(&scratch, k, value, "configuration struct") < 0)
                 return -1;
             break;
         }
     }
-    uint64_t pinned = (uint64_t)c->threads * c->staging_count * c->staging_size;
+    /* auto threads: at most 16 are chosen */
+    uint64_t pinned = (uint64_t)(c->threads ? c->threads : 16) * c->staging_count * c->staging_size;
     if (pinned > GDS_MAX_PINNED_BYTES) {
         GDS_ERROR(H5E_PLIST, H5E_BADVALUE,
                   "invalid gds driver configuration: threads (%u) x staging_count (%u) x staging_size (%zu) = "
@@ -366,11 +378,16 @@ herr_t H5FD_gds_config_format(const H5FD_gds_config_t *c, char *buf, size_t size
         GDS_ERROR(H5E_ARGS, H5E_BADVALUE, "NULL argument to H5FD_gds_config_format");
         return -1;
     }
+    char threads[16] = "auto", block[32] = "auto";
+    if (c->threads)
+        snprintf(threads, sizeof threads, "%u", c->threads);
+    if (c->io_block_size)
+        snprintf(block, sizeof block, "%zu", c->io_block_size);
     int n = snprintf(buf, size,
-                     "mode=%s,threads=%u,io_block_size=%zu,alignment=%zu,fs_block_size=%zu,direct=%s,"
+                     "mode=%s,threads=%s,io_block_size=%s,alignment=%zu,fs_block_size=%zu,direct=%s,"
                      "staging_size=%zu,staging_count=%u,parallel_threshold=%zu,stats=%s,log=%s,fsync=%s,register=%s",
-                     (unsigned)c->mode <= H5FD_GDS_MODE_POSIX ? mode_names[c->mode] : "?", c->threads,
-                     c->io_block_size, c->alignment, c->fs_block_size,
+                     (unsigned)c->mode <= H5FD_GDS_MODE_POSIX ? mode_names[c->mode] : "?", threads, block,
+                     c->alignment, c->fs_block_size,
                      (unsigned)c->direct <= H5FD_GDS_SWITCH_AUTO ? switch_names[c->direct] : "?", c->staging_size,
                      c->staging_count, c->parallel_threshold, c->stats ? "on" : "off", c->log ? "on" : "off",
                      c->fsync_on_flush ? "on" : "off", c->register_buffers ? "on" : "off");

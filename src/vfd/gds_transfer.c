@@ -144,6 +144,9 @@ void gds_stats_to_public(const gds_engine_stats_t *in, H5FD_gds_stats_t *out)
     out->buffer_registrations = in->buffer_registrations;
     out->registration_failures = in->registration_failures;
     out->device_path_failures = in->device_path_failures;
+    out->device_threads = (unsigned)in->device_threads;
+    out->device_block_size = (size_t)in->device_block;
+    out->tuned = (int)in->tune_source;
 }
 
 const char *H5FD_gds_route_name(H5FD_gds_route_t route)
