@@ -35,7 +35,7 @@ extern "C" {
  * Configuration
  * --------------------------------------------------------------------- */
 
-#define H5FD_GDS_CONFIG_VERSION 2 /* 2: register_buffers */
+#define H5FD_GDS_CONFIG_VERSION 3 /* 2: register_buffers; 3: write_behind */
 
 /* Which data path raw-data requests from GPU memory take. */
 typedef enum H5FD_gds_mode_t {
@@ -71,6 +71,11 @@ typedef struct H5FD_gds_config_t {
     int fsync_on_flush;         /* key: fsync = on|off; H5Fflush also fsyncs the file */
     int register_buffers;       /* key: register = on|off; cuFile path: register each device allocation
                                    with cuFileBufRegister once (cached per allocation) */
+    size_t write_behind;        /* key: write_behind = off|<bytes>; raw-data writes return once copied
+                                   into snapshot memory of at most this size, and reach the file in the
+                                   background; H5Fflush/H5Fclose wait for them and fsync (0: off) */
+    int write_behind_memory;    /* key: write_behind_memory = auto|device|host; where snapshots live
+                                   (auto: device memory for device data when it can be had) */
 } H5FD_gds_config_t;
 
 /* Fills `config` with defaults, then applies H5GDS_CONFIG ("key=value,...").
@@ -139,6 +144,13 @@ typedef struct H5FD_gds_stats_t {
     size_t device_block_size;
     int tuned;                     /* 0: set by the configuration; 1: measured now; 2: from the tuning
                                       cache; 3: auto, but not measurable (defaults used) */
+    uint64_t wb_snapshots;         /* write-behind: writes returned after a snapshot, and their bytes */
+    uint64_t wb_bytes;
+    uint64_t wb_waits;             /* writes that waited for snapshot memory (back-pressure), and how long */
+    double wb_wait_seconds;
+    uint64_t wb_peak_bytes;        /* snapshot bytes in use at most (never above the budget) */
+    uint64_t wb_memory_bytes;      /* snapshot memory held */
+    uint64_t wb_failures;          /* background writes that failed */
 } H5FD_gds_stats_t;
 
 /* The driver's process-wide state: worker threads running and pinned

@@ -66,6 +66,7 @@ static const symbol_slot_t cuda_symbols[] = {
     SLOT(EventElapsedTime, "cuEventElapsedTime"),
     SLOT(StreamWaitEvent, "cuStreamWaitEvent"),
     SLOT(Memcpy, "cuMemcpy"),
+    SLOT(MemcpyAsync, "cuMemcpyAsync"),
     SLOT(DeviceGetCount, "cuDeviceGetCount"),
     SLOT(DeviceGet, "cuDeviceGet"),
     SLOT(DeviceGetName, "cuDeviceGetName"),

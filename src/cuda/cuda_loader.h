@@ -41,6 +41,7 @@ typedef struct gds_cuda_api {
     CUresult (*EventElapsedTime)(float *, CUevent, CUevent);
     CUresult (*StreamWaitEvent)(CUstream, CUevent, unsigned);
     CUresult (*Memcpy)(CUdeviceptr, CUdeviceptr, size_t);
+    CUresult (*MemcpyAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
     /* for tools and tests: devices, allocations, kernels */
     CUresult (*DeviceGetCount)(int *);
     CUresult (*DeviceGet)(CUdevice *, int);

@@ -48,7 +48,16 @@ typedef struct gds_engine_settings {
     size_t parallel_threshold;
     bool log;
     bool register_buffers; /* cuFile path: cuFileBufRegister each allocation once */
+    size_t write_behind;   /* bytes of snapshot memory for write-behind; 0: off (write_behind.h) */
+    int write_behind_memory; /* gds_wb_memory_t */
 } gds_engine_settings_t;
+
+/* Where write-behind keeps its snapshots. */
+typedef enum gds_wb_memory {
+    GDS_WB_AUTO = 0, /* device memory when the first snapshot is of device data and it can be had, else host */
+    GDS_WB_DEVICE,   /* the same (device where possible) */
+    GDS_WB_HOST      /* pinned host memory */
+} gds_wb_memory_t;
 
 /* ---- status ---- */
 
@@ -115,6 +124,12 @@ typedef struct gds_engine_stats {
     uint64_t buffer_registrations; /* cuFileBufRegister calls this file made */
     uint64_t registration_failures;/* allocations cuFile would not register (remembered, not retried) */
     uint64_t device_path_failures; /* device requests that failed */
+    uint64_t wb_snapshots;         /* write-behind: writes taken, bytes, time writers waited for space */
+    uint64_t wb_bytes;
+    uint64_t wb_waits, wb_wait_ns;
+    uint64_t wb_peak_bytes;        /* snapshot bytes in use at most */
+    uint64_t wb_arena_bytes;       /* snapshot memory held (the budget, once allocated) */
+    uint64_t wb_failures;          /* background writes that failed */
     uint64_t device_threads;       /* threads and block of device transfers (tuned or set) */
     uint64_t device_block;
     uint64_t tune_source;          /* gds_tune_source_t (autotune.h) */
@@ -133,7 +148,9 @@ typedef struct gds_file gds_file_t;
  * second, O_DIRECT descriptor on `path` and owns that one. */
 int gds_file_open(gds_file_t **out, const char *path, int fd, bool writable, const gds_engine_settings_t *cfg,
                   gds_status_t *st);
-/* Waits for nothing: every ticket of the file must have been collected. */
+/* Every ticket of the file must have been collected; background writes
+ * (write-behind) are waited for here, their failure is lost: call
+ * gds_file_drain first to see it. */
 void gds_file_close(gds_file_t *file);
 void gds_file_get_stats(gds_file_t *file, gds_engine_stats_t *stats);
 /* Counts raw data the caller served from its own memory (the driver's sieve
@@ -195,6 +212,11 @@ bool gds_io_done(gds_io_t *io);
  * first failure). Waiting never needs a free pool thread: on a pool thread
  * the waiter works on the request itself. */
 int gds_io_wait(gds_io_t *io, gds_status_t *st);
+
+/* With write-behind: waits for every background write of the file and
+ * returns the first failure (kept: every later call fails too). 0 without
+ * write-behind. The data is in the file (not yet fsync'ed) when it returns. */
+int gds_file_drain(gds_file_t *file, gds_status_t *st);
 
 /* Shorthands: one segment, legacy-stream ordering. */
 int gds_file_read(gds_file_t *file, uint64_t offset, size_t size, void *buf, gds_data_t data, gds_status_t *st);

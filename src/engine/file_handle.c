@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "file_internal.h"
+#include "write_behind.h"
 
 /* Enough threads to overlap disk and PCIe and to copy out of the page
  * cache in parallel, without oversubscribing small machines too much. */
@@ -62,6 +63,12 @@ int gds_file_open(gds_file_t **out, const char *path, int fd, bool writable, con
     if (file->tune_block)
         file->cfg.io_block_size = GDS_DEFAULT_IO_BLOCK;
     file->device_cfg = file->cfg;
+    if (cfg->write_behind && !(file->wb = gds_wb_create(cfg->write_behind))) {
+        free(file->path);
+        free(file);
+        gds_status_set(st, ENOMEM, "out of memory opening %s", path);
+        return -1;
+    }
     pthread_mutex_init(&file->lock, NULL);
     *out = file;
     return 0;
@@ -71,6 +78,11 @@ void gds_file_close(gds_file_t *file)
 {
     if (!file)
         return;
+    if (file->wb) {
+        gds_status_t ignored;
+        gds_wb_drain(file, &ignored); /* the snapshots must outlive their writes */
+        gds_wb_destroy(file->wb);
+    }
     if (file->cufile_handle) {
         const gds_cufile_api_t *cf = gds_cufile_load(NULL);
         if (cf)

@@ -30,8 +30,13 @@ struct gds_file {
     gds_route_t device_route;
     CUfileHandle_t cufile_handle; /* valid when device_route == CUFILE */
 
+    struct gds_wb *wb;           /* write-behind, or NULL (write_behind.h) */
+
     gds_engine_stats_t stats;    /* every field updated with atomics */
 };
+
+/* A request straight to the strategies, past write-behind (transfer.c). */
+int gds_submit_unordered(gds_file_t *file, const gds_request_t *req, gds_io_t **io, gds_status_t *st);
 
 /* The O_DIRECT descriptor, opened on first use; -1 when O_DIRECT is unusable
  * for this file (then buffered I/O is used and counted as a fallback). */

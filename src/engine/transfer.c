@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "strategy.h"
+#include "write_behind.h"
 
 #define GDS_MAX_GROUPS 8 /* device contexts in one request, plus host */
 
@@ -360,10 +361,23 @@ static int submit(gds_file_t *file, const gds_request_t *req, bool inline_host, 
     return 0;
 }
 
-int gds_file_submit(gds_file_t *file, const gds_request_t *req, gds_io_t **io, gds_status_t *st)
+int gds_submit_unordered(gds_file_t *file, const gds_request_t *req, gds_io_t **io, gds_status_t *st)
 {
     *io = NULL;
     return submit(file, req, false, io, st);
+}
+
+int gds_file_submit(gds_file_t *file, const gds_request_t *req, gds_io_t **io, gds_status_t *st)
+{
+    *io = NULL;
+    if (file->wb && gds_wb_before(file, req->segs, req->nseg, st) != 0)
+        return -1;
+    return submit(file, req, false, io, st);
+}
+
+int gds_file_drain(gds_file_t *file, gds_status_t *st)
+{
+    return gds_wb_drain(file, st);
 }
 
 bool gds_io_done(gds_io_t *io)
@@ -381,6 +395,15 @@ int gds_io_wait(gds_io_t *io, gds_status_t *st)
 
 int gds_file_transfer(gds_file_t *file, const gds_request_t *req, gds_status_t *st)
 {
+    if (file->wb) {
+        /* raw writes become snapshots when they can; everything else first
+         * waits for the background writes it overlaps */
+        int taken = req->write && req->data == GDS_DATA_RAW ? gds_wb_write(file, req, st) : 0;
+        if (taken != 0)
+            return taken > 0 ? 0 : -1;
+        if (gds_wb_before(file, req->segs, req->nseg, st) != 0)
+            return -1;
+    }
     /* The common small case, one host piece: no allocation, no ticket. */
     if (req->nseg == 1) {
         const gds_segment_t *s = &req->segs[0];

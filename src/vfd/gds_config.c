@@ -44,7 +44,7 @@ void gds_config_defaults(H5FD_gds_config_t *c)
     c->register_buffers = 0;
 }
 
-typedef enum key_kind { KEY_SIZE, KEY_COUNT, KEY_BOOL, KEY_MODE, KEY_SWITCH } key_kind_t;
+typedef enum key_kind { KEY_SIZE, KEY_COUNT, KEY_BOOL, KEY_MODE, KEY_SWITCH, KEY_WB_MEMORY } key_kind_t;
 
 typedef struct key_spec {
     const char *name;
@@ -70,12 +70,15 @@ static const key_spec_t keys[] = {
     {"log", KEY_BOOL, F(log), 0, 1, false, false},
     {"fsync", KEY_BOOL, F(fsync_on_flush), 0, 1, false, false},
     {"register", KEY_BOOL, F(register_buffers), 0, 1, false, false},
+    {"write_behind", KEY_SIZE, F(write_behind), 0, 1 * TiB, false, false},
+    {"write_behind_memory", KEY_WB_MEMORY, F(write_behind_memory), 0, 0, false, false},
 };
 #undef F
 #define NKEYS (sizeof keys / sizeof keys[0])
 
 static const char *const mode_names[] = {"auto", "cufile", "staged", "posix"};
 static const char *const switch_names[] = {"off", "on", "auto"};
+static const char *const wb_memory_names[] = {"auto", "device", "host"};
 
 static void report(const char *origin, const char *key, const char *value, const char *problem)
 {
@@ -158,6 +161,15 @@ static herr_t set_key(H5FD_gds_config_t *c, const key_spec_t *k, const char *val
         *(H5FD_gds_switch_t *)field = (H5FD_gds_switch_t)m;
         return 0;
     }
+    case KEY_WB_MEMORY: {
+        int m = lookup(value, wb_memory_names, 3);
+        if (m < 0) {
+            report(origin, k->name, value, "is not one of auto, device, host");
+            return -1;
+        }
+        *(int *)field = m;
+        return 0;
+    }
     case KEY_BOOL: {
         int b = parse_bool(value);
         if (b < 0) {
@@ -169,7 +181,8 @@ static herr_t set_key(H5FD_gds_config_t *c, const key_spec_t *k, const char *val
     }
     case KEY_COUNT:
     case KEY_SIZE: {
-        if (k->may_be_auto && !strcasecmp(value, "auto")) {
+        if ((k->may_be_auto && !strcasecmp(value, "auto")) ||
+            (k->offset == offsetof(H5FD_gds_config_t, write_behind) && !strcasecmp(value, "off"))) {
             if (k->kind == KEY_SIZE)
                 *(size_t *)field = 0;
             else
@@ -234,6 +247,13 @@ herr_t gds_config_validate(const H5FD_gds_config_t *c)
             if ((unsigned)*(const H5FD_gds_switch_t *)field > H5FD_GDS_SWITCH_AUTO) {
                 snprintf(value, sizeof value, "%d", (int)*(const H5FD_gds_switch_t *)field);
                 report("configuration struct", k->name, value, "is not on, off or auto");
+                return -1;
+            }
+            break;
+        case KEY_WB_MEMORY:
+            if ((unsigned)*(const int *)field > 2) {
+                snprintf(value, sizeof value, "%d", *(const int *)field);
+                report("configuration struct", k->name, value, "is not auto, device or host");
                 return -1;
             }
             break;
@@ -313,7 +333,8 @@ herr_t gds_config_apply(H5FD_gds_config_t *config, const char *text, const char 
             char problem[400];
             snprintf(problem, sizeof problem,
                      "has an unknown key (known: mode, threads, io_block_size, alignment, fs_block_size, direct, "
-                     "staging_size, staging_count, parallel_threshold, stats, log, fsync, register)");
+                     "staging_size, staging_count, parallel_threshold, stats, log, fsync, register, write_behind, "
+                     "write_behind_memory)");
             report(origin, key, value, problem);
             ret = -1;
             break;
@@ -334,6 +355,7 @@ herr_t gds_config_apply(H5FD_gds_config_t *config, const char *text, const char 
 
 void gds_config_to_engine(const H5FD_gds_config_t *c, gds_engine_settings_t *s)
 {
+    memset(s, 0, sizeof *s);
     s->mode = (gds_mode_t)c->mode; /* same values: checked in gds_transfer.c */
     s->threads = c->threads;
     s->io_block_size = c->io_block_size;
@@ -345,6 +367,8 @@ void gds_config_to_engine(const H5FD_gds_config_t *c, gds_engine_settings_t *s)
     s->parallel_threshold = c->parallel_threshold;
     s->log = c->log != 0;
     s->register_buffers = c->register_buffers != 0;
+    s->write_behind = c->write_behind;
+    s->write_behind_memory = c->write_behind_memory;
 }
 
 /* ---- public API ---- */
@@ -385,12 +409,14 @@ herr_t H5FD_gds_config_format(const H5FD_gds_config_t *c, char *buf, size_t size
         snprintf(block, sizeof block, "%zu", c->io_block_size);
     int n = snprintf(buf, size,
                      "mode=%s,threads=%s,io_block_size=%s,alignment=%zu,fs_block_size=%zu,direct=%s,"
-                     "staging_size=%zu,staging_count=%u,parallel_threshold=%zu,stats=%s,log=%s,fsync=%s,register=%s",
+                     "staging_size=%zu,staging_count=%u,parallel_threshold=%zu,stats=%s,log=%s,fsync=%s,register=%s,"
+                     "write_behind=%zu,write_behind_memory=%s",
                      (unsigned)c->mode <= H5FD_GDS_MODE_POSIX ? mode_names[c->mode] : "?", threads, block,
                      c->alignment, c->fs_block_size,
                      (unsigned)c->direct <= H5FD_GDS_SWITCH_AUTO ? switch_names[c->direct] : "?", c->staging_size,
                      c->staging_count, c->parallel_threshold, c->stats ? "on" : "off", c->log ? "on" : "off",
-                     c->fsync_on_flush ? "on" : "off", c->register_buffers ? "on" : "off");
+                     c->fsync_on_flush ? "on" : "off", c->register_buffers ? "on" : "off", c->write_behind,
+                     (unsigned)c->write_behind_memory <= 2 ? wb_memory_names[c->write_behind_memory] : "?");
     if (n < 0 || (size_t)n >= size) {
         GDS_ERROR(H5E_ARGS, H5E_BADVALUE, "buffer of %zu bytes too small for the configuration string", size);
         return -1;

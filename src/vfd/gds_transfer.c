@@ -147,6 +147,13 @@ void gds_stats_to_public(const gds_engine_stats_t *in, H5FD_gds_stats_t *out)
     out->device_threads = (unsigned)in->device_threads;
     out->device_block_size = (size_t)in->device_block;
     out->tuned = (int)in->tune_source;
+    out->wb_snapshots = in->wb_snapshots;
+    out->wb_bytes = in->wb_bytes;
+    out->wb_waits = in->wb_waits;
+    out->wb_wait_seconds = (double)in->wb_wait_ns * 1e-9;
+    out->wb_peak_bytes = in->wb_peak_bytes;
+    out->wb_memory_bytes = in->wb_arena_bytes;
+    out->wb_failures = in->wb_failures;
 }
 
 const char *H5FD_gds_route_name(H5FD_gds_route_t route)

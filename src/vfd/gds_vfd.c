@@ -423,6 +423,11 @@ static herr_t gds_close(H5FD_t *_file)
         engine_error(file, H5E_WRITEERROR, &st);
         ret = -1;
     }
+    /* write-behind: every background write lands (or the close fails) */
+    if (gds_file_drain(file->engine, &st) < 0) {
+        engine_error(file, H5E_WRITEERROR, &st);
+        ret = -1;
+    }
     gds_sieve_free(&file->sieve);
     gds_file_close(file->engine);
     if (close(file->fd) < 0) {
@@ -599,7 +604,13 @@ static herr_t gds_flush(H5FD_t *_file, hid_t dxpl, hbool_t closing)
         engine_error(file, H5E_WRITEERROR, &st);
         return -1;
     }
-    if (file->config.fsync_on_flush && fsync(file->fd) < 0) {
+    /* Write-behind: the background writes land, and the flush makes them
+     * durable (always: "flushed" means "on disk" once writes return early). */
+    if (gds_file_drain(file->engine, &st) < 0) {
+        engine_error(file, H5E_WRITEERROR, &st);
+        return -1;
+    }
+    if ((file->config.fsync_on_flush || file->config.write_behind) && fsync(file->fd) < 0) {
         GDS_ERROR(H5E_IO, H5E_WRITEERROR, "fsync of '%s' failed: %s", file->name, strerror(errno));
         return -1;
     }
@@ -615,7 +626,7 @@ static herr_t gds_truncate(H5FD_t *_file, hid_t dxpl, hbool_t closing)
      * and a window reaching past a shrunk end of file must not outlive it. */
     gds_status_t st;
     if (gds_sieve_before_other(&file->sieve, file->engine, file->eoa, SIZE_MAX - file->eoa, true, &st) < 0 ||
-        gds_sieve_flush(&file->sieve, file->engine, &st) < 0) {
+        gds_sieve_flush(&file->sieve, file->engine, &st) < 0 || gds_file_drain(file->engine, &st) < 0) {
         engine_error(file, H5E_WRITEERROR, &st);
         return -1;
     }

@@ -1,0 +1,397 @@
+/* Write-behind snapshots and their background writes; see write_behind.h. */
+#include "write_behind.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define WB_ALIGN 256
+
+/* ---- an arena: one allocation, first-fit extents, coalesced on free ---- */
+
+typedef struct extent {
+    size_t off, len;
+} extent_t;
+
+typedef struct arena {
+    char *base;
+    size_t size;
+    bool device;    /* device memory (else host: pinned when CUDA is loaded) */
+    bool pinned;
+    extent_t *free; /* sorted by offset */
+    size_t nfree, cap;
+} arena_t;
+
+static bool arena_alloc(arena_t *a, size_t len, size_t *off)
+{
+    for (size_t i = 0; i < a->nfree; i++) {
+        if (a->free[i].len < len)
+            continue;
+        *off = a->free[i].off;
+        a->free[i].off += len;
+        a->free[i].len -= len;
+        if (a->free[i].len == 0) {
+            memmove(&a->free[i], &a->free[i + 1], (a->nfree - i - 1) * sizeof a->free[0]);
+            a->nfree--;
+        }
+        return true;
+    }
+    return false;
+}
+
+static bool arena_release(arena_t *a, size_t off, size_t len)
+{
+    size_t i = 0;
+    while (i < a->nfree && a->free[i].off < off)
+        i++;
+    bool joins_prev = i > 0 && a->free[i - 1].off + a->free[i - 1].len == off;
+    bool joins_next = i < a->nfree && off + len == a->free[i].off;
+    if (joins_prev && joins_next) {
+        a->free[i - 1].len += len + a->free[i].len;
+        memmove(&a->free[i], &a->free[i + 1], (a->nfree - i - 1) * sizeof a->free[0]);
+        a->nfree--;
+    }
+    else if (joins_prev)
+        a->free[i - 1].len += len;
+    else if (joins_next) {
+        a->free[i].off = off;
+        a->free[i].len += len;
+    }
+    else {
+        if (a->nfree == a->cap) {
+            size_t cap = a->cap ? 2 * a->cap : 16;
+            extent_t *grown = realloc(a->free, cap * sizeof *grown);
+            if (!grown)
+                return false; /* the space is lost until close: never overlapping, never wrong */
+            a->free = grown;
+            a->cap = cap;
+        }
+        memmove(&a->free[i + 1], &a->free[i], (a->nfree - i) * sizeof a->free[0]);
+        a->free[i] = (extent_t){off, len};
+        a->nfree++;
+    }
+    return true;
+}
+
+/* ---- pending background writes ---- */
+
+typedef struct pending {
+    gds_segment_t *segs; /* file ranges (buffers: inside the arena) */
+    size_t nseg;
+    size_t arena_off, arena_len;
+    gds_io_t *io;
+    struct pending *next;
+} pending_t;
+
+struct gds_wb {
+    pthread_mutex_t lock; /* held while snapshotting and while waiting: one writer at a time */
+    size_t budget;
+    arena_t arena;        /* allocated at the first snapshot */
+    bool arena_tried;
+    void *ctx;            /* the CUDA context of device snapshots */
+    CUstream stream;      /* snapshot copies */
+    pending_t *head, *tail;
+    size_t in_use;
+    bool failed;
+    gds_status_t error;   /* the first background failure */
+};
+
+gds_wb_t *gds_wb_create(size_t budget)
+{
+    gds_wb_t *wb = calloc(1, sizeof *wb);
+    if (!wb)
+        return NULL;
+    pthread_mutex_init(&wb->lock, NULL);
+    wb->budget = budget;
+    return wb;
+}
+
+void gds_wb_destroy(gds_wb_t *wb)
+{
+    if (!wb)
+        return;
+    const gds_cuda_api_t *cu = gds_cuda_if_loaded();
+    if (cu && (wb->arena.device || wb->arena.pinned || wb->stream) && gds_cuda_make_current(wb->ctx) == CUDA_SUCCESS) {
+        if (wb->arena.base && wb->arena.device)
+            cu->MemFree((CUdeviceptr)(uintptr_t)wb->arena.base);
+        else if (wb->arena.base && wb->arena.pinned)
+            cu->MemFreeHost(wb->arena.base);
+        if (wb->stream)
+            cu->StreamDestroy(wb->stream);
+    }
+    else if (wb->arena.base && !wb->arena.device && !wb->arena.pinned)
+        free(wb->arena.base);
+    free(wb->arena.free);
+    pthread_mutex_destroy(&wb->lock);
+    free(wb);
+}
+
+static bool overlaps(const pending_t *p, const gds_segment_t *segs, size_t nseg)
+{
+    for (size_t i = 0; i < p->nseg; i++)
+        for (size_t j = 0; j < nseg; j++)
+            if (p->segs[i].offset < segs[j].offset + segs[j].size && segs[j].offset < p->segs[i].offset + p->segs[i].size)
+                return true;
+    return false;
+}
+
+/* Waits for one background write, frees its snapshot, keeps a failure. */
+static void retire_locked(gds_file_t *file, gds_wb_t *wb, pending_t *p)
+{
+    gds_status_t st;
+    int rc = gds_io_wait(p->io, &st);
+    if (rc != 0 && !wb->failed) {
+        wb->failed = true;
+        gds_status_set(&wb->error, st.err, "background write (write-behind) of %zu piece%s from offset %llu failed: %.200s",
+                       p->nseg, p->nseg == 1 ? "" : "s", (unsigned long long)p->segs[0].offset, st.msg);
+        gds_stat_add(&file->stats.wb_failures, 1);
+    }
+    arena_release(&wb->arena, p->arena_off, p->arena_len);
+    wb->in_use -= p->arena_len;
+    pending_t **link = &wb->head, *prev = NULL;
+    while (*link != p) {
+        prev = *link;
+        link = &(*link)->next;
+    }
+    *link = p->next;
+    if (wb->tail == p)
+        wb->tail = prev;
+    free(p->segs);
+    free(p);
+}
+
+static int sticky_error(const gds_wb_t *wb, gds_status_t *st)
+{
+    gds_status_set(st, wb->error.err, "%.300s", wb->error.msg);
+    return -1;
+}
+
+/* Finished background writes are retired without waiting. */
+static void reap_locked(gds_file_t *file, gds_wb_t *wb)
+{
+    while (wb->head && gds_io_done(wb->head->io))
+        retire_locked(file, wb, wb->head);
+}
+
+int gds_wb_before(gds_file_t *file, const gds_segment_t *segs, size_t nseg, gds_status_t *st)
+{
+    gds_wb_t *wb = file->wb;
+    pthread_mutex_lock(&wb->lock);
+    reap_locked(file, wb);
+    for (pending_t *p = wb->head, *next; p; p = next) {
+        next = p->next;
+        if (overlaps(p, segs, nseg))
+            retire_locked(file, wb, p);
+    }
+    int rc = wb->failed ? sticky_error(wb, st) : 0;
+    pthread_mutex_unlock(&wb->lock);
+    return rc;
+}
+
+int gds_wb_drain(gds_file_t *file, gds_status_t *st)
+{
+    gds_wb_t *wb = file->wb;
+    if (!wb)
+        return 0;
+    pthread_mutex_lock(&wb->lock);
+    while (wb->head)
+        retire_locked(file, wb, wb->head);
+    int rc = wb->failed ? sticky_error(wb, st) : 0;
+    pthread_mutex_unlock(&wb->lock);
+    return rc;
+}
+
+/* The arena, at the first snapshot: device memory for device data when
+ * allowed and available, else host memory (pinned when CUDA is loaded). */
+static void make_arena_locked(gds_file_t *file, gds_wb_t *wb, const gds_buffer_info_t *first)
+{
+    wb->arena_tried = true;
+    const gds_cuda_api_t *cu = gds_cuda_if_loaded();
+    size_t size = wb->budget;
+    bool want_device = !gds_memory_is_host(first->kind) && file->cfg.write_behind_memory != GDS_WB_HOST;
+    void *ctx = first->context;
+    if (cu && !ctx) /* host data first: pinned memory of the thread's context, if it has one */
+        cu->CtxGetCurrent((CUcontext *)&ctx);
+    if (cu && ctx && gds_cuda_make_current(ctx) == CUDA_SUCCESS) {
+        wb->ctx = ctx;
+        if (cu->StreamCreate(&wb->stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS)
+            wb->stream = NULL;
+        CUdeviceptr d = 0;
+        if (want_device && cu->MemAlloc(&d, size) == CUDA_SUCCESS) {
+            wb->arena.base = (char *)(uintptr_t)d;
+            wb->arena.device = true;
+        }
+        else if (cu->MemHostAlloc((void **)&wb->arena.base, size, CU_MEMHOSTALLOC_PORTABLE) == CUDA_SUCCESS)
+            wb->arena.pinned = true;
+        else
+            wb->arena.base = NULL;
+    }
+    if (!wb->arena.base && gds_memory_is_host(first->kind))
+        wb->arena.base = malloc(size); /* no CUDA in the process: plain host memory */
+    if (!wb->arena.base) {
+        gds_file_log(file, "write-behind: no %zu-byte snapshot memory could be allocated; writing through", size);
+        return;
+    }
+    wb->arena.size = size;
+    wb->arena.free = malloc(16 * sizeof *wb->arena.free);
+    wb->arena.cap = 16;
+    wb->arena.free[0] = (extent_t){0, size};
+    wb->arena.nfree = 1;
+    gds_stat_add(&file->stats.wb_arena_bytes, size);
+    gds_file_log(file, "write-behind: %zu bytes of %s snapshot memory", size,
+                 wb->arena.device ? "device" : wb->arena.pinned ? "pinned host" : "host");
+}
+
+/* Copies the request's buffers into the arena at `dst`, ordered against
+ * the application's stream as the request says; done when it returns. */
+static int snapshot_locked(gds_wb_t *wb, const gds_request_t *req, const gds_buffer_info_t *info, char *dst,
+                           gds_status_t *st)
+{
+    bool any_device = false;
+    for (size_t i = 0; i < req->nseg; i++)
+        any_device |= !gds_memory_is_host(info[i].kind);
+    if (!any_device && !wb->arena.device) {
+        for (size_t i = 0, at = 0; i < req->nseg; at += req->segs[i].size, i++)
+            memcpy(dst + at, req->segs[i].buf, req->segs[i].size);
+        return 0;
+    }
+    const gds_cuda_api_t *cu = gds_cuda_if_loaded();
+    CUresult rc = gds_cuda_make_current(wb->ctx);
+    CUevent after = NULL;
+    if (rc == CUDA_SUCCESS && req->order != GDS_ORDER_NONE) {
+        rc = cu->EventCreate(&after, CU_EVENT_DISABLE_TIMING);
+        if (rc == CUDA_SUCCESS)
+            rc = cu->EventRecord(after, req->order == GDS_ORDER_STREAM ? (CUstream)req->stream : NULL);
+        if (rc == CUDA_SUCCESS)
+            rc = cu->StreamWaitEvent(wb->stream, after, 0);
+    }
+    for (size_t i = 0, at = 0; rc == CUDA_SUCCESS && i < req->nseg; at += req->segs[i].size, i++)
+        rc = cu->MemcpyAsync((CUdeviceptr)(uintptr_t)(dst + at), (CUdeviceptr)(uintptr_t)req->segs[i].buf,
+                             req->segs[i].size, wb->stream);
+    if (rc == CUDA_SUCCESS)
+        rc = cu->StreamSynchronize(wb->stream);
+    else
+        cu->StreamSynchronize(wb->stream); /* no copy may still run into memory we give back */
+    if (after)
+        cu->EventDestroy(after);
+    if (rc != CUDA_SUCCESS) {
+        gds_status_set(st, 0, "write-behind snapshot copy failed: %s", gds_cuda_error_text(rc));
+        return -1;
+    }
+    return 0;
+}
+
+int gds_wb_write(gds_file_t *file, const gds_request_t *req, gds_status_t *st)
+{
+    gds_wb_t *wb = file->wb;
+    size_t total = 0;
+    for (size_t i = 0; i < req->nseg; i++)
+        total += req->segs[i].size;
+    size_t need = (total + WB_ALIGN - 1) / WB_ALIGN * WB_ALIGN;
+    if (total == 0 || need > wb->budget)
+        return 0; /* larger than the whole budget: written through */
+    gds_buffer_info_t *info = malloc(req->nseg * sizeof *info);
+    gds_segment_t *segs = malloc(req->nseg * sizeof *segs);
+    pending_t *p = calloc(1, sizeof *p);
+    if (!info || !segs || !p) {
+        free(info);
+        free(segs);
+        free(p);
+        return 0;
+    }
+    for (size_t i = 0; i < req->nseg; i++)
+        if (req->known)
+            info[i] = req->known[i];
+        else
+            gds_classify_buffer(req->segs[i].buf, &info[i]);
+
+    pthread_mutex_lock(&wb->lock);
+    int rc = 0;
+    reap_locked(file, wb);
+    if (wb->failed) {
+        rc = sticky_error(wb, st);
+        goto out;
+    }
+    if (!wb->arena_tried)
+        make_arena_locked(file, wb, &info[0]);
+    if (!wb->arena.base)
+        goto out; /* written through */
+    for (size_t i = 0; i < req->nseg; i++) {
+        bool host = gds_memory_is_host(info[i].kind);
+        /* host data never goes into device memory; device data only from
+         * the arena's context */
+        if ((host && wb->arena.device) || (!host && info[i].context != wb->ctx))
+            goto out;
+    }
+    /* earlier writes of the same bytes land first */
+    for (pending_t *q = wb->head, *next; q; q = next) {
+        next = q->next;
+        if (overlaps(q, req->segs, req->nseg))
+            retire_locked(file, wb, q);
+    }
+    /* space: back-pressure on the oldest background write */
+    uint64_t wait0 = 0;
+    while (!arena_alloc(&wb->arena, need, &p->arena_off)) {
+        if (!wb->head)
+            goto out; /* fragmented beyond use (cannot happen when empty): write through */
+        if (!wait0)
+            wait0 = gds_now_ns();
+        retire_locked(file, wb, wb->head);
+        if (wb->failed) {
+            rc = sticky_error(wb, st);
+            goto out;
+        }
+    }
+    if (wait0) {
+        gds_stat_add(&file->stats.wb_wait_ns, gds_now_ns() - wait0);
+        gds_stat_add(&file->stats.wb_waits, 1);
+    }
+    p->arena_len = need;
+    char *dst = wb->arena.base + p->arena_off;
+    if (snapshot_locked(wb, req, info, dst, st) != 0) {
+        arena_release(&wb->arena, p->arena_off, need);
+        rc = -1;
+        goto out;
+    }
+    for (size_t i = 0, at = 0; i < req->nseg; at += req->segs[i].size, i++)
+        segs[i] = (gds_segment_t){req->segs[i].offset, req->segs[i].size, dst + at};
+    gds_buffer_info_t snap = {wb->arena.device ? GDS_MEMORY_DEVICE : wb->arena.pinned ? GDS_MEMORY_PINNED : GDS_MEMORY_HOST,
+                              wb->arena.device ? wb->ctx : NULL, -1, 0};
+    gds_buffer_info_t *snap_info = malloc(req->nseg * sizeof *snap_info);
+    if (!snap_info) {
+        arena_release(&wb->arena, p->arena_off, need);
+        goto out; /* written through */
+    }
+    for (size_t i = 0; i < req->nseg; i++)
+        snap_info[i] = snap;
+    gds_request_t bg = {.write = true, .data = GDS_DATA_RAW, .nseg = req->nseg, .segs = segs,
+                        .order = GDS_ORDER_NONE, .known = snap_info};
+    rc = gds_submit_unordered(file, &bg, &p->io, st);
+    free(snap_info);
+    if (rc != 0) {
+        arena_release(&wb->arena, p->arena_off, need);
+        goto out;
+    }
+    p->segs = segs;
+    p->nseg = req->nseg;
+    segs = NULL;
+    if (wb->tail)
+        wb->tail->next = p;
+    else
+        wb->head = p;
+    wb->tail = p;
+    p = NULL;
+    wb->in_use += need;
+    gds_stat_add(&file->stats.wb_snapshots, 1);
+    gds_stat_add(&file->stats.wb_bytes, total);
+    uint64_t peak = __atomic_load_n(&file->stats.wb_peak_bytes, __ATOMIC_RELAXED);
+    if (wb->in_use > peak)
+        __atomic_store_n(&file->stats.wb_peak_bytes, wb->in_use, __ATOMIC_RELAXED);
+    rc = 1;
+out:
+    pthread_mutex_unlock(&wb->lock);
+    free(info);
+    free(segs);
+    free(p);
+    return rc;
+}

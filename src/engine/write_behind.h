@@ -1,0 +1,42 @@
+/*
+ * Write-behind: a raw-data write returns once its bytes are copied into a
+ * snapshot buffer; the engine writes the snapshot to the file in the
+ * background (an asynchronous request on the pool, through the usual
+ * strategies) and frees it when that is done.
+ *
+ * Snapshots live in two arenas of the file, allocated on first use, whose
+ * bytes in use together never exceed the budget: device data goes into a
+ * device arena (a device-to-device copy, the fastest snapshot) when one
+ * could be allocated, else into the host arena (pinned when CUDA is
+ * loaded); host data goes into the host arena. When the arenas are full a
+ * writer waits for the oldest background write (back-pressure, counted in
+ * the statistics). A request larger than the budget is written through.
+ *
+ * Order and coherence: every other request of the file (reads, writes that
+ * are not taken, metadata) first waits for the background writes that
+ * overlap it; a new snapshot that overlaps a pending one waits for it too,
+ * so writes land in the order they were made and reads see every earlier
+ * write. A background failure is kept: it fails every later request of the
+ * file and every drain, so the file is never reported durable after it.
+ */
+#ifndef H5GDS_WRITE_BEHIND_H
+#define H5GDS_WRITE_BEHIND_H
+
+#include "file_internal.h"
+
+typedef struct gds_wb gds_wb_t;
+
+gds_wb_t *gds_wb_create(size_t budget);
+/* Frees the arenas; the caller drained first. */
+void gds_wb_destroy(gds_wb_t *wb);
+
+/* A raw write: snapshotted and started (1), not taken (0: the caller
+ * writes it synchronously, after gds_wb_before), or failed (-1). */
+int gds_wb_write(gds_file_t *file, const gds_request_t *req, gds_status_t *st);
+/* Before any other request: waits for the overlapping background writes;
+ * -1 when a background write has failed. */
+int gds_wb_before(gds_file_t *file, const gds_segment_t *segs, size_t nseg, gds_status_t *st);
+/* Waits for every background write; -1 with the first failure (kept). */
+int gds_wb_drain(gds_file_t *file, gds_status_t *st);
+
+#endif
