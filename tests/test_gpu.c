@@ -492,6 +492,57 @@ static void test_stream_order(void)
     H5Pclose(fapl);
 }
 
+/* Write-behind from device memory: the write returns after a snapshot (in
+ * device memory, or pinned host memory with write_behind_memory=host); the
+ * application overwrites its buffer at once; reads see the write; memory
+ * stays within the budget. */
+static void test_write_behind_device(const char *memory)
+{
+    char cfg[512];
+    snprintf(cfg, sizeof cfg, "%s%swrite_behind=64MiB,write_behind_memory=%s", config, *config ? "," : "", memory);
+    hid_t fapl = gds_fapl(cfg);
+    CHECK(fapl >= 0);
+    hid_t f = H5Fcreate(test_path("gpu_wb.h5"), H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    const size_t n = (40 << 20) + 7;
+    hsize_t dims[1] = {n};
+    hid_t s = H5Screate_simple(1, dims, NULL), dcpl = H5FD_gds_create_dcpl();
+    hid_t d1 = H5Dcreate2(f, "a", H5T_NATIVE_UCHAR, s, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    hid_t d2 = H5Dcreate2(f, "b", H5T_NATIVE_UCHAR, s, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    unsigned char *src1 = malloc(n), *src2 = malloc(n), *got = malloc(n);
+    fill_random(src1, n, 71);
+    fill_random(src2, n, 72);
+    test_buffer_t b = buffer_alloc(MEM_DEVICE, n);
+    buffer_put(&b, 0, src1, n);
+    CHECK(H5Dwrite(d1, H5T_NATIVE_UCHAR, H5S_ALL, H5S_ALL, H5P_DEFAULT, b.ptr) >= 0);
+    buffer_put(&b, 0, src2, n); /* reused at once */
+    CHECK(H5Dwrite(d2, H5T_NATIVE_UCHAR, H5S_ALL, H5S_ALL, H5P_DEFAULT, b.ptr) >= 0); /* waits for space */
+    buffer_fill(&b, 0);
+    CHECK(H5Dread(d1, H5T_NATIVE_UCHAR, H5S_ALL, H5S_ALL, H5P_DEFAULT, b.ptr) >= 0);
+    buffer_get(&b, 0, got, n);
+    CHECK_MSG(memcmp(src1, got, n) == 0, "write-behind (%s): first dataset differs", memory);
+    CHECK(H5Dread(d2, H5T_NATIVE_UCHAR, H5S_ALL, H5S_ALL, H5P_DEFAULT, got) >= 0);
+    CHECK_MSG(memcmp(src2, got, n) == 0, "write-behind (%s): second dataset differs", memory);
+    H5FD_gds_stats_t st;
+    CHECK(H5FD_gds_get_stats(f, &st) >= 0);
+    printf("write-behind (%s memory): %llu snapshots, peak %llu bytes, %llu waits (%.3f s)\n", memory,
+           (unsigned long long)st.wb_snapshots, (unsigned long long)st.wb_peak_bytes, (unsigned long long)st.wb_waits,
+           st.wb_wait_seconds);
+    CHECK_MSG(st.wb_snapshots == 2, "%llu snapshots, expected 2", (unsigned long long)st.wb_snapshots);
+    CHECK_MSG(st.wb_peak_bytes <= (64 << 20) && st.wb_memory_bytes == (64 << 20), "peak %llu, memory %llu",
+              (unsigned long long)st.wb_peak_bytes, (unsigned long long)st.wb_memory_bytes);
+    CHECK(H5Fflush(f, H5F_SCOPE_GLOBAL) >= 0);
+    buffer_free(&b);
+    free(src1);
+    free(src2);
+    free(got);
+    H5Dclose(d1);
+    H5Dclose(d2);
+    H5Sclose(s);
+    H5Pclose(dcpl);
+    CHECK(H5Fclose(f) >= 0);
+    H5Pclose(fapl);
+}
+
 /* One request past 4 GiB from and to device memory. */
 static void test_large_device(void)
 {
@@ -537,6 +588,8 @@ int main(int argc, char **argv)
         test_several_files();
         test_compact_plain();
         test_stream_order();
+        test_write_behind_device("device");
+        test_write_behind_device("host");
     }
     return test_finish("test_gpu");
 }
