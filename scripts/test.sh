@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, builds h5gds against the
 # distribution's HDF5 (1.10) and against HDF5 1.14.5 built from Debian's
-# source package, and runs every test with CTest (GPU tests skip without a GPU).
+# source package, runs every test with CTest (GPU tests skip without a GPU),
+# then the Python package's tests (pytest) in a fresh venv with PyPI's h5py.
 #   bash scripts/test.sh            # everything
 #   H5GDS_CTEST_ARGS="-LE large" bash scripts/test.sh   # pass options to ctest
 set -euo pipefail
@@ -22,4 +23,14 @@ for cfg in h10 h14; do
   echo "== tests (build/$cfg)"
   (cd "build/$cfg" && ctest --output-on-failure -j "$jobs" ${H5GDS_CTEST_ARGS:-}) || status=1
 done
+
+# The Python package, as a user installs it: a fresh venv, h5py's wheel from
+# PyPI (its own HDF5), then `pip install ./python` (headers: HDF5 1.14.5 above).
+echo "== Python package (build/venv)"
+rm -rf build/venv
+python3 -m venv build/venv
+build/venv/bin/pip install -q --upgrade pip
+build/venv/bin/pip install -q h5py numpy pytest
+HDF5_ROOT="$root/build/deps/hdf5-1.14.5" build/venv/bin/pip install -q ./python || exit 1
+(cd python && ../build/venv/bin/python -m pytest -q -rs tests) || status=1
 exit $status

@@ -1,0 +1,31 @@
+"""h5gds: GPU-direct HDF5 I/O for h5py.
+
+After ``import h5gds``:
+
+* ``h5py.File(path, mode, driver="gds", threads=8, io_block_size="16MiB")``
+  opens files with the gds driver (``f.driver == "gds"``);
+* :func:`read` / :func:`write` move dataset selections into and out of
+  CuPy / PyTorch / any CUDA or DLPack array (host numpy arrays too);
+* :func:`create_dataset` makes datasets ready for pass-through;
+* :class:`Loader` reads shuffled batches of samples onto the GPU.
+"""
+from __future__ import annotations
+
+from . import _lib
+from ._arrays import gpu_available, set_array_module
+from ._build_info import version as __version__
+from ._io import NotGdsWarning, create_dataset, driver_id, fapl_config, gds_dcpl, last_route, read, register, write
+from ._loader import Loader, TorchLoader
+
+register()
+
+hdf5_version: tuple[int, int, int] = _lib.hdf5_version
+"""The HDF5 version h5py runs (and so h5gds)."""
+hdf5_compiled: tuple[int, int, int] = tuple(_lib._build_info.hdf5_compiled)  # type: ignore[assignment]
+"""The HDF5 headers the native library was compiled with."""
+
+__all__ = [
+    "Loader", "NotGdsWarning", "TorchLoader", "create_dataset", "driver_id", "fapl_config", "gds_dcpl",
+    "gpu_available", "hdf5_compiled", "hdf5_version", "last_route", "read", "set_array_module", "write",
+    "__version__",
+]

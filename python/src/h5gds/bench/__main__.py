@@ -1,0 +1,436 @@
+"""Benchmarks of the Python layer, each method beside its peers in the same run.
+
+  python -m h5gds.bench whole,loader [--dir DIR] [--out OUT] [--sizes 256MiB,1GiB,4GiB]
+         [--samples 4KiB,64KiB,1MiB] [--file-size 2GiB] [--batch 16MiB] [--read-bytes 512MiB]
+
+whole:  dataset write (durable: fsync before the clock stops), cold read (page
+        cache dropped), warm read through h5gds.write/read into device arrays,
+        beside h5py + cupy (host array, then a copy to the device).
+loader: random samples into 16 MiB device batches from a 2 GiB file per
+        sample size, cold and warm: h5gds-loader, torch-dataloader-h5py,
+        h5py-fancy, kvikio-pread, and the ceilings ceiling-odirect (cold),
+        ceiling-buffered and ceiling-h2d (warm). Each method reads the same
+        samples (the first --read-bytes of one shuffled epoch).
+Writes OUT/bench.csv (bench,method,sample_bytes,cache,GBps,samples_per_s,...)
+and OUT/bench.png (when matplotlib is importable).
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import ctypes
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import h5py
+import numpy as np
+
+import h5gds
+from h5gds._lib import errbuf, native
+
+UNITS = {"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+
+
+def size(text: str) -> int:
+    for u, m in sorted(UNITS.items(), key=lambda kv: -len(kv[0])):
+        if text.endswith(u):
+            return int(float(text[: -len(u)]) * m)
+    return int(text)
+
+
+def drop_cache(path: Path) -> str:
+    """Drops the file's pages: the whole page cache when root, else the
+    file's own clean pages (fadvise DONTNEED after fsync)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+    try:
+        with open("/proc/sys/vm/drop_caches", "w") as f:
+            f.write("3\n")
+        return "drop_caches"
+    except OSError:
+        return "fadvise"
+
+
+def warm(path: Path) -> None:
+    with open(path, "rb", buffering=0) as f:
+        while f.read(64 << 20):
+            pass
+
+
+def fsync_path(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class Device:
+    """The GPU array library in use: CuPy when importable, else torch."""
+
+    def __init__(self, host: bool = False) -> None:
+        self.name = "numpy"
+        if host:  # --host: host arrays only, to check the benchmark itself on a machine without a GPU
+            return
+        try:
+            import cupy
+            cupy.cuda.runtime.getDeviceCount()
+            self.name, self.cp = "cupy", cupy
+            return
+        except Exception:
+            pass
+        try:
+            import torch
+        except ImportError:
+            raise SystemExit("h5gds.bench needs a CUDA GPU with CuPy or PyTorch (or --host)") from None
+        if not torch.cuda.is_available():
+            raise SystemExit("h5gds.bench needs a CUDA GPU (CuPy or PyTorch), or --host")
+        self.name, self.torch = "torch", torch
+
+    def sync(self) -> None:
+        if self.name == "numpy":
+            return
+        if self.name == "cupy":
+            self.cp.cuda.Device().synchronize()
+        else:
+            self.torch.cuda.synchronize()
+
+    def random(self, nbytes: int) -> Any:
+        n = nbytes // 4
+        if self.name == "numpy":
+            return np.random.default_rng(0).random(n, dtype="f4")
+        if self.name == "cupy":
+            return self.cp.random.random(n, dtype="f4")
+        return self.torch.rand(n, device="cuda")
+
+    def empty(self, nbytes: int) -> Any:
+        n = nbytes // 4
+        if self.name == "numpy":
+            return np.empty(n, "f4")
+        return self.cp.empty(n, "f4") if self.name == "cupy" else self.torch.empty(n, device="cuda")
+
+    def to_host(self, a: Any) -> np.ndarray:
+        if self.name == "numpy":
+            return a
+        return a.get() if self.name == "cupy" else a.cpu().numpy()
+
+    def from_host(self, a: np.ndarray) -> Any:
+        if self.name == "numpy":
+            return a
+        return self.cp.asarray(a) if self.name == "cupy" else self.torch.from_numpy(a).cuda()
+
+    def equal(self, a: Any, b: Any) -> bool:
+        return bool((a == b).all())
+
+
+Row = dict[str, Any]
+
+
+def timed(fn: Callable[[], Any], dev: Device | None = None) -> float:
+    if dev:
+        dev.sync()
+    t0 = time.perf_counter()
+    fn()
+    if dev:
+        dev.sync()
+    return time.perf_counter() - t0
+
+
+# ---- whole datasets ---------------------------------------------------------------
+
+def bench_whole(args: argparse.Namespace, dev: Device, rows: list[Row]) -> None:
+    for nbytes in [size(s) for s in args.sizes.split(",")]:
+        path = Path(args.dir) / f"whole-{nbytes}.h5"
+        data = dev.random(nbytes)
+        out = dev.empty(nbytes)
+
+        def gds_write() -> None:
+            with h5py.File(path, "w", driver="gds") as f:
+                h5gds.create_dataset(f, "x", data=data)
+            fsync_path(path)
+
+        def gds_read() -> None:
+            with h5py.File(path, "r", driver="gds") as f:
+                h5gds.read(f["x"], out=out)
+
+        def peer_write() -> None:
+            host = dev.to_host(data)
+            with h5py.File(path, "w") as f:
+                f.create_dataset("x", data=host)
+            fsync_path(path)
+
+        peer_out: list[Any] = []
+
+        def peer_read() -> None:
+            with h5py.File(path, "r") as f:
+                peer_out[:] = [dev.from_host(f["x"][()])]
+
+        for method, write, read in (("h5gds", gds_write, gds_read), ("h5py+cupy", peer_write, peer_read)):
+            for rep in range(args.repeats):
+                if path.exists():
+                    path.unlink()
+                t = timed(write, dev)
+                rows.append(row("whole", method, nbytes, "durable-write", nbytes / t, 1 / t, rep))
+                how = drop_cache(path)
+                t = timed(read, dev)
+                rows.append(row("whole", method, nbytes, "cold", nbytes / t, 1 / t, rep, how))
+                t = timed(read, dev)
+                rows.append(row("whole", method, nbytes, "warm", nbytes / t, 1 / t, rep))
+                got = out if method == "h5gds" else peer_out[0]
+                if not dev.equal(got, data):
+                    raise SystemExit(f"whole {method} {nbytes}: data read differs from data written")
+                print_row(rows[-3:])
+        path.unlink()
+        del data, out
+
+
+def row(bench: str, method: str, sample: int, cache: str, bps: float, per_s: float, rep: int = 0,
+        note: str = "") -> Row:
+    return {"bench": bench, "method": method, "sample_bytes": sample, "cache": cache, "GBps": round(bps / 1e9, 4),
+            "samples_per_s": round(per_s, 1), "repeat": rep, "note": note}
+
+
+def print_row(rs: list[Row]) -> None:
+    for r in rs:
+        print(f"{r['bench']:7s} {r['method']:22s} {r['sample_bytes']:>11d} {r['cache']:14s} {r['GBps']:8.3f} GB/s "
+              f"{r['samples_per_s']:>12.0f}/s {r['note']}", flush=True)
+
+
+# ---- loader -------------------------------------------------------------------------
+
+class _RowDataset:
+    """torch Dataset: one h5py.File per worker, opened lazily in the worker."""
+
+    def __init__(self, path: str):
+        self.path, self.f = path, None
+
+    def __len__(self) -> int:
+        with h5py.File(self.path, "r") as f:
+            return int(f["x"].shape[0])
+
+    def __getitem__(self, i: int) -> Any:
+        import torch
+        if self.f is None:
+            self.f = h5py.File(self.path, "r")
+        return torch.from_numpy(self.f["x"][i])
+
+
+def make_sample_file(path: Path, sample: int, file_bytes: int) -> int:
+    n = file_bytes // sample
+    if path.exists():
+        with h5py.File(path, "r") as f:
+            if f["x"].shape == (n, sample):
+                return n
+    rng = np.random.default_rng(0)
+    with h5py.File(path, "w") as f:
+        d = f.create_dataset("x", shape=(n, sample), dtype="u1")
+        step = max(1, (256 << 20) // sample)
+        for i in range(0, n, step):
+            d[i:i + step] = rng.integers(0, 255, (min(step, n - i), sample), dtype=np.uint8)
+    return n
+
+
+def bench_loader(args: argparse.Namespace, dev: Device, rows: list[Row]) -> None:
+    batch_bytes, file_bytes = size(args.batch), size(args.file_size)
+    try:
+        import kvikio  # type: ignore[import-not-found]
+    except Exception as exc:
+        kvikio = None
+        print(f"kvikio-pread: skipped (kvikio not importable: {exc})", flush=True)
+        rows.append(row("loader", "kvikio-pread", 0, "-", float("nan"), float("nan"), note="skipped: kvikio not importable"))
+    for sample in [size(s) for s in args.samples.split(",")]:
+        path = Path(args.dir) / f"samples-{sample}.h5"
+        n = make_sample_file(path, sample, file_bytes)
+        bsz = max(1, batch_bytes // sample)
+        nbatches = max(1, min(n // bsz, size(args.read_bytes) // batch_bytes))
+        with h5py.File(path, "r") as f:
+            base = int(f["x"].id.get_offset())
+            loader = h5gds.Loader(f["x"], bsz, seed=1, like=dev.name, prefetch=args.prefetch, config=args.config)
+        order = loader.indices()[: nbatches * bsz]
+        batches = [np.sort(order[i:i + bsz]) for i in range(0, len(order), bsz)]
+        total = len(order) * sample
+
+        def m_loader() -> None:
+            for k, b in enumerate(loader):
+                if k + 1 == nbatches:
+                    break
+
+        def m_fancy() -> None:
+            with h5py.File(path, "r") as f:
+                d = f["x"]
+                for b in batches:
+                    dev.from_host(d[b])
+
+        def m_torch() -> None:
+            import torch
+            ds = _RowDataset(str(path))
+            dl = torch.utils.data.DataLoader(ds, batch_size=bsz, sampler=order.tolist(), num_workers=8,
+                                             pin_memory=True)
+            for x in dl:
+                x.cuda(non_blocking=True)
+
+        def m_kvikio() -> None:
+            buf = dev.cp.empty(bsz * sample, "u1") if dev.name == "cupy" else dev.torch.empty(bsz * sample, dtype=dev.torch.uint8, device="cuda")
+            with kvikio.CuFile(str(path), "r") as f:
+                for b in batches:
+                    futs = [f.pread(buf[j * sample:(j + 1) * sample], sample, base + int(i) * sample)
+                            for j, i in enumerate(b)]
+                    for fu in futs:
+                        fu.get()
+
+        offsets = np.ascontiguousarray(base + order.astype(np.uint64) * np.uint64(sample), np.uint64)
+
+        def ceiling(direct: bool, threads: int) -> float:
+            secs, err = ctypes.c_double(), errbuf()
+            rc = native.h5gds_py_ceiling_pread(str(path).encode(), int(direct), threads, sample, len(offsets),
+                                               offsets.ctypes.data_as(ctypes.POINTER(ctypes.c_uint64)),
+                                               ctypes.byref(secs), err, len(err))
+            if rc != 0:
+                raise OSError(-rc, err.value.decode())
+            return secs.value
+
+        methods: list[tuple[str, Callable[[], None]]] = [("h5gds-loader", m_loader), ("h5py-fancy", m_fancy)]
+        try:
+            import torch  # noqa: F401
+            if dev.name == "numpy":
+                raise ImportError
+            methods.append(("torch-dataloader-h5py", m_torch))
+        except ImportError:
+            rows.append(row("loader", "torch-dataloader-h5py", sample, "-", float("nan"), float("nan"),
+                            note="skipped: torch not importable"))
+        if kvikio is not None:
+            try:
+                kvikio.defaults.set({"num_threads": 16})
+            except Exception:
+                kvikio.defaults.num_threads_reset(16)
+            if dev.name == "cupy":
+                methods.append(("kvikio-pread", m_kvikio))
+        for cache in ("cold", "warm"):
+            for rep in range(args.repeats):
+                for name, fn in methods:
+                    note = drop_cache(path) if cache == "cold" else ""
+                    if cache == "warm":
+                        warm(path)
+                    t = timed(fn, dev)
+                    rows.append(row("loader", name, sample, cache, total / t, len(order) / t, rep, note))
+                    print_row(rows[-1:])
+                if cache == "cold":
+                    best = None
+                    for threads in (16, 64):
+                        note = drop_cache(path)
+                        t = ceiling(True, threads)
+                        if best is None or t < best[0]:
+                            best = (t, f"{threads} threads, {note}")
+                    assert best is not None
+                    rows.append(row("loader", "ceiling-odirect", sample, cache, total / best[0], len(order) / best[0],
+                                    rep, best[1]))
+                else:
+                    warm(path)
+                    ceiling(False, 16)
+                    t = ceiling(False, 16)
+                    rows.append(row("loader", "ceiling-buffered", sample, cache, total / t, len(order) / t, rep,
+                                    "16 threads"))
+                    if dev.name == "numpy":
+                        print_row(rows[-1:])
+                        continue
+                    t = h2d_time(dev, bsz * sample)
+                    rows.append(row("loader", "ceiling-h2d", sample, cache, bsz * sample / t, bsz / t, rep))
+                    print_row(rows[-2:])
+                    continue
+                print_row(rows[-1:])
+        loader.close()
+
+
+def h2d_time(dev: Device, nbytes: int) -> float:
+    """Pinned host -> device copy of one batch (best of 10)."""
+    best = float("inf")
+    if dev.name == "cupy":
+        cp = dev.cp
+        host = np.frombuffer(cp.cuda.alloc_pinned_memory(nbytes), np.uint8, nbytes)
+        d = cp.empty(nbytes, cp.uint8)
+        for _ in range(10):
+            best = min(best, timed(lambda: d.set(host), dev))
+    else:
+        torch = dev.torch
+        host = torch.empty(nbytes, dtype=torch.uint8, pin_memory=True)
+        d = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
+        for _ in range(10):
+            best = min(best, timed(lambda: d.copy_(host, non_blocking=True), dev))
+    return best
+
+
+def plot(rows: list[Row], png: Path) -> None:
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("plot skipped: matplotlib not importable", flush=True)
+        return
+    groups = sorted({(r["bench"], r["cache"]) for r in rows if r["cache"] != "-"})
+    fig, axes = plt.subplots(len(groups), 1, figsize=(10, 3.2 * len(groups)), squeeze=False)
+    for ax, (bench, cache) in zip(axes[:, 0], groups):
+        sel = [r for r in rows if r["bench"] == bench and r["cache"] == cache]
+        methods = sorted({r["method"] for r in sel})
+        sizes = sorted({r["sample_bytes"] for r in sel})
+        w = 0.8 / max(1, len(methods))
+        for k, m in enumerate(methods):
+            ys = [np.median([r["GBps"] for r in sel if r["method"] == m and r["sample_bytes"] == s] or [0])
+                  for s in sizes]
+            ax.bar(np.arange(len(sizes)) + k * w, ys, w, label=m)
+        ax.set_xticks(np.arange(len(sizes)) + 0.4 - w / 2, [f"{s >> 10} KiB" if s < 1 << 20 else f"{s >> 20} MiB"
+                                                             for s in sizes])
+        ax.set_ylabel("GB/s")
+        ax.set_title(f"{bench}: {cache}")
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(png, dpi=110)
+    print(f"plot: {png}", flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m h5gds.bench", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("parts", help="whole, loader or whole,loader")
+    p.add_argument("--dir", default=os.environ.get("TMPDIR", "/tmp"), help="where the files go (a real disk)")
+    p.add_argument("--out", default=os.environ.get("OUT", "."), help="where bench.csv and bench.png go")
+    p.add_argument("--sizes", default="256MiB,1GiB,4GiB")
+    p.add_argument("--samples", default="4KiB,64KiB,1MiB")
+    p.add_argument("--file-size", default="2GiB")
+    p.add_argument("--batch", default="16MiB")
+    p.add_argument("--read-bytes", default="512MiB", help="bytes each loader method reads per measurement")
+    p.add_argument("--repeats", type=int, default=1)
+    p.add_argument("--prefetch", type=int, default=4)
+    p.add_argument("--config", default="", help="gds configuration keys for the loader's engine")
+    p.add_argument("--host", action="store_true", help="host arrays only (checks the benchmark without a GPU)")
+    args = p.parse_args(argv)
+    Path(args.dir).mkdir(parents=True, exist_ok=True)
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    dev = Device(args.host)
+    rows: list[Row] = []
+    print(f"h5gds {h5gds.__version__}, HDF5 {h5gds.hdf5_version}, arrays: {dev.name}, files in {args.dir}", flush=True)
+    try:
+        for part in args.parts.split(","):
+            {"whole": bench_whole, "loader": bench_loader}[part](args, dev, rows)
+    finally:
+        csv_path = Path(args.out) / "bench.csv"
+        with open(csv_path, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=["bench", "method", "sample_bytes", "cache", "GBps", "samples_per_s",
+                                              "repeat", "note"])
+            w.writeheader()
+            w.writerows(rows)
+        print(f"csv: {csv_path}", flush=True)
+        if rows:
+            plot(rows, Path(args.out) / "bench.png")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,173 @@
+"""Loader semantics on host arrays (like="numpy"): the same code builds the
+engine requests for device batches."""
+import h5py
+import numpy as np
+import pytest
+
+import h5gds
+
+
+def make_file(path, n=1000, row=(6,), chunks=None, dtype="f4"):
+    data = np.arange(n * int(np.prod(row)), dtype=dtype).reshape((n,) + row)
+    with h5py.File(path, "w") as f:
+        f.create_dataset("x", data=data, chunks=chunks)
+        f.create_dataset("y", data=np.arange(n, dtype="i8"))
+    return data
+
+
+def ids(batch):
+    return [int(v) for v in batch[1]]
+
+
+@pytest.fixture
+def src(tmp_path):
+    p = tmp_path / "s.h5"
+    data = make_file(p)
+    f = h5py.File(p, "r")
+    yield f, data
+    f.close()
+
+
+def test_batches_match_rows(src):
+    f, data = src
+    loader = h5gds.Loader((f["x"], f["y"]), 64, like="numpy")
+    n = 0
+    for x, y in loader:
+        np.testing.assert_array_equal(x, data[y])
+        n += 1
+    assert n == len(loader) == 16
+
+
+def test_shuffle_deterministic_per_seed_and_epoch(src):
+    f, _ = src
+    a = h5gds.Loader((f["x"], f["y"]), 100, seed=3, like="numpy")
+    b = h5gds.Loader((f["x"], f["y"]), 100, seed=3, like="numpy")
+    c = h5gds.Loader((f["x"], f["y"]), 100, seed=4, like="numpy")
+    first = [ids(x) for x in a]
+    assert first == [ids(x) for x in b]
+    assert first != [ids(x) for x in c]
+    a.set_epoch(1)
+    second = [ids(x) for x in a]
+    assert second != first and sorted(sum(second, [])) == list(range(1000))
+    b.set_epoch(1)
+    assert second == [ids(x) for x in b]
+    assert [ids(x) for x in a] == second  # same epoch again: same order
+
+
+def test_no_shuffle_is_in_order(src):
+    f, _ = src
+    got = sum((ids(b) for b in h5gds.Loader((f["x"], f["y"]), 128, shuffle=False, like="numpy")), [])
+    assert got == list(range(1000))
+
+
+@pytest.mark.parametrize("world", [1, 2, 3, 7])
+@pytest.mark.parametrize("epoch", [0, 5])
+def test_each_sample_once_across_ranks(src, world, epoch):
+    f, _ = src
+    seen = []
+    total_len = 0
+    for rank in range(world):
+        loader = h5gds.Loader((f["x"], f["y"]), 50, seed=11, rank=rank, world_size=world, like="numpy")
+        loader.set_epoch(epoch)
+        batches = [ids(b) for b in loader]
+        assert len(batches) == len(loader)
+        total_len += len(loader)
+        seen += sum(batches, [])
+    assert sorted(seen) == list(range(1000))
+
+
+@pytest.mark.parametrize("drop_last", [False, True])
+def test_drop_last_and_len(src, drop_last):
+    f, _ = src
+    loader = h5gds.Loader((f["x"], f["y"]), 300, drop_last=drop_last, like="numpy")
+    sizes = [len(b[1]) for b in loader]
+    assert len(sizes) == len(loader)
+    assert sizes == ([300, 300, 300] if drop_last else [300, 300, 300, 100])
+    r = h5gds.Loader((f["x"], f["y"]), 300, drop_last=drop_last, rank=1, world_size=3, like="numpy")
+    assert len(list(r)) == len(r) == (1 if drop_last else 2)
+
+
+def test_multi_file_source(tmp_path):
+    paths, parts = [], []
+    for i, n in enumerate([130, 7, 200]):
+        p = tmp_path / f"part{i}.h5"
+        with h5py.File(p, "w") as f:
+            part = np.random.default_rng(i).random((n, 3, 5)).astype("f8")
+            f.create_dataset("data/x", data=part, chunks=(4, 3, 2) if i == 2 else None)
+            f.create_dataset("data/label", data=np.arange(n) + sum(len(q) for q in parts))
+        paths.append(str(p))
+        parts.append(part)
+    whole = np.concatenate(parts)
+    loader = h5gds.Loader(paths, 32, dataset=["data/x", "data/label"], seed=2, like="numpy")
+    assert loader.num_samples == 337 and len(loader) == 11
+    seen = []
+    for x, lab in loader:
+        np.testing.assert_array_equal(x, whole[lab])
+        seen += list(lab)
+    assert sorted(seen) == list(range(337))
+    single = h5gds.Loader(paths, 337, dataset="data/x", shuffle=False, like="numpy")
+    (only,) = list(single)
+    np.testing.assert_array_equal(only, whole)
+
+
+@pytest.mark.parametrize("chunks,row", [((7, 6), (6,)), ((3, 4), (6,)), ((5, 2, 3), (4, 5)), ((1, 4, 5), (4, 5)),
+                                        ((64,), ())])
+def test_chunked_sources_samples_spanning_chunks(tmp_path, chunks, row):
+    p = tmp_path / "c.h5"
+    data = make_file(p, n=301, row=row, chunks=chunks, dtype="i4")
+    with h5py.File(p, "r") as f:
+        loader = h5gds.Loader((f["x"], f["y"]), 40, seed=5, like="numpy")
+        seen = []
+        for x, y in loader:
+            np.testing.assert_array_equal(x, data[y])
+            seen += list(y)
+        assert sorted(seen) == list(range(301))
+
+
+def test_filtered_dataset_is_refused_naming_the_filter(tmp_path):
+    p = tmp_path / "z.h5"
+    with h5py.File(p, "w") as f:
+        f.create_dataset("x", data=np.arange(100.0), compression="gzip", chunks=(10,))
+        with pytest.raises(ValueError, match="deflate"):
+            h5gds.Loader(f["x"], 10, like="numpy")
+
+
+def test_bad_arguments(src, tmp_path):
+    f, _ = src
+    with pytest.raises(ValueError):
+        h5gds.Loader(f["x"], 0, like="numpy")
+    with pytest.raises(ValueError):
+        h5gds.Loader(f["x"], 4, rank=2, world_size=2, like="numpy")
+    p = tmp_path / "o.h5"
+    with h5py.File(p, "w") as g:
+        g["a"] = np.arange(10)
+        g["b"] = np.arange(11)
+        with pytest.raises(ValueError, match="lengths"):
+            h5gds.Loader((g["a"], g["b"]), 2, like="numpy")
+        g.create_dataset("u", shape=(10,), dtype="f4")  # never written: no storage
+        with pytest.raises(ValueError, match="allocated"):
+            h5gds.Loader(g["u"], 2, like="numpy")
+    with pytest.raises(TypeError, match="dataset="):
+        h5gds.Loader([str(p)], 2, like="numpy")
+    with pytest.raises(KeyError):
+        h5gds.Loader([str(p)], 2, dataset="nope", like="numpy")
+
+
+def test_break_out_of_iteration_and_reiterate(src):
+    f, data = src
+    loader = h5gds.Loader((f["x"], f["y"]), 10, prefetch=4, like="numpy")
+    for i, _ in enumerate(loader):
+        if i == 2:
+            break
+    x, y = next(iter(loader))
+    np.testing.assert_array_equal(x, data[y])
+    loader.close()
+    with pytest.raises(ValueError, match="closed"):
+        iter(loader).__next__()
+
+
+def test_single_dataset_yields_arrays(src):
+    f, data = src
+    (b,) = list(h5gds.Loader(f["x"], 1000, shuffle=False, like="numpy"))
+    np.testing.assert_array_equal(b, data)
+    assert h5gds.Loader(f["x"], 1000, like="numpy").sampler.set_epoch(3) is None

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# The Python package on the GPU machine (no network): builds and installs it
+# into the machine's Python (3.12 with torch, cupy, h5py 3.16, numpy, pytest),
+# runs its tests with the GPU ones, then the benchmarks into $OUT.
+#   device tool, carry: build/deps/hdf5-1.14.5 (headers), .whl-py (build backend wheels)
+#   bash scripts/gpu-python-check.sh [PARTS]     # PARTS: whole,loader (default) or "none"
+# .whl-py/ holds, downloaded beforehand with network:
+#   pip download -d .whl-py --only-binary=:all: --python-version 3.12 --platform manylinux_2_28_x86_64 scikit-build-core pathspec packaging
+#   (scikit-build-core's own dependencies on 3.12 are packaging and pathspec; kvikio's wheels are optional,
+#    copied from /work/shared/wheels: kvikio_cu13, libkvikio_cu13, rapids_logger)
+set -uo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+out="${OUT:-$root/build/gpu-out}"
+mkdir -p "$out"
+exec > >(tee -a "$out/gpu-python-check.log") 2>&1
+parts=${1:-whole,loader}
+status=0
+py=${PYTHON:-python3}
+step() { printf '\n== %s\n' "$*"; }
+
+step "machine"
+date -u; nvidia-smi --query-gpu=name,memory.total --format=csv,noheader || true
+$py -c "import sys, h5py, numpy; print(sys.version); print('h5py', h5py.__version__, 'HDF5', h5py.version.hdf5_version)"
+$py -c "import cupy; print('cupy', cupy.__version__)" || true
+$py -c "import torch; print('torch', torch.__version__, torch.cuda.is_available())" || true
+
+step "build backend and optional wheels from .whl-py (no network)"
+$py -m pip install -q --no-index --find-links .whl-py scikit-build-core pathspec packaging || { echo "scikit-build-core missing from .whl-py"; exit 1; }
+$py -m pip install -q --no-index --no-deps .whl-py/kvikio_cu13-*.whl .whl-py/libkvikio_cu13-*.whl .whl-py/rapids_logger-*.whl 2>/dev/null && echo "kvikio installed" || echo "kvikio not installed (kvikio-pread will be skipped)"
+
+step "pip install ./python (HDF5 1.14.5 headers from build/deps)"
+export CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
+HDF5_ROOT="$root/build/deps/hdf5-1.14.5" $py -m pip install -q --no-build-isolation --no-deps --no-index ./python \
+  || { echo "INSTALL FAILED"; exit 1; }
+
+step "tests (GPU ones included)"
+(cd python && $py -m pytest -q -rs tests) || status=1
+step "the one-libhdf5 check after GPU I/O"
+$py - <<'PY' || status=1
+import h5gds, h5py, numpy as np, os, tempfile
+from h5gds._lib import loaded_libhdf5
+p = os.path.join(tempfile.mkdtemp(), "x.h5")
+with h5py.File(p, "w", driver="gds") as f:
+    h5gds.create_dataset(f, "x", data=np.arange(1 << 20, dtype="f4"))
+    x = h5gds.read(f["x"])
+    print(type(x), h5gds.last_route(), loaded_libhdf5())
+    assert len(loaded_libhdf5()) == 1
+PY
+
+if [ "$parts" != none ]; then
+  step "benchmarks: $parts"
+  mkdir -p build/bench-py
+  $py -m h5gds.bench "$parts" --dir "$root/build/bench-py" --out "$out" || status=1
+  rm -rf build/bench-py
+fi
+step "gpu-python-check: $( [ $status -eq 0 ] && echo PASSED || echo FAILED )"
+exit $status
