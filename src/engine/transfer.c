@@ -456,6 +456,7 @@ int gds_file_write(gds_file_t *file, uint64_t offset, size_t size, const void *b
 void gds_engine_shutdown(void)
 {
     gds_pool_shutdown();
+    gds_wb_release_kept();
 }
 
 unsigned gds_engine_threads(void)

@@ -73,6 +73,72 @@ static bool arena_release(arena_t *a, size_t off, size_t len)
     return true;
 }
 
+/* ---- arenas kept for the next file ----
+ * Pinning gigabytes takes about a second, and a checkpoint every few
+ * minutes would pay it each time: a destroyed file's arena is kept (one per
+ * kind) for the next file with write-behind, and freed at engine shutdown. */
+
+typedef struct kept_arena {
+    char *base;
+    size_t size;
+    bool device, pinned;
+    void *ctx;
+} kept_arena_t;
+
+static kept_arena_t kept[2]; /* [0]: device, [1]: host */
+static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void free_memory(const kept_arena_t *k)
+{
+    const gds_cuda_api_t *cu = gds_cuda_if_loaded();
+    if (!k->base)
+        return;
+    if (!k->device && !k->pinned) {
+        free(k->base);
+        return;
+    }
+    if (cu && gds_cuda_make_current(k->ctx) == CUDA_SUCCESS) {
+        if (k->device)
+            cu->MemFree((CUdeviceptr)(uintptr_t)k->base);
+        else
+            cu->MemFreeHost(k->base);
+    }
+}
+
+/* A kept arena of this kind, at least `size` bytes, for context `ctx`. */
+static bool take_kept(bool device, size_t size, void *ctx, kept_arena_t *out)
+{
+    pthread_mutex_lock(&kept_lock);
+    kept_arena_t *k = &kept[device ? 0 : 1];
+    bool ok = k->base && k->size >= size && (!k->device && !k->pinned ? true : k->ctx == ctx);
+    if (ok) {
+        *out = *k;
+        memset(k, 0, sizeof *k);
+    }
+    pthread_mutex_unlock(&kept_lock);
+    return ok;
+}
+
+static void keep(const kept_arena_t *a)
+{
+    pthread_mutex_lock(&kept_lock);
+    kept_arena_t *k = &kept[a->device ? 0 : 1];
+    kept_arena_t old = *k;
+    *k = *a;
+    pthread_mutex_unlock(&kept_lock);
+    free_memory(&old);
+}
+
+void gds_wb_release_kept(void)
+{
+    pthread_mutex_lock(&kept_lock);
+    kept_arena_t k0 = kept[0], k1 = kept[1];
+    memset(kept, 0, sizeof kept);
+    pthread_mutex_unlock(&kept_lock);
+    free_memory(&k0);
+    free_memory(&k1);
+}
+
 /* ---- pending background writes ---- */
 
 typedef struct pending {
@@ -110,17 +176,11 @@ void gds_wb_destroy(gds_wb_t *wb)
 {
     if (!wb)
         return;
+    if (wb->arena.base)
+        keep(&(kept_arena_t){wb->arena.base, wb->arena.size, wb->arena.device, wb->arena.pinned, wb->ctx});
     const gds_cuda_api_t *cu = gds_cuda_if_loaded();
-    if (cu && (wb->arena.device || wb->arena.pinned || wb->stream) && gds_cuda_make_current(wb->ctx) == CUDA_SUCCESS) {
-        if (wb->arena.base && wb->arena.device)
-            cu->MemFree((CUdeviceptr)(uintptr_t)wb->arena.base);
-        else if (wb->arena.base && wb->arena.pinned)
-            cu->MemFreeHost(wb->arena.base);
-        if (wb->stream)
-            cu->StreamDestroy(wb->stream);
-    }
-    else if (wb->arena.base && !wb->arena.device && !wb->arena.pinned)
-        free(wb->arena.base);
+    if (cu && wb->stream && gds_cuda_make_current(wb->ctx) == CUDA_SUCCESS)
+        cu->StreamDestroy(wb->stream);
     free(wb->arena.free);
     pthread_mutex_destroy(&wb->lock);
     free(wb);
@@ -217,17 +277,31 @@ static void make_arena_locked(gds_file_t *file, gds_wb_t *wb, const gds_buffer_i
         if (cu->StreamCreate(&wb->stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS)
             wb->stream = NULL;
         CUdeviceptr d = 0;
-        if (want_device && cu->MemAlloc(&d, size) == CUDA_SUCCESS) {
+        kept_arena_t k;
+        if (want_device && take_kept(true, size, ctx, &k)) {
+            wb->arena.base = k.base;
+            wb->arena.device = true;
+        }
+        else if (want_device && cu->MemAlloc(&d, size) == CUDA_SUCCESS) {
             wb->arena.base = (char *)(uintptr_t)d;
             wb->arena.device = true;
+        }
+        else if (take_kept(false, size, ctx, &k) && (k.pinned || (free_memory(&k), false))) {
+            wb->arena.base = k.base; /* (a kept plain-host arena is freed: a CUDA process wants pinned) */
+            wb->arena.pinned = true;
         }
         else if (cu->MemHostAlloc((void **)&wb->arena.base, size, CU_MEMHOSTALLOC_PORTABLE) == CUDA_SUCCESS)
             wb->arena.pinned = true;
         else
             wb->arena.base = NULL;
     }
-    if (!wb->arena.base && gds_memory_is_host(first->kind))
-        wb->arena.base = malloc(size); /* no CUDA in the process: plain host memory */
+    if (!wb->arena.base && gds_memory_is_host(first->kind)) {
+        kept_arena_t k;
+        if (take_kept(false, size, NULL, &k) && !k.pinned)
+            wb->arena.base = k.base;
+        else
+            wb->arena.base = malloc(size); /* no CUDA in the process: plain host memory */
+    }
     if (!wb->arena.base) {
         gds_file_log(file, "write-behind: no %zu-byte snapshot memory could be allocated; writing through", size);
         return;

@@ -30,6 +30,10 @@ gds_wb_t *gds_wb_create(size_t budget);
 /* Frees the arenas; the caller drained first. */
 void gds_wb_destroy(gds_wb_t *wb);
 
+/* Snapshot memory of closed files is kept for the next one (pinning is
+ * slow); freed here, at engine shutdown. */
+void gds_wb_release_kept(void);
+
 /* A raw write: snapshotted and started (1), not taken (0: the caller
  * writes it synchronously, after gds_wb_before), or failed (-1). */
 int gds_wb_write(gds_file_t *file, const gds_request_t *req, gds_status_t *st);
