@@ -161,6 +161,12 @@ typedef struct H5FD_gds_engine_info_t {
 } H5FD_gds_engine_info_t;
 H5GDS_API herr_t H5FD_gds_get_engine_info(H5FD_gds_engine_info_t *info);
 
+/* Makes the raw data written so far durable: waits for the file's
+ * background writes (write-behind) and fsyncs. HDF5's metadata is not
+ * flushed (H5Fflush does both). Fails with the reason when a background
+ * write failed. */
+H5GDS_API herr_t H5FD_gds_sync(hid_t file_id);
+
 /* Statistics of an open file that uses the gds driver. */
 H5GDS_API herr_t H5FD_gds_get_stats(hid_t file_id, H5FD_gds_stats_t *stats);
 H5GDS_API const char *H5FD_gds_route_name(H5FD_gds_route_t route);

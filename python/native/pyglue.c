@@ -22,6 +22,7 @@
 #include "H5FDgds.h"
 #include "engine.h"
 #include "gds_config.h"
+#include "gds_hdf5.h"
 
 #define API __attribute__((visibility("default")))
 
@@ -223,4 +224,41 @@ API const char *h5gds_py_route_name(int route)
 API int h5gds_py_memory_kind(const void *ptr)
 {
     return (int)H5FD_gds_memory_kind(ptr);
+}
+
+/* ---- checkpoints: waiting for an HDF5 file's background writes ----
+ * The engine file is taken under h5py's lock (an HDF5 call); the wait and
+ * the fsync then run without it, and without the GIL (ctypes releases it),
+ * so a training loop goes on while a checkpoint drains. */
+
+API void *h5gds_py_engine_of(int64_t file_id)
+{
+    return gds_vfd_engine_of((hid_t)file_id);
+}
+
+API int h5gds_py_sync(void *engine, char *err, size_t errlen)
+{
+    gds_status_t st;
+    if (gds_file_sync((gds_file_t *)engine, &st) == 0)
+        return 0;
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s%s%s", st.msg, st.err ? ": " : "", st.err ? strerror(st.err) : "");
+    put_error(err, errlen, msg);
+    return -1;
+}
+
+/* Write-behind counters of an HDF5 file: snapshots, bytes, waits, peak
+ * snapshot bytes, snapshot memory held, failures. */
+API int h5gds_py_wb_stats(int64_t file_id, uint64_t out[6])
+{
+    H5FD_gds_stats_t st;
+    if (H5FD_gds_get_stats((hid_t)file_id, &st) < 0)
+        return -1;
+    out[0] = st.wb_snapshots;
+    out[1] = st.wb_bytes;
+    out[2] = st.wb_waits;
+    out[3] = st.wb_peak_bytes;
+    out[4] = st.wb_memory_bytes;
+    out[5] = st.wb_failures;
+    return 0;
 }

@@ -218,6 +218,10 @@ int gds_io_wait(gds_io_t *io, gds_status_t *st);
  * write-behind. The data is in the file (not yet fsync'ed) when it returns. */
 int gds_file_drain(gds_file_t *file, gds_status_t *st);
 
+/* gds_file_drain, then fsync of the file: everything written so far is
+ * durable. */
+int gds_file_sync(gds_file_t *file, gds_status_t *st);
+
 /* Shorthands: one segment, legacy-stream ordering. */
 int gds_file_read(gds_file_t *file, uint64_t offset, size_t size, void *buf, gds_data_t data, gds_status_t *st);
 int gds_file_write(gds_file_t *file, uint64_t offset, size_t size, const void *buf, gds_data_t data,

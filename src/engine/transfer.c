@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "strategy.h"
 #include "write_behind.h"
@@ -378,6 +379,17 @@ int gds_file_submit(gds_file_t *file, const gds_request_t *req, gds_io_t **io, g
 int gds_file_drain(gds_file_t *file, gds_status_t *st)
 {
     return gds_wb_drain(file, st);
+}
+
+int gds_file_sync(gds_file_t *file, gds_status_t *st)
+{
+    if (gds_wb_drain(file, st) != 0)
+        return -1;
+    if (fsync(file->fd) != 0) {
+        gds_status_set(st, errno, "fsync of %s failed", file->path);
+        return -1;
+    }
+    return 0;
 }
 
 bool gds_io_done(gds_io_t *io)

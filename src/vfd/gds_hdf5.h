@@ -13,4 +13,10 @@
 /* The driver's class table, shared with the plugin entry points. */
 extern const H5FD_class_t H5FD_gds_class;
 
+#include "../engine/engine.h"
+/* The engine file of an open HDF5 file of this driver (NULL with an HDF5
+ * error pushed). For callers that then wait on the engine without holding
+ * an HDF5 lock (the Python package's checkpoints). */
+gds_file_t *gds_vfd_engine_of(hid_t file_id);
+
 #endif

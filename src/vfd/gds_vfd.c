@@ -840,16 +840,13 @@ static herr_t gds_delete(const char *name, hid_t fapl)
 
 /* ---- statistics ---- */
 
-herr_t H5FD_gds_get_stats(hid_t file_id, H5FD_gds_stats_t *stats)
+/* The driver's own struct behind an HDF5 file id (NULL with an error pushed). */
+static gds_vfd_file_t *vfd_file_of(hid_t file_id)
 {
-    if (!stats) {
-        GDS_ERROR(H5E_ARGS, H5E_BADVALUE, "stats pointer is NULL");
-        return -1;
-    }
     hid_t fapl = H5Fget_access_plist(file_id);
     if (fapl < 0) {
         GDS_ERROR(H5E_ARGS, H5E_BADTYPE, "not an open file");
-        return -1;
+        return NULL;
     }
     hid_t driver = H5FD_gds_init();
     bool is_gds = driver >= 0 && H5Pget_driver(fapl) == driver;
@@ -859,14 +856,45 @@ herr_t H5FD_gds_get_stats(hid_t file_id, H5FD_gds_stats_t *stats)
     H5Pclose(fapl);
     if (!is_gds) {
         GDS_ERROR(H5E_FILE, H5E_BADVALUE, "the file does not use the gds driver");
-        return -1;
+        return NULL;
     }
     if (got < 0 || !handle) {
         GDS_ERROR(H5E_FILE, H5E_CANTGET, "cannot get the driver handle of the file");
-        return -1;
+        return NULL;
     }
     /* get_handle hands out &fd of our own file struct. */
-    const gds_vfd_file_t *file = (const gds_vfd_file_t *)((char *)handle - offsetof(gds_vfd_file_t, fd));
+    return (gds_vfd_file_t *)((char *)handle - offsetof(gds_vfd_file_t, fd));
+}
+
+herr_t H5FD_gds_get_stats(hid_t file_id, H5FD_gds_stats_t *stats)
+{
+    if (!stats) {
+        GDS_ERROR(H5E_ARGS, H5E_BADVALUE, "stats pointer is NULL");
+        return -1;
+    }
+    const gds_vfd_file_t *file = vfd_file_of(file_id);
+    if (!file)
+        return -1;
     file_stats(file, stats);
+    return 0;
+}
+
+gds_file_t *gds_vfd_engine_of(hid_t file_id)
+{
+    gds_vfd_file_t *file = vfd_file_of(file_id);
+    return file ? file->engine : NULL;
+}
+
+herr_t H5FD_gds_sync(hid_t file_id)
+{
+    gds_vfd_file_t *file = vfd_file_of(file_id);
+    if (!file)
+        return -1;
+    gds_status_t st;
+    /* the sieve window is raw data written before: it goes first */
+    if (gds_sieve_flush(&file->sieve, file->engine, &st) < 0 || gds_file_sync(file->engine, &st) < 0) {
+        engine_error(file, H5E_WRITEERROR, &st);
+        return -1;
+    }
     return 0;
 }

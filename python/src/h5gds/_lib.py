@@ -124,6 +124,12 @@ native.h5gds_py_memory_kind.restype = ctypes.c_int
 native.h5gds_py_ceiling_pread.argtypes = [_c_char_p, ctypes.c_int, ctypes.c_int, _c_size_t, _c_size_t, _u64p,
                                           ctypes.POINTER(ctypes.c_double), ctypes.c_char_p, _c_size_t]
 native.h5gds_py_ceiling_pread.restype = ctypes.c_int
+native.h5gds_py_engine_of.argtypes = [_c_int64]
+native.h5gds_py_engine_of.restype = _c_void_p
+native.h5gds_py_sync.argtypes = [_c_void_p, ctypes.c_char_p, _c_size_t]
+native.h5gds_py_sync.restype = ctypes.c_int
+native.h5gds_py_wb_stats.argtypes = [_c_int64, _u64p]
+native.h5gds_py_wb_stats.restype = ctypes.c_int
 for _name in ("H5Dwrite_gds", "H5Dread_gds"):
     getattr(native, _name).argtypes = [_c_int64, _c_int64, _c_int64, _c_int64, _c_int64, _c_void_p]
     getattr(native, _name).restype = ctypes.c_int

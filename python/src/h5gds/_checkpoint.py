@@ -1,0 +1,385 @@
+"""Checkpoints: a nested state (dicts, lists, tuples of torch tensors, CuPy
+and numpy arrays, and plain Python values) saved as one plain HDF5 file.
+
+``save`` opens a temporary file with the gds driver and write-behind
+(snapshot memory of the state's size: device memory for device tensors when
+it can be had, else pinned host memory), creates one dataset per array, and
+writes each: a write returns once its bytes are copied into the snapshot,
+so ``save`` returns after the copies -- the training loop may change its
+tensors at once. A background thread then waits for the file's background
+writes and fsyncs (without the GIL or h5py's lock), closes the file (HDF5's
+metadata, fsync), renames it over ``path`` and fsyncs the directory. A
+crash at any moment leaves the previous checkpoint at ``path`` intact.
+
+Layout: groups for dicts, lists and tuples (attribute ``h5gds_container``),
+one dataset per array (attributes ``h5gds_dtype`` -- the torch/numpy dtype
+name -- and ``h5gds_array``: torch, cupy or numpy), plain values as JSON in
+the group attribute ``h5gds_values``. bfloat16 is stored as an HDF5 float
+type with bfloat16's layout (sign 15, exponent 7..14 with bias 127,
+mantissa 0..6), which h5py reads, converting.
+"""
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import threading
+import time
+from typing import Any, Iterator
+
+import h5py
+import numpy as np
+from h5py import h5t
+from h5py._objects import phil
+
+from . import _arrays
+from ._io import _dxpl, gds_dcpl
+from ._lib import errbuf, hdf5_error_text, native
+
+__all__ = ["CheckpointHandle", "save", "load"]
+
+_H5S_ALL = 0
+_PLAIN = (type(None), bool, int, float, str)
+
+
+def _bf16_type() -> h5t.TypeFloatID:
+    t = h5t.IEEE_F32LE.copy()
+    t.set_fields(15, 7, 8, 0, 7)  # sign bit, exponent position and size, mantissa position and size
+    t.set_offset(0)
+    t.set_precision(16)
+    t.set_size(2)
+    t.set_ebias(127)
+    return t
+
+
+def _escape(key: str) -> str:
+    """An HDF5 link name for a dict key ('/' is a separator, '.' a link to self)."""
+    out = key.replace("%", "%25").replace("/", "%2F")
+    return "%2E" if out == "." else "%00" if out == "" else out
+
+
+def _unescape(name: str) -> str:
+    if name == "%00":
+        return ""
+    return name.replace("%2E", ".").replace("%2F", "/").replace("%25", "%")
+
+
+def _is_array(obj: Any) -> bool:
+    mod = type(obj).__module__.split(".")[0]
+    return (mod == "torch" and hasattr(obj, "data_ptr")) or isinstance(obj, np.ndarray) or \
+        hasattr(obj, "__cuda_array_interface__")
+
+
+def _plain(value: Any) -> bool:
+    if isinstance(value, _PLAIN):
+        return True
+    return isinstance(value, (list, tuple)) and all(isinstance(v, _PLAIN) for v in value)
+
+
+def _leaves(state: Any, path: str) -> Iterator[tuple[str, Any]]:
+    """(dataset path, array) for every array of the state."""
+    if _is_array(state):
+        yield path, state
+    elif isinstance(state, dict):
+        for k, v in state.items():
+            if not isinstance(k, (str, int)):
+                raise TypeError(f"{path or '/'}: dict keys must be str or int, not {type(k).__name__}")
+            yield from _leaves(v, f"{path}/{_escape(str(k))}")
+    elif isinstance(state, (list, tuple)) and not _plain(state):
+        for i, v in enumerate(state):
+            yield from _leaves(v, f"{path}/{i}")
+
+
+def _array_info(obj: Any) -> tuple[str, str, tuple[int, ...], Any, int]:
+    """(array kind, dtype name, shape, HDF5 type, bytes) of a leaf."""
+    mod = type(obj).__module__.split(".")[0]
+    if mod == "torch":
+        import torch
+        name = str(obj.dtype).replace("torch.", "")
+        if obj.dtype == torch.bfloat16:
+            return "torch", name, tuple(obj.shape), _bf16_type(), obj.numel() * 2
+        dt = _arrays.numpy_dtype_of_torch(obj)
+        return "torch", name, tuple(obj.shape), h5t.py_create(dt), obj.numel() * dt.itemsize
+    kind = "numpy" if isinstance(obj, np.ndarray) else "cupy"
+    dt = np.dtype(obj.dtype)
+    if dt.kind not in "biufc":
+        raise TypeError(f"arrays of dtype {dt} cannot be checkpointed (numeric types only)")
+    return kind, dt.name, tuple(obj.shape), h5t.py_create(dt), int(np.prod(obj.shape, dtype=np.int64)) * dt.itemsize
+
+
+def _raw_view(obj: Any) -> Any:
+    """An array view of the leaf's bytes (bfloat16 as int16: the file type
+    is the memory type, so nothing is converted)."""
+    if type(obj).__module__.split(".")[0] == "torch":
+        import torch
+        if obj.dtype == torch.bfloat16:
+            obj = obj.view(torch.int16)
+    return _arrays.view(obj, writable=False, name="state array", contiguous_copy=True)
+
+
+class CheckpointHandle:
+    """The checkpoint being written in the background. ``wait()`` returns
+    once it is durable at its path (or raises what failed); ``done()``
+    polls. Statistics: ``stall_s`` (the time ``save`` took), ``durable_s``
+    (from the call to durable), ``peak_snapshot_bytes``."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.stall_s = 0.0
+        self.durable_s: float | None = None
+        self.peak_snapshot_bytes = 0
+        self.snapshot_memory_bytes = 0
+        self._error: BaseException | None = None
+        self._done = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    def wait(self, timeout: float | None = None) -> None:
+        if not self._done.wait(timeout):
+            raise TimeoutError(f"checkpoint {self.path!r} not durable after {timeout} s")
+        if self._thread is not None:
+            self._thread.join()
+        if self._error is not None:
+            raise self._error
+
+    def exception(self) -> BaseException | None:
+        self._done.wait()
+        return self._error
+
+
+def _finish(handle: CheckpointHandle, f: h5py.File, tmp: str, path: str, t0: float) -> None:
+    """Background part: durable data, closed file, atomic rename."""
+    try:
+        with phil:
+            engine = native.h5gds_py_engine_of(f.id.id)
+        if not engine:
+            raise OSError(f"cannot reach the driver of {tmp!r}: {hdf5_error_text()}")
+        err = errbuf()
+        if native.h5gds_py_sync(engine, err, len(err)) != 0:  # no GIL, no h5py lock
+            raise OSError(f"checkpoint {path!r}: writing the data failed: {err.value.decode(errors='replace')}")
+        stats = (ctypes.c_uint64 * 6)()
+        with phil:
+            if native.h5gds_py_wb_stats(f.id.id, stats) == 0:
+                handle.peak_snapshot_bytes = int(stats[3])
+                handle.snapshot_memory_bytes = int(stats[4])
+        f.close()  # HDF5's metadata; the driver fsyncs at the flush
+        os.replace(tmp, path)
+        dfd = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY)
+        try:
+            os.fsync(dfd)  # the rename itself is durable
+        finally:
+            os.close(dfd)
+        handle.durable_s = time.perf_counter() - t0
+    except BaseException as exc:  # kept for wait(): nothing is dropped silently
+        handle._error = exc
+        try:
+            if f.id.valid:
+                f.close()
+        except Exception:
+            pass
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+    finally:
+        handle._done.set()
+
+
+def save(state: Any, path: str | os.PathLike[str], *, async_: bool = True, memory: str = "auto",
+         budget: int | None = None, **options: Any) -> CheckpointHandle:
+    """Saves ``state`` to ``path`` as one HDF5 file; returns a
+    :class:`CheckpointHandle`. With ``async_`` (the default) it returns once
+    every array is copied into snapshot memory (``memory``: "auto" = device
+    memory for device arrays when it can be had, "host" = pinned host
+    memory; ``budget``: its size, by default the state's size); the file
+    becomes durable, and appears at ``path``, in the background. Without
+    ``async_`` it returns once the checkpoint is durable. Other keywords are
+    driver options (``threads=``, ...)."""
+    path = os.fspath(path)
+    t0 = time.perf_counter()
+    leaves = list(_leaves(state, ""))
+    infos = [_array_info(a) for _, a in leaves]
+    total = sum(i[4] for i in infos)
+    if budget is None:
+        budget = max(total + 256 * len(infos), 1 << 20)
+    tmp = f"{path}.h5gds-tmp-{os.getpid()}-{threading.get_ident()}"
+    opts: dict[str, Any] = dict(options)
+    if async_:
+        opts.update(write_behind=int(budget), write_behind_memory=memory)
+    f = h5py.File(tmp, "w", driver="gds", **opts)
+    handle = CheckpointHandle(path)
+    try:
+        _write_structure(f, state)
+        for (name, arr), (kind, dtype_name, shape, ftype, nbytes) in zip(leaves, infos):
+            dset_path = name or "/__root__"
+            parent, _, leaf = dset_path.rpartition("/")
+            grp = f.require_group(parent) if parent else f
+            with phil:
+                space = h5py.h5s.create_simple(shape) if shape else h5py.h5s.create(h5py.h5s.SCALAR)
+                dsid = h5py.h5d.create(grp.id, leaf.encode(), ftype, space, dcpl=gds_dcpl())
+            dset = h5py.Dataset(dsid)
+            dset.attrs["h5gds_dtype"] = dtype_name
+            dset.attrs["h5gds_array"] = kind
+            if nbytes:
+                v = _raw_view(arr)
+                with phil:
+                    dxpl = _dxpl(v)  # kept: the id closes with the object
+                    rc = native.H5Dwrite_gds(dsid.id, ftype.id, _H5S_ALL, _H5S_ALL, dxpl.id, v.ptr)
+                    if rc < 0:
+                        raise OSError(f"checkpoint {path!r}: writing {name or '/'} failed ({hdf5_error_text()})")
+    except BaseException:
+        try:
+            f.close()
+        finally:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+        raise
+    handle.stall_s = time.perf_counter() - t0
+    if async_:
+        handle._thread = threading.Thread(target=_finish, args=(handle, f, tmp, path, t0), daemon=False,
+                                          name="h5gds-checkpoint")
+        handle._thread.start()
+    else:
+        _finish(handle, f, tmp, path, t0)
+        handle.wait()
+        handle.stall_s = handle.durable_s or 0.0  # the caller waited until durable
+    return handle
+
+
+def _write_structure(f: h5py.File, state: Any, where: str = "/") -> None:
+    """Groups and attributes for the containers; plain values as JSON."""
+    grp = f[where]
+    if isinstance(state, dict):
+        grp.attrs["h5gds_container"] = "dict"
+        plain, int_keys = {}, []
+        for k, v in state.items():
+            name = _escape(str(k))
+            if isinstance(k, int):
+                int_keys.append(name)
+            if _is_array(v):
+                continue
+            if _plain(v):
+                plain[name] = [type(v).__name__, v if not isinstance(v, tuple) else list(v)]
+            else:
+                f.require_group(f"{where.rstrip('/')}/{name}")
+                _write_structure(f, v, f"{where.rstrip('/')}/{name}")
+        grp.attrs["h5gds_values"] = json.dumps(plain)
+        grp.attrs["h5gds_int_keys"] = json.dumps(int_keys)
+        grp.attrs["h5gds_order"] = json.dumps([_escape(str(k)) for k in state])
+    elif isinstance(state, (list, tuple)):
+        grp.attrs["h5gds_container"] = type(state).__name__
+        plain = {}
+        for i, v in enumerate(state):
+            if _is_array(v):
+                continue
+            if _plain(v):
+                plain[str(i)] = [type(v).__name__, v if not isinstance(v, tuple) else list(v)]
+            else:
+                f.require_group(f"{where.rstrip('/')}/{i}")
+                _write_structure(f, v, f"{where.rstrip('/')}/{i}")
+        grp.attrs["h5gds_values"] = json.dumps(plain)
+        grp.attrs["h5gds_length"] = len(state)
+    elif _is_array(state) and where == "/":
+        grp.attrs["h5gds_container"] = "array"
+    else:
+        raise TypeError(f"cannot checkpoint a {type(state).__name__} at {where}")
+
+
+def _plain_value(kind: str, value: Any) -> Any:
+    return tuple(value) if kind == "tuple" else value
+
+
+def _new_array(kind: str, dtype_name: str, shape: tuple[int, ...], device: Any) -> tuple[Any, Any]:
+    """(array, raw view target) for a dataset read back."""
+    if kind == "torch":
+        import torch
+        dt = getattr(torch, dtype_name)
+        dev = device if device is not None else ("cuda" if torch.cuda.is_available() else "cpu")
+        t = torch.empty(shape, dtype=dt, device=dev)
+        return t, (t.view(torch.int16) if dt == torch.bfloat16 else t)
+    if kind == "cupy":
+        import cupy
+        a = cupy.empty(shape, dtype=np.dtype(dtype_name))
+        return a, a
+    a = np.empty(shape, dtype=np.dtype(dtype_name))
+    return a, a
+
+
+def _read_into(dset: h5py.Dataset, target: Any) -> None:
+    v = _arrays.view(target, writable=True, name="checkpoint array")
+    if v.nbytes == 0:
+        return
+    with phil:
+        ftype = dset.id.get_type()
+        dxpl = _dxpl(v)  # kept: the id closes with the object
+        rc = native.H5Dread_gds(dset.id.id, ftype.id, _H5S_ALL, _H5S_ALL, dxpl.id, v.ptr)
+        if rc < 0:
+            raise OSError(f"reading {dset.name} failed ({hdf5_error_text()})")
+
+
+def _load_node(f: h5py.File, where: str, device: Any, into: Any) -> Any:
+    node = f[where]
+    if isinstance(node, h5py.Dataset):
+        kind, dtype_name = str(node.attrs["h5gds_array"]), str(node.attrs["h5gds_dtype"])
+        shape = tuple(node.shape)
+        if into is not None and _is_array(into):
+            kind_into, dname_into, shape_into, _, _ = _array_info(into)
+            if shape_into != shape or dname_into != dtype_name:
+                raise ValueError(f"{where}: the checkpoint holds {dtype_name}{list(shape)}, the state "
+                                 f"{dname_into}{list(shape_into)}")
+            _read_into(node, _raw_view_writable(into))
+            return into
+        arr, target = _new_array(kind, dtype_name, shape, device)
+        _read_into(node, target)
+        return arr
+    container = str(node.attrs.get("h5gds_container", "dict"))
+    if container == "array":
+        return _load_node(f, "/__root__", device, into)
+    plain = json.loads(node.attrs.get("h5gds_values", "{}"))
+    base = where.rstrip("/")
+    if container == "dict":
+        int_keys = set(json.loads(node.attrs.get("h5gds_int_keys", "[]")))
+        order = json.loads(node.attrs.get("h5gds_order", "null")) or list(node.keys()) + list(plain)
+        out = into if isinstance(into, dict) else {}
+        for name in order:
+            key: Any = int(_unescape(name)) if name in int_keys else _unescape(name)
+            if name in plain:
+                out[key] = _plain_value(*plain[name])
+            else:
+                out[key] = _load_node(f, f"{base}/{name}", device, into.get(key) if isinstance(into, dict) else None)
+        return out
+    items = []
+    for i in range(int(node.attrs["h5gds_length"])):
+        if str(i) in plain:
+            items.append(_plain_value(*plain[str(i)]))
+        else:
+            sub = into[i] if isinstance(into, (list, tuple)) and i < len(into) else None
+            items.append(_load_node(f, f"{base}/{i}", device, sub))
+    if container == "tuple":
+        return tuple(items)
+    if isinstance(into, list):
+        into[:] = items
+        return into
+    return items
+
+
+def _raw_view_writable(obj: Any) -> Any:
+    if type(obj).__module__.split(".")[0] == "torch":
+        import torch
+        if obj.dtype == torch.bfloat16:
+            return obj.view(torch.int16)
+    return obj
+
+
+def load(path: str | os.PathLike[str], *, device: Any = None, into: Any = None, **options: Any) -> Any:
+    """Reads a checkpoint written by :func:`save`: the same structure, torch
+    tensors on ``device`` (default: the GPU when there is one), CuPy arrays
+    on the current device, numpy arrays on the host. With ``into``, arrays
+    are read in place into the existing state (shapes and dtypes must
+    match) and ``into`` is returned."""
+    with h5py.File(os.fspath(path), "r", driver="gds", **options) as f:
+        return _load_node(f, "/", device, into)

@@ -1,0 +1,144 @@
+"""Checkpoints (h5gds.save / h5gds.load) with host arrays: structure and
+values round trip, plain HDF5 that h5py reads, asynchronous handles, the
+previous checkpoint intact when a save fails or the process is killed."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+
+import h5gds
+
+
+def _state(seed: int) -> dict:
+    rng = np.random.default_rng(seed)
+    return {
+        "model": {"layer.0.weight": rng.standard_normal((64, 32)).astype(np.float32),
+                  "layer.0.bias": rng.standard_normal(32).astype(np.float16),
+                  "emb/table": rng.integers(0, 1 << 30, (100, 8), dtype=np.int64)},
+        "optim": {"state": {0: {"step": 17, "exp_avg": rng.standard_normal(5).astype(np.float64)},
+                            1: {"step": 18, "exp_avg": rng.standard_normal(3).astype(np.float64)}},
+                  "param_groups": [{"lr": 1e-3, "betas": (0.9, 0.999), "params": [0, 1], "name": None}]},
+        "tuple": (np.arange(7, dtype=np.uint8), 3.5, "text"),
+        "empty": np.zeros((0, 4), dtype=np.float32),
+        "scalar_array": np.array(2.5, dtype=np.float32),
+        "flag": True,
+    }
+
+
+def _equal(a, b) -> bool:
+    if isinstance(a, dict):
+        return isinstance(b, dict) and list(a) == list(b) and all(_equal(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return type(a) is type(b) and len(a) == len(b) and all(_equal(x, y) for x, y in zip(a, b))
+    if isinstance(a, np.ndarray):
+        return isinstance(b, np.ndarray) and a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b)
+    return type(a) is type(b) and a == b
+
+
+@pytest.mark.parametrize("async_", [True, False])
+def test_round_trip(tmp_path: Path, async_: bool) -> None:
+    path = tmp_path / "ckpt.h5"
+    state = _state(1)
+    h = h5gds.save(state, path, async_=async_)
+    h.wait()
+    assert h.done() and h.exception() is None
+    assert h.durable_s is not None and h.durable_s >= h.stall_s >= 0
+    back = h5gds.load(path, device="cpu")
+    assert _equal(state, back)
+    assert not list(tmp_path.glob("*.h5gds-tmp-*")), "temporary file left behind"
+
+
+def test_plain_hdf5_read_by_h5py(tmp_path: Path) -> None:
+    path = tmp_path / "ckpt.h5"
+    state = _state(2)
+    h5gds.save(state, path).wait()
+    with h5py.File(path, "r") as f:  # h5py's default driver
+        np.testing.assert_array_equal(f["model/layer.0.weight"][...], state["model"]["layer.0.weight"])
+        np.testing.assert_array_equal(f["model/emb%2Ftable"][...], state["model"]["emb/table"])
+        np.testing.assert_array_equal(f["optim/state/0/exp_avg"][...], state["optim"]["state"][0]["exp_avg"])
+
+
+def test_load_into_in_place(tmp_path: Path) -> None:
+    path = tmp_path / "ckpt.h5"
+    h5gds.save(_state(3), path).wait()
+    target = _state(4)
+    weight = target["model"]["layer.0.weight"]
+    out = h5gds.load(path, into=target)
+    assert out is target and target["model"]["layer.0.weight"] is weight
+    assert _equal(target, _state(3))
+    bad = _state(4)
+    bad["model"]["layer.0.weight"] = np.zeros((3, 3), np.float32)
+    with pytest.raises(ValueError, match="layer.0.weight"):
+        h5gds.load(path, into=bad)
+
+
+def test_unsupported_values_raise(tmp_path: Path) -> None:
+    with pytest.raises(TypeError):
+        h5gds.save({"x": object()}, tmp_path / "a.h5")
+    with pytest.raises(TypeError):
+        h5gds.save({(1, 2): np.zeros(2)}, tmp_path / "b.h5")
+    assert not (tmp_path / "a.h5").exists() and not list(tmp_path.glob("*.h5gds-tmp-*"))
+
+
+def _run(code: str, *args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(code), *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def test_failed_save_keeps_previous(tmp_path: Path) -> None:
+    """A real failure in the background (a file-size limit: EFBIG): wait()
+    raises, the previous checkpoint is intact, no temporary file is left."""
+    path = tmp_path / "ckpt.h5"
+    h5gds.save({"w": np.arange(1000, dtype=np.float64)}, path).wait()
+    p = _run("""
+        import resource, signal, sys
+        import numpy as np, h5gds
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4 << 20, resource.RLIM_INFINITY))
+        h = h5gds.save({"w": np.ones(4 << 20, dtype=np.float64)}, sys.argv[1])
+        try:
+            h.wait()
+        except OSError as exc:
+            print("FAILED:", exc)
+            sys.exit(3)
+        sys.exit(0)
+    """, str(path))
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 3, (out, err)
+    assert "File too large" in out, out
+    back = h5gds.load(path, device="cpu")
+    np.testing.assert_array_equal(back["w"], np.arange(1000, dtype=np.float64))
+    assert not list(tmp_path.glob("*.h5gds-tmp-*"))
+
+
+def test_killed_saver_keeps_a_checkpoint(tmp_path: Path) -> None:
+    """A process saving again and again is killed (SIGKILL) at random
+    moments: the checkpoint at the path always loads and is one version."""
+    path = tmp_path / "ckpt.h5"
+    rng = np.random.default_rng(0)
+    for round_ in range(4):
+        p = _run("""
+            import sys
+            import numpy as np, h5gds
+            i = 0
+            while True:
+                h5gds.save({"v": np.full(1 << 20, i, dtype=np.int32), "i": i}, sys.argv[1]).wait()
+                print(i, flush=True)
+                i += 1
+        """, str(path))
+        first = p.stdout.readline()  # at least one checkpoint exists
+        assert first.strip() == "0", p.stderr.read()
+        import time
+        time.sleep(float(rng.uniform(0.05, 0.4)))
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        back = h5gds.load(path, device="cpu")
+        assert np.all(back["v"] == back["i"]), f"round {round_}: a mixed checkpoint"
