@@ -1,6 +1,6 @@
 """Benchmarks of the Python layer, each method beside its peers in the same run.
 
-  python -m h5gds.bench whole,loader [--dir DIR] [--out OUT] [--sizes 256MiB,1GiB,4GiB]
+  python -m h5gds.bench whole,loader,checkpoint,train-loop [--dir DIR] [--out OUT] [--sizes 256MiB,1GiB,4GiB]
          [--samples 4KiB,64KiB,1MiB] [--file-size 2GiB] [--batch 16MiB] [--read-bytes 512MiB]
 
 whole:  dataset write (durable: fsync before the clock stops), cold read (page
@@ -398,7 +398,7 @@ def plot(rows: list[Row], png: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m h5gds.bench", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("parts", help="whole, loader or whole,loader")
+    p.add_argument("parts", help="a list of whole, loader, checkpoint, train-loop (h5gds.bench.checkpoint)")
     p.add_argument("--dir", default=os.environ.get("TMPDIR", "/tmp"), help="where the files go (a real disk)")
     p.add_argument("--out", default=os.environ.get("OUT", "."), help="where bench.csv and bench.png go")
     p.add_argument("--sizes", default="256MiB,1GiB,4GiB")
@@ -410,14 +410,27 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--prefetch", type=int, default=4)
     p.add_argument("--config", default="", help="gds configuration keys for the loader's engine")
     p.add_argument("--host", action="store_true", help="host arrays only (checks the benchmark without a GPU)")
+    p.add_argument("--repeat", type=int, default=3, help="checkpoint, train-loop: repeats (median reported)")
+    p.add_argument("--steps", type=int, default=160, help="train-loop: steps per run")
+    p.add_argument("--every", type=int, default=80, help="train-loop: a checkpoint every this many steps")
+    p.add_argument("--step-matmuls", type=int, default=20, help="train-loop: 8192^2 fp16 products per step")
+    p.add_argument("--verify", action="store_true", help="checkpoint: load the h5gds checkpoint back and compare")
     args = p.parse_args(argv)
+    parts = args.parts.split(",")
+    ckpt_parts = [x for x in parts if x in ("checkpoint", "train-loop")]
+    if ckpt_parts:
+        from . import checkpoint
+        checkpoint.run(ckpt_parts, args)
+        parts = [x for x in parts if x not in ckpt_parts]
+        if not parts:
+            return 0
     Path(args.dir).mkdir(parents=True, exist_ok=True)
     Path(args.out).mkdir(parents=True, exist_ok=True)
     dev = Device(args.host)
     rows: list[Row] = []
     print(f"h5gds {h5gds.__version__}, HDF5 {h5gds.hdf5_version}, arrays: {dev.name}, files in {args.dir}", flush=True)
     try:
-        for part in args.parts.split(","):
+        for part in parts:
             {"whole": bench_whole, "loader": bench_loader}[part](args, dev, rows)
     finally:
         csv_path = Path(args.out) / "bench.csv"

@@ -1,0 +1,385 @@
+"""Checkpoint benchmark: how long a GPU program stalls, and when its state
+is durable, saving a PyTorch state, beside the floors and the peers.
+
+  python -m h5gds.bench checkpoint,train-loop [--dir DIR] [--out OUT] [--repeat 3]
+
+checkpoint: the state of the round-2 anchors (96 x 4096x4096 fp16, 32 x 1M
+   fp32, 64 x 4096 fp32 = 3.13 GiB; and the same with bf16 in place of
+   fp16), methods in one run, interleaved by repeat:
+     floor-d2h       copy of every tensor into preallocated pinned host memory
+     floor-d2d       clone of every tensor on the device
+     h5gds-async     h5gds.save(async_=True): stall = until save returns (the
+                     state may change from then on), durable = until wait()
+                     returns; once with device snapshots, once with pinned host
+                     snapshots (column `memory`)
+     h5gds-sync      h5gds.save(async_=False)
+     torch.save      torch.save + fsync
+     safetensors     safetensors.torch.save_file + fsync
+     h5py            one dataset per tensor (tensor.cpu().numpy()) + fsync
+     dcp.save        torch.distributed.checkpoint.save (1 rank, gloo)
+     dcp.async_save  its async_save: stall = until the call returns (it stages
+                     to host memory inside the call), durable = its future
+   Columns: bench,method,state,memory,bytes,repeat,stall_s,durable_s,
+   peak_host_bytes,peak_device_bytes (host: growth of the resident set, sampled
+   every 5 ms; device: torch's peak allocation above the state, or the
+   snapshot memory h5gds reports).
+train-loop: N steps of a fixed GPU compute (matrix products, about 25 ms),
+   a checkpoint every k steps; mean step time without checkpoints, with
+   h5gds async, dcp.async_save and torch.save (bench = train-loop, column
+   step_ms).
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import shutil
+import statistics
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import h5gds
+
+FIELDS = ["bench", "method", "state", "memory", "bytes", "repeat", "stall_s", "durable_s", "peak_host_bytes",
+          "peak_device_bytes", "step_ms", "steps", "every", "note"]
+
+
+def _rss() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+class _PeakRss:
+    """The resident set's growth over a block, sampled every 5 ms."""
+
+    def __enter__(self) -> "_PeakRss":
+        self.base = self.peak = _rss()
+        self._stop = threading.Event()
+        self._t = threading.Thread(target=self._run, daemon=True)
+        self._t.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.005):
+            self.peak = max(self.peak, _rss())
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        self._t.join()
+        self.peak = max(self.peak, _rss())
+
+    @property
+    def growth(self) -> int:
+        return max(0, self.peak - self.base)
+
+
+def make_state(torch: Any, half: Any) -> dict[str, Any]:
+    g = torch.Generator(device="cuda").manual_seed(0)
+    state: dict[str, Any] = {}
+    for i in range(96):
+        state[f"layers.{i}.weight"] = torch.randn(4096, 4096, device="cuda", generator=g).to(half)
+    for i in range(32):
+        state[f"embed.{i}"] = torch.randn(1 << 20, device="cuda", generator=g)
+    for i in range(64):
+        state[f"norm.{i}"] = torch.randn(4096, device="cuda", generator=g)
+    torch.cuda.synchronize()
+    return state
+
+
+def _fsync_tree(path: Path) -> None:
+    paths = [path] if path.is_file() else [p for p in path.rglob("*") if p.is_file()]
+    for p in paths:
+        fd = os.open(p, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _clear(path: Path) -> None:
+    if path.is_dir():
+        shutil.rmtree(path)
+    elif path.exists():
+        path.unlink()
+
+
+def checkpoint_methods(torch: Any, state: dict[str, Any], d: Path) -> list[tuple[str, str, Callable[[], tuple[float, float, int]]]]:
+    """(method, memory, fn -> (stall_s, durable_s, reported device bytes))."""
+    pinned = {k: torch.empty(v.shape, dtype=v.dtype, pin_memory=True) for k, v in state.items()}
+
+    def floor_d2h() -> tuple[float, float, int]:
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for k, v in state.items():
+            pinned[k].copy_(v, non_blocking=True)
+        torch.cuda.synchronize()
+        return time.perf_counter() - t0, float("nan"), 0
+
+    def floor_d2d() -> tuple[float, float, int]:
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        clones = {k: v.clone() for k, v in state.items()}
+        torch.cuda.synchronize()
+        dt = time.perf_counter() - t0
+        del clones
+        return dt, float("nan"), 0
+
+    def h5gds_save(async_: bool, memory: str) -> Callable[[], tuple[float, float, int]]:
+        def run() -> tuple[float, float, int]:
+            path = d / "h5gds.h5"
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            h = h5gds.save(state, path, async_=async_, memory=memory)
+            stall = time.perf_counter() - t0
+            h.wait()
+            return stall, time.perf_counter() - t0, h.snapshot_memory_bytes if memory != "host" else 0
+        return run
+
+    def torch_save() -> tuple[float, float, int]:
+        path = d / "torch.pt"
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        torch.save(state, path)
+        _fsync_tree(path)
+        dt = time.perf_counter() - t0
+        return dt, dt, 0
+
+    methods: list[tuple[str, str, Callable[[], tuple[float, float, int]]]] = [
+        ("floor-d2h", "host", floor_d2h), ("floor-d2d", "device", floor_d2d),
+        ("h5gds-async", "device", h5gds_save(True, "device")), ("h5gds-async", "host", h5gds_save(True, "host")),
+        ("h5gds-sync", "-", h5gds_save(False, "auto")), ("torch.save", "-", torch_save),
+    ]
+    try:
+        from safetensors.torch import save_file
+
+        def safetensors_save() -> tuple[float, float, int]:
+            path = d / "model.safetensors"
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            save_file(state, str(path))
+            _fsync_tree(path)
+            dt = time.perf_counter() - t0
+            return dt, dt, 0
+        methods.append(("safetensors", "-", safetensors_save))
+    except ImportError:
+        pass
+
+    import h5py
+
+    def h5py_save() -> tuple[float, float, int]:
+        path = d / "h5py.h5"
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        with h5py.File(path, "w") as f:
+            for k, v in state.items():
+                host = v.cpu()
+                f.create_dataset(k, data=(host.view(torch.int16) if v.dtype == torch.bfloat16 else host).numpy())
+        _fsync_tree(path)
+        dt = time.perf_counter() - t0
+        return dt, dt, 0
+    methods.append(("h5py", "-", h5py_save))
+
+    try:
+        import torch.distributed as dist
+        import torch.distributed.checkpoint as dcp
+        if not dist.is_initialized():
+            os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+            os.environ.setdefault("MASTER_PORT", "29517")
+            dist.init_process_group("gloo", rank=0, world_size=1)
+
+        def dcp_save() -> tuple[float, float, int]:
+            path = d / "dcp"
+            _clear(path)
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            dcp.save(state, checkpoint_id=str(path))
+            _fsync_tree(path)
+            dt = time.perf_counter() - t0
+            return dt, dt, 0
+
+        def dcp_async() -> tuple[float, float, int]:
+            path = d / "dcp-async"
+            _clear(path)
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            fut = dcp.async_save(state, checkpoint_id=str(path))
+            stall = time.perf_counter() - t0
+            fut.result()
+            _fsync_tree(path)
+            return stall, time.perf_counter() - t0, 0
+        methods += [("dcp.save", "-", dcp_save), ("dcp.async_save", "-", dcp_async)]
+    except Exception as exc:  # noqa: BLE001 - reported in the CSV
+        print(f"dcp unavailable: {exc}")
+    return methods
+
+
+def bench_checkpoint(args: argparse.Namespace, rows: list[dict[str, Any]]) -> None:
+    import torch
+    d = Path(args.dir) / "ckpt"
+    d.mkdir(parents=True, exist_ok=True)
+    for state_name, half in (("fp16-3.13GiB", torch.float16), ("bf16-3.13GiB", torch.bfloat16)):
+        state = make_state(torch, half)
+        nbytes = sum(v.numel() * v.element_size() for v in state.values())
+        methods = checkpoint_methods(torch, state, d)
+        for rep in range(args.repeat):
+            for method, memory, fn in methods:
+                torch.cuda.reset_peak_memory_stats()
+                base = torch.cuda.memory_allocated()
+                with _PeakRss() as rss:
+                    stall, durable, dev_bytes = fn()
+                peak_dev = max(dev_bytes, torch.cuda.max_memory_allocated() - base)
+                r = dict(bench="checkpoint", method=method, state=state_name, memory=memory, bytes=nbytes,
+                         repeat=rep, stall_s=f"{stall:.4f}", durable_s=f"{durable:.4f}", peak_host_bytes=rss.growth,
+                         peak_device_bytes=peak_dev)
+                rows.append(r)
+                print(f"checkpoint {state_name:13s} {method:15s} {memory:6s} stall {stall:7.3f} s  durable "
+                      f"{durable:7.3f} s  host +{rss.growth / 2**30:5.2f} GiB  device +{peak_dev / 2**30:5.2f} GiB",
+                      flush=True)
+        if args.verify:
+            back = h5gds.load(d / "h5gds.h5", device="cuda")
+            bad = [k for k in state if not torch.equal(back[k], state[k])]
+            print(f"verify {state_name}: {'OK' if not bad else f'{len(bad)} tensors differ'}")
+            rows.append(dict(bench="checkpoint", method="verify", state=state_name, note="ok" if not bad else
+                             f"{len(bad)} differ"))
+            del back
+        del state, methods
+        torch.cuda.empty_cache()
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def bench_train_loop(args: argparse.Namespace, rows: list[dict[str, Any]]) -> None:
+    import torch
+    d = Path(args.dir) / "loop"
+    d.mkdir(parents=True, exist_ok=True)
+    state = make_state(torch, torch.float16)
+    a = torch.randn(8192, 8192, device="cuda", dtype=torch.float16)
+    b = torch.randn(8192, 8192, device="cuda", dtype=torch.float16)
+
+    def step() -> None:
+        c = a
+        for _ in range(args.step_matmuls):
+            c = torch.mm(c, b)
+        state["layers.0.weight"].add_(c[:4096, :4096], alpha=1e-6)  # the state changes every step
+
+    steps, every = args.steps, args.every
+
+    def loop(save: Callable[[int], Any] | None) -> float:
+        pending: list[Any] = []
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for i in range(1, steps + 1):
+            step()
+            if save is not None and i % every == 0:
+                for p in pending:  # the previous checkpoint must be complete before the next
+                    p()
+                pending = [save(i)]
+        torch.cuda.synchronize()
+        for p in pending:
+            p()
+        return (time.perf_counter() - t0) / steps * 1e3
+
+    def h5gds_async(i: int) -> Callable[[], None]:
+        h = h5gds.save(state, d / "loop.h5", async_=True, memory="device")
+        return h.wait
+
+    def torch_save(i: int) -> Callable[[], None]:
+        torch.save(state, d / "loop.pt")
+        _fsync_tree(d / "loop.pt")
+        return lambda: None
+
+    methods: list[tuple[str, Callable[[int], Any] | None]] = [("no-checkpoint", None), ("h5gds-async", h5gds_async),
+                                                             ("torch.save", torch_save)]
+    try:
+        import torch.distributed as dist
+        import torch.distributed.checkpoint as dcp
+        if not dist.is_initialized():
+            os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+            os.environ.setdefault("MASTER_PORT", "29517")
+            dist.init_process_group("gloo", rank=0, world_size=1)
+
+        def dcp_async(i: int) -> Callable[[], None]:
+            path = d / f"dcp-{i}"
+            fut = dcp.async_save(state, checkpoint_id=str(path))
+            return lambda: (fut.result(), _fsync_tree(path), shutil.rmtree(path, ignore_errors=True))
+        methods.append(("dcp.async_save", dcp_async))
+    except Exception as exc:  # noqa: BLE001
+        print(f"dcp unavailable: {exc}")
+    loop(None)  # warm-up
+    for rep in range(args.repeat):
+        for name, save in methods:
+            ms = loop(save)
+            rows.append(dict(bench="train-loop", method=name, state="fp16-3.13GiB", repeat=rep, step_ms=f"{ms:.3f}",
+                             steps=steps, every=every))
+            print(f"train-loop {name:15s} {ms:8.2f} ms/step ({steps} steps, checkpoint every {every})", flush=True)
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def summary(rows: list[dict[str, Any]]) -> list[str]:
+    out = []
+    groups: dict[tuple[str, str, str, str], list[dict[str, Any]]] = {}
+    for r in rows:
+        if r.get("bench") in ("checkpoint", "train-loop") and r.get("method") != "verify":
+            groups.setdefault((r["bench"], r.get("state", ""), r["method"], r.get("memory", "")), []).append(r)
+    for (bench, state, method, memory), rs in groups.items():
+        if bench == "checkpoint":
+            stall = statistics.median(float(r["stall_s"]) for r in rs)
+            durable = statistics.median(float(r["durable_s"]) for r in rs)
+            out.append(f"| {state} | {method} | {memory} | {stall:.3f} | {durable:.3f} |")
+        else:
+            ms = statistics.median(float(r["step_ms"]) for r in rs)
+            out.append(f"| train-loop | {method} | | {ms:.2f} ms/step | |")
+    return out
+
+
+def run(parts: list[str], args: argparse.Namespace) -> None:
+    rows: list[dict[str, Any]] = []
+    if "checkpoint" in parts:
+        bench_checkpoint(args, rows)
+    if "train-loop" in parts:
+        bench_train_loop(args, rows)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "checkpoint.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=FIELDS)
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: r.get(k, "") for k in FIELDS})
+    (out / "checkpoint-summary.md").write_text(
+        "| state | method | memory | stall (s) | durable (s) |\n|---|---|---|---|---|\n" + "\n".join(summary(rows)) + "\n")
+    try:
+        _plot(rows, out / "checkpoint.png")
+    except ImportError:
+        pass
+
+
+def _plot(rows: list[dict[str, Any]], png: Path) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    cp = [r for r in rows if r.get("bench") == "checkpoint" and r.get("method") != "verify"
+          and r.get("state") == "fp16-3.13GiB"]
+    if not cp:
+        return
+    names: list[str] = []
+    for r in cp:
+        n = r["method"] + (f" ({r['memory']})" if r["memory"] not in ("-", "") else "")
+        if n not in names:
+            names.append(n)
+
+    def med(n: str, key: str) -> float:
+        vals = [float(r[key]) for r in cp if r["method"] + (f" ({r['memory']})" if r["memory"] not in ("-", "") else "") == n]
+        vals = [v for v in vals if v == v]
+        return statistics.median(vals) if vals else 0.0
+    fig, ax = plt.subplots(figsize=(9, 4.5))
+    x = range(len(names))
+    ax.bar([i - 0.2 for i in x], [med(n, "stall_s") for n in names], width=0.4, label="loop stalled (s)")
+    ax.bar([i + 0.2 for i in x], [med(n, "durable_s") for n in names], width=0.4, label="durable after (s)")
+    ax.set_xticks(list(x))
+    ax.set_xticklabels(names, rotation=30, ha="right")
+    ax.set_yscale("log")
+    ax.set_title("Checkpoint of a 3.13 GiB PyTorch state (fp16), median")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(png, dpi=110)
