@@ -251,7 +251,11 @@ def create_dataset(group: h5py.Group, name: str, data: Any = None, *, shape: Any
     if dtype is None:
         dtype = np.float32
     if chunks not in (None, False):
+        # no chunk cache for this handle: chunks go straight to the driver
+        # (h5py applies cache settings only when one of them is truthy,
+        # hence a slot count with the zero size)
         kwds.setdefault("rdcc_nbytes", 0)
+        kwds.setdefault("rdcc_nslots", 1)
     if "dcpl" in kwds:
         raise TypeError("create_dataset sets its own dcpl (fill never, early allocation)")
     dset = group.create_dataset(name, shape=shape, dtype=dtype, chunks=chunks, dcpl=gds_dcpl(), **kwds)
