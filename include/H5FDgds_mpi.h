@@ -22,8 +22,10 @@
  * The ranks agree on the outcome (MPI_Allreduce of a status): either every
  * rank returns success or every rank returns failure, never a hang. On
  * failure the HDF5 error stack of each rank says what failed and on which
- * rank (the failing rank also has the detailed HDF5 errors); print it with
- * H5Eprint2(H5E_DEFAULT, stderr). The library never prints and never exits.
+ * rank (the failing rank also has the detailed HDF5 errors). As with HDF5's
+ * own API calls, a failed call prints that stack once on each rank, unless
+ * the application turned printing off (H5Eset_auto2(H5E_DEFAULT, NULL,
+ * NULL)); then H5Eprint2(H5E_DEFAULT, stderr) shows it. The library never exits.
  * MPI errors on the library's private communicators are returned, not fatal.
  *
  * Files on failure: a master file exists only when every rank file was

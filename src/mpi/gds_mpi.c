@@ -12,15 +12,15 @@
  *   3. every rank takes the same branch on the agreed status.
  *
  * Errors: the rank that fails pushes the reason on HDF5's error stack, under
- * the "h5gds-mpi" class, on top of HDF5's own errors. Those are kept aside
+ * the "h5gds-mpi" class, on top of HDF5's own errors. Each API function is a
+ * public entry point (gds_api_enter/leave): a failed call prints its stack
+ * once, on every rank, unless the application turned HDF5's printing off. Those are kept aside
  * (H5Eget_current_stack) while the call cleans up, because every HDF5 API
  * call clears the stack, and are put back at the end, topped by one message
  * that every rank gets: what failed and on which rank.
  */
-#include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -31,10 +31,8 @@
 #include <unistd.h>
 
 #include "H5FDgds_mpi.h"
-
-#ifndef H5GDS_VERSION
-#define H5GDS_VERSION "0"
-#endif
+#include "cuda_loader.h"
+#include "gds_error.h"
 
 #define MAX_DIMS H5S_MAX_RANK /* 32 */
 #define TMP_SUFFIX ".h5gds-tmp"
@@ -43,44 +41,18 @@
  * Errors
  * --------------------------------------------------------------------- */
 
+/* The MPI layer's own error class, through the shared helper (gds_error.h). */
 static hid_t error_class_id = H5I_INVALID_HID;
-static pthread_mutex_t error_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* Registers the "h5gds-mpi" class (again after H5close). Called at the start
- * of each API function only: H5Iis_valid and H5Eregister_class clear the
- * error stack, so they must not run between a failure and its message. */
-static void error_class_refresh(void)
-{
-    pthread_mutex_lock(&error_lock);
-    if (error_class_id < 0 || H5Iis_valid(error_class_id) <= 0)
-        error_class_id = H5Eregister_class("h5gds-mpi", "h5gds-mpi", H5GDS_VERSION);
-    pthread_mutex_unlock(&error_lock);
-}
+#define ERR(major, minor, ...)                                                                                     \
+    gds_error_push_class(&error_class_id, "h5gds-mpi", __func__, __LINE__, (major), (minor), __VA_ARGS__)
 
-__attribute__((format(printf, 5, 6))) static void error_push(const char *func, int line, hid_t major, hid_t minor,
-                                                             const char *fmt, ...)
-{
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    pthread_mutex_lock(&error_lock);
-    hid_t cls = error_class_id >= 0 ? error_class_id : H5E_ERR_CLS;
-    pthread_mutex_unlock(&error_lock);
-    /* H5Epush2 does not clear the stack; the message is an argument, never a format. */
-    H5Epush2(H5E_DEFAULT, __FILE__, func, (unsigned)line, cls, major, minor, "%s", msg);
-}
-
-#define ERR(major, minor, ...) error_push(__func__, __LINE__, (major), (minor), __VA_ARGS__)
-
-/* State of one API call: HDF5's automatic error printing is off inside the
- * library (the library never prints), the first failure's error stack is
- * kept aside, and a summary is pushed last. */
+/* State of one API call: a public entry point (gds_api_enter: HDF5's
+ * automatic printing is off while it runs, the stack is reported once at
+ * its end), the first failure's error stack kept aside, and a summary
+ * pushed last. */
 typedef struct api {
     const char *func;
-    H5E_auto2_t auto_func;
-    void *auto_data;
     hid_t saved;        /* the error stack of the first local failure */
     char summary[1024]; /* what every rank reports when the call fails */
 } api_t;
@@ -90,10 +62,7 @@ static void api_enter(api_t *a, const char *func)
     memset(a, 0, sizeof *a);
     a->func = func;
     a->saved = H5I_INVALID_HID;
-    error_class_refresh();
-    H5Eget_auto2(H5E_DEFAULT, &a->auto_func, &a->auto_data);
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    H5Eclear2(H5E_DEFAULT);
+    gds_api_enter();
 }
 
 /* Call right after pushing an error: keeps the current stack (HDF5's errors
@@ -126,9 +95,9 @@ static herr_t api_leave(api_t *a, bool failed)
         a->saved = H5I_INVALID_HID;
     }
     if (failed && a->summary[0])
-        error_push(a->func, __LINE__, H5E_VFL, H5E_CANTOPERATE, "%s", a->summary);
-    H5Eset_auto2(H5E_DEFAULT, a->auto_func, a->auto_data);
-    return failed ? -1 : 0;
+        gds_error_push_class(&error_class_id, "h5gds-mpi", a->func, __LINE__, H5E_VFL, H5E_CANTOPERATE, "%s",
+                             a->summary);
+    return gds_api_leave(failed) ? -1 : 0;
 }
 
 /* ------------------------------------------------------------------------
@@ -1266,32 +1235,6 @@ herr_t H5FD_gds_mpi_read(MPI_Comm comm, const char *master_path, const char *nam
  * Device selection
  * --------------------------------------------------------------------- */
 
-/* CUDA devices visible to the process (0 without a driver), through the
- * driver API loaded with dlopen: the library does not link CUDA. The
- * handle is never closed (libcuda does not support being unloaded). */
-static int cuda_devices;
-static pthread_once_t cuda_once = PTHREAD_ONCE_INIT;
-
-static void cuda_count_devices(void)
-{
-    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!lib)
-        return;
-    int (*init)(unsigned) = NULL;
-    int (*get_count)(int *) = NULL;
-    *(void **)&init = dlsym(lib, "cuInit");
-    *(void **)&get_count = dlsym(lib, "cuDeviceGetCount");
-    int n = 0;
-    if (init && get_count && init(0) == 0 && get_count(&n) == 0 && n > 0)
-        cuda_devices = n;
-}
-
-static int cuda_device_count(void)
-{
-    pthread_once(&cuda_once, cuda_count_devices);
-    return cuda_devices;
-}
-
 int H5FD_gds_mpi_local_rank(MPI_Comm comm)
 {
     api_t a;
@@ -1312,7 +1255,7 @@ int H5FD_gds_mpi_local_rank(MPI_Comm comm)
         return -1;
     }
     MPI_Comm_free(&node);
-    int n = cuda_device_count();
+    int n = gds_cuda_device_count(); /* 0 without a usable CUDA driver */
     api_leave(&a, false);
     return n > 0 ? local % n : local;
 }
