@@ -569,9 +569,9 @@ static void *alloc_memory(memory_t m, size_t size)
     void *p = NULL;
     switch (m) {
     case MEM_HOST: p = aligned_alloc(4096, (size + 4095) / 4096 * 4096); break;
-    case MEM_PINNED: if (cuda.MemAllocHost(&p, size) != CUDA_SUCCESS) p = NULL; break;
-    case MEM_DEVICE: if (cuda.MemAlloc(&d, size) == CUDA_SUCCESS) p = (void *)(uintptr_t)d; break;
-    case MEM_MANAGED: if (cuda.MemAllocManaged(&d, size, CU_MEM_ATTACH_GLOBAL) == CUDA_SUCCESS) p = (void *)(uintptr_t)d; break;
+    case MEM_PINNED: if (cuda.api->MemAllocHost(&p, size) != CUDA_SUCCESS) p = NULL; break;
+    case MEM_DEVICE: if (cuda.api->MemAlloc(&d, size) == CUDA_SUCCESS) p = (void *)(uintptr_t)d; break;
+    case MEM_MANAGED: if (cuda.api->MemAllocManaged(&d, size, CU_MEM_ATTACH_GLOBAL) == CUDA_SUCCESS) p = (void *)(uintptr_t)d; break;
     }
     if (!p)
         fail("cannot allocate %zu bytes of %s memory", size, memory_names[m]);
@@ -584,8 +584,8 @@ static void free_memory(memory_t m, void *p)
         return;
     switch (m) {
     case MEM_HOST: free(p); break;
-    case MEM_PINNED: cuda.MemFreeHost(p); break;
-    default: cuda.MemFree((CUdeviceptr)(uintptr_t)p); break;
+    case MEM_PINNED: cuda.api->MemFreeHost(p); break;
+    default: cuda.api->MemFree((CUdeviceptr)(uintptr_t)p); break;
     }
 }
 
@@ -596,9 +596,9 @@ static bool is_gpu_memory(memory_t m) { return m == MEM_DEVICE || m == MEM_MANAG
 static void to_data(buffers_t *b, const void *src, bool gpu_init)
 {
     if (b->memory == MEM_DEVICE || (b->memory == MEM_MANAGED && gpu_init)) {
-        if (cuda.MemcpyHtoD((CUdeviceptr)(uintptr_t)b->data, src, b->size) != CUDA_SUCCESS)
+        if (cuda.api->MemcpyHtoD((CUdeviceptr)(uintptr_t)b->data, src, b->size) != CUDA_SUCCESS)
             fail("host-to-device copy failed");
-        cuda.CtxSynchronize();
+        cuda.api->CtxSynchronize();
     }
     else
         memcpy(b->data, src, b->size);
@@ -607,7 +607,7 @@ static void to_data(buffers_t *b, const void *src, bool gpu_init)
 static void from_data(buffers_t *b, void *dst)
 {
     if (is_gpu_memory(b->memory)) {
-        if (cuda.MemcpyDtoH(dst, (CUdeviceptr)(uintptr_t)b->data, b->size) != CUDA_SUCCESS)
+        if (cuda.api->MemcpyDtoH(dst, (CUdeviceptr)(uintptr_t)b->data, b->size) != CUDA_SUCCESS)
             fail("device-to-host copy failed");
     }
     else
@@ -691,7 +691,7 @@ static double timed_write(method_t m, buffers_t *b, const char *path, const char
     sync();
     double t0 = now();
     void *buf = io_buffer(m, b);
-    if (buf != b->data && cuda.MemcpyDtoH(buf, (CUdeviceptr)(uintptr_t)b->data, b->size) != CUDA_SUCCESS)
+    if (buf != b->data && cuda.api->MemcpyDtoH(buf, (CUdeviceptr)(uintptr_t)b->data, b->size) != CUDA_SUCCESS)
         fail("device-to-host copy failed");
     hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
     if (f < 0)
@@ -728,11 +728,11 @@ static double timed_read(method_t m, buffers_t *b, const char *path, const char 
     H5Dclose(d);
     H5Fclose(f);
     if (buf != b->data) {
-        if (cuda.MemcpyHtoD((CUdeviceptr)(uintptr_t)b->data, buf, b->size) != CUDA_SUCCESS)
+        if (cuda.api->MemcpyHtoD((CUdeviceptr)(uintptr_t)b->data, buf, b->size) != CUDA_SUCCESS)
             fail("host-to-device copy failed");
     }
     if (is_gpu_memory(b->memory))
-        cuda.CtxSynchronize();
+        cuda.api->CtxSynchronize();
     double t = now() - t0;
     H5Pclose(fapl);
     return t;
@@ -752,7 +752,7 @@ static double timed_write_mpi(method_t m, buffers_t *b, const char *cfg)
     par_barrier();
     double t0 = now();
     void *buf = io_buffer(m, b);
-    if (buf != b->data && cuda.MemcpyDtoH(buf, (CUdeviceptr)(uintptr_t)b->data, b->size) != CUDA_SUCCESS)
+    if (buf != b->data && cuda.api->MemcpyDtoH(buf, (CUdeviceptr)(uintptr_t)b->data, b->size) != CUDA_SUCCESS)
         fail("device-to-host copy failed");
     hsize_t global = (hsize_t)b->size * (hsize_t)par.size, offset = (hsize_t)b->size * (hsize_t)par.rank,
             count = b->size;
@@ -784,10 +784,10 @@ static double timed_read_mpi(method_t m, buffers_t *b, const char *cfg)
         H5Eprint2(H5E_DEFAULT, stderr);
         fail("reading the collection %s failed", files[0]);
     }
-    if (buf != b->data && cuda.MemcpyHtoD((CUdeviceptr)(uintptr_t)b->data, buf, b->size) != CUDA_SUCCESS)
+    if (buf != b->data && cuda.api->MemcpyHtoD((CUdeviceptr)(uintptr_t)b->data, buf, b->size) != CUDA_SUCCESS)
         fail("host-to-device copy failed");
     if (is_gpu_memory(b->memory))
-        cuda.CtxSynchronize();
+        cuda.api->CtxSynchronize();
     double t = now() - t0;
     H5Pclose(fapl);
     return t;
@@ -965,12 +965,12 @@ static void bench_ceilings(size_t size, buffers_t *b, unsigned char *buf, size_t
         CUdeviceptr dev = (CUdeviceptr)(uintptr_t)b->data;
         par_barrier();
         double t0 = now();
-        cuda.MemcpyHtoD(dev, pinned, size);
-        cuda.CtxSynchronize();
+        cuda.api->MemcpyHtoD(dev, pinned, size);
+        cuda.api->CtxSynchronize();
         record("CEIL-H2D", PH_WARM, MEM_PINNED, size, 1, size, rep, now() - t0, "");
         par_barrier();
         t0 = now();
-        cuda.MemcpyDtoH(pinned, dev, size);
+        cuda.api->MemcpyDtoH(pinned, dev, size);
         record("CEIL-D2H", PH_WRITE, MEM_PINNED, size, 1, size, rep, now() - t0, "");
     }
 }
