@@ -76,6 +76,17 @@ H5GDS_API herr_t H5FD_gds_mpi_write(H5FD_gds_collection_t *c, const char *name, 
                                     const hsize_t global_dims[], const hsize_t offset[], const hsize_t count[],
                                     const void *buf);
 
+/* Collective. H5FD_gds_mpi_write with the layout of each rank's dataset
+ * taken from `dcpl` (H5P_DEFAULT: contiguous, as H5FD_gds_mpi_write), e.g.
+ * chunked (H5Pset_chunk with `ndims` dimensions, no chunk larger than the
+ * rank's slab; an empty slab is written contiguous). Fill time never and
+ * early allocation are set on a copy; the chunk cache is off, so chunks go
+ * straight between `buf` and the file. The master's virtual dataset is the
+ * same whatever the layout. */
+H5GDS_API herr_t H5FD_gds_mpi_write_dcpl(H5FD_gds_collection_t *c, const char *name, hid_t type, int ndims,
+                                         const hsize_t global_dims[], const hsize_t offset[],
+                                         const hsize_t count[], const void *buf, hid_t dcpl);
+
 /* Collective. Closes every rank file; when all closed without error, rank 0
  * checks that it sees every rank file, writes the master (one VDS per
  * written name, 1.10-compatible file format: readable by HDF5 1.10+) to a

@@ -740,11 +740,12 @@ static double timed_read(method_t m, buffers_t *b, const char *path, const char 
 
 #ifdef H5GDS_BENCH_MPI
 /* Under MPI: every rank writes its slab of dataset "data" (global size:
- * ranks x size) into its own file with libh5gds_mpi, which then writes the
- * VDS master; durable like timed_write (the rank file is fsync'd). */
+ * ranks x size) into its own file with libh5gds_mpi (with --chunk, as a
+ * chunked dataset), which then writes the VDS master; durable like
+ * timed_write (the rank file is fsync'd). */
 static double timed_write_mpi(method_t m, buffers_t *b, const char *cfg)
 {
-    hid_t fapl = make_fapl(m, cfg);
+    hid_t fapl = make_fapl(m, cfg), dcpl = bench_dcpl(b->size);
     unlink(files[2]);
     if (par.rank == opt.inject_failure_rank) /* a directory in its place: this rank's create fails */
         mkdir(files[2], 0755);
@@ -761,7 +762,7 @@ static double timed_write_mpi(method_t m, buffers_t *b, const char *cfg)
         H5Eprint2(H5E_DEFAULT, stderr);
         fail("cannot start the collection %s", files[0]);
     }
-    herr_t rc = H5FD_gds_mpi_write(c, "data", H5T_NATIVE_UCHAR, 1, &global, &offset, &count, buf);
+    herr_t rc = H5FD_gds_mpi_write_dcpl(c, "data", H5T_NATIVE_UCHAR, 1, &global, &offset, &count, buf, dcpl);
     if (H5FD_gds_mpi_finish(c) < 0 || rc < 0) {
         H5Eprint2(H5E_DEFAULT, stderr);
         fail("writing the collection %s failed (disk full?)", files[0]);
@@ -769,6 +770,7 @@ static double timed_write_mpi(method_t m, buffers_t *b, const char *cfg)
     fsync_path(files[2]);
     double t = now() - t0;
     H5Pclose(fapl);
+    H5Pclose(dcpl);
     return t;
 }
 
@@ -1153,10 +1155,6 @@ int main(int argc, char **argv)
         opt.memory = cuda.ok ? MEM_DEVICE : MEM_HOST;
     if (opt.memory != MEM_HOST && !cuda.ok) {
         fprintf(stderr, "h5gds-bench: %s memory needs an NVIDIA GPU and none is usable here\n", memory_names[opt.memory]);
-        return par_end(2);
-    }
-    if (par.on && opt.chunk) {
-        fprintf(stderr, "h5gds-bench: --chunk is not supported under MPI (the collection writes contiguous slabs)\n");
         return par_end(2);
     }
     bool gpu_init = opt.buffer_mode == 2 || opt.buffer_mode == 3 || (opt.buffer_mode < 0 && opt.memory == MEM_DEVICE);

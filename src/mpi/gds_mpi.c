@@ -438,10 +438,40 @@ fail:
     return NULL;
 }
 
+/* A dataset creation list for the rank's slab: chunks of the slab's rank,
+ * none larger than the slab (HDF5's rule for fixed-size datasets). */
+static bool check_dcpl(H5FD_gds_collection_t *c, const char *name, int ndims, const hsize_t count[],
+                       uint64_t npoints, hid_t dcpl)
+{
+    int r = c->rank;
+    if (H5Pisa_class(dcpl, H5P_DATASET_CREATE) <= 0) {
+        ERR(H5E_ARGS, H5E_BADTYPE, "rank %d: dcpl is not a dataset creation property list (dataset '%s')", r,
+            name);
+        return false;
+    }
+    if (npoints == 0 || H5Pget_layout(dcpl) != H5D_CHUNKED)
+        return true;
+    hsize_t chunk[MAX_DIMS];
+    int rank = H5Pget_chunk(dcpl, MAX_DIMS, chunk);
+    if (rank != ndims) {
+        ERR(H5E_ARGS, H5E_BADRANGE, "rank %d: the chunks of dcpl have %d dimensions, the dataset '%s' %d", r, rank,
+            name, ndims);
+        return false;
+    }
+    for (int d = 0; d < ndims; d++)
+        if (chunk[d] > count[d]) {
+            ERR(H5E_ARGS, H5E_BADRANGE,
+                "rank %d: dimension %d: chunk size %llu exceeds the slab's count %llu (dataset '%s')", r, d,
+                (unsigned long long)chunk[d], (unsigned long long)count[d], name);
+            return false;
+        }
+    return true;
+}
+
 /* The rank's own checks of a write's arguments; fills `me`. */
 static bool check_write_args(api_t *a, H5FD_gds_collection_t *c, const char *name, hid_t type, int ndims,
                              const hsize_t global_dims[], const hsize_t offset[], const hsize_t count[],
-                             const void *buf, slab_rec_t *me)
+                             const void *buf, hid_t dcpl, slab_rec_t *me)
 {
     int r = c->rank;
     memset(me, 0, sizeof *me);
@@ -511,6 +541,8 @@ static bool check_write_args(api_t *a, H5FD_gds_collection_t *c, const char *nam
             (unsigned long long)npoints, name);
         goto bad;
     }
+    if (dcpl != H5P_DEFAULT && !check_dcpl(c, name, ndims, count, npoints, dcpl))
+        goto bad;
     for (dset_rec_t *d = c->dsets; d; d = d->next)
         if (strcmp(relative_name(d->name), relative_name(name)) == 0) {
             ERR(H5E_DATASET, H5E_EXISTS, "dataset '%s' was already written in this collection", name);
@@ -616,18 +648,27 @@ static bool check_gathered(api_t *a, H5FD_gds_collection_t *c, const char *name)
 
 /* Creates dataset `name` (the rank's slab) in the rank file and writes it. */
 static bool write_slab(api_t *a, H5FD_gds_collection_t *c, const char *name, hid_t type, int ndims,
-                       const hsize_t count[], const void *buf)
+                       const hsize_t count[], const void *buf, hid_t user_dcpl)
 {
     bool ok = false, empty = false, created = false;
-    hid_t space = H5I_INVALID_HID, dcpl = H5I_INVALID_HID, lcpl = H5I_INVALID_HID, dset = H5I_INVALID_HID;
+    hid_t space = H5I_INVALID_HID, dcpl = H5I_INVALID_HID, lcpl = H5I_INVALID_HID, dset = H5I_INVALID_HID,
+          dapl = H5I_INVALID_HID;
     for (int d = 0; d < ndims; d++)
         empty |= count[d] == 0;
-    if ((space = H5Screate_simple(ndims, count, NULL)) < 0 || (dcpl = H5FD_gds_create_dcpl()) < 0 ||
-        (lcpl = H5Pcreate(H5P_LINK_CREATE)) < 0 || H5Pset_create_intermediate_group(lcpl, 1) < 0) {
+    /* The application's layout (an empty slab cannot have chunks), with fill
+     * never and early allocation; no chunk cache, so that chunks go straight
+     * between the buffer and the file. */
+    if (user_dcpl != H5P_DEFAULT && !empty)
+        dcpl = H5Pcopy(user_dcpl);
+    else
+        dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    if ((space = H5Screate_simple(ndims, count, NULL)) < 0 || dcpl < 0 || H5FD_gds_prepare_dcpl(dcpl) < 0 ||
+        (dapl = H5FD_gds_create_dapl()) < 0 || (lcpl = H5Pcreate(H5P_LINK_CREATE)) < 0 ||
+        H5Pset_create_intermediate_group(lcpl, 1) < 0) {
         ERR(H5E_DATASET, H5E_CANTINIT, "rank %d: cannot prepare dataset '%s'", c->rank, name);
         goto done;
     }
-    if ((dset = H5Dcreate2(c->file, name, type, space, lcpl, dcpl, H5P_DEFAULT)) < 0) {
+    if ((dset = H5Dcreate2(c->file, name, type, space, lcpl, dcpl, dapl)) < 0) {
         ERR(H5E_DATASET, H5E_CANTCREATE, "rank %d cannot create dataset '%s' in its file '%s'", c->rank, name,
             c->rank_path);
         goto done;
@@ -663,6 +704,8 @@ done:
         H5Ldelete(c->file, name, H5P_DEFAULT);
     if (lcpl >= 0)
         H5Pclose(lcpl);
+    if (dapl >= 0)
+        H5Pclose(dapl);
     if (dcpl >= 0)
         H5Pclose(dcpl);
     if (space >= 0)
@@ -673,6 +716,13 @@ done:
 herr_t H5FD_gds_mpi_write(H5FD_gds_collection_t *c, const char *name, hid_t type, int ndims,
                           const hsize_t global_dims[], const hsize_t offset[], const hsize_t count[], const void *buf)
 {
+    return H5FD_gds_mpi_write_dcpl(c, name, type, ndims, global_dims, offset, count, buf, H5P_DEFAULT);
+}
+
+herr_t H5FD_gds_mpi_write_dcpl(H5FD_gds_collection_t *c, const char *name, hid_t type, int ndims,
+                               const hsize_t global_dims[], const hsize_t offset[], const hsize_t count[],
+                               const void *buf, hid_t dcpl)
+{
     api_t a;
     api_enter(&a, __func__);
     if (!c) {
@@ -680,7 +730,7 @@ herr_t H5FD_gds_mpi_write(H5FD_gds_collection_t *c, const char *name, hid_t type
         return api_leave(&a, true);
     }
     slab_rec_t me;
-    bool ok = check_write_args(&a, c, name, type, ndims, global_dims, offset, count, buf, &me);
+    bool ok = check_write_args(&a, c, name, type, ndims, global_dims, offset, count, buf, dcpl, &me);
 
     /* Everybody sees everybody's slab, and decides the same. */
     if (MPI_Allgather(&me, (int)sizeof me, MPI_BYTE, c->recs, (int)sizeof me, MPI_BYTE, c->comm) != MPI_SUCCESS) {
@@ -719,7 +769,7 @@ herr_t H5FD_gds_mpi_write(H5FD_gds_collection_t *c, const char *name, hid_t type
         }
     }
     if (ok)
-        ok = write_slab(&a, c, name, type, ndims, count, buf);
+        ok = write_slab(&a, c, name, type, ndims, count, buf, dcpl);
 
     agreement_t ag = agree(&a, c->comm, c->rank, ok);
     if (ag.nfail) {
@@ -1071,13 +1121,14 @@ static bool read_own(api_t *a, const read_args_t *q, hid_t fapl)
 {
     bool ok = false;
     char *path = rank_file_path(q->master_path, q->rank);
-    hid_t f = H5I_INVALID_HID, d = H5I_INVALID_HID, s = H5I_INVALID_HID;
+    hid_t f = H5I_INVALID_HID, d = H5I_INVALID_HID, s = H5I_INVALID_HID, dapl = H5I_INVALID_HID;
     hsize_t dims[MAX_DIMS];
     if (!path) {
         ERR(H5E_RESOURCE, H5E_NOSPACE, "out of memory");
         goto done;
     }
-    if ((f = H5Fopen(path, H5F_ACC_RDONLY, fapl)) < 0 || (d = H5Dopen2(f, q->name, H5P_DEFAULT)) < 0) {
+    if ((dapl = H5FD_gds_create_dapl()) < 0 || (f = H5Fopen(path, H5F_ACC_RDONLY, fapl)) < 0 ||
+        (d = H5Dopen2(f, q->name, dapl)) < 0) {
         ERR(H5E_FILE, H5E_CANTOPENFILE, "rank %d cannot open dataset '%s' of its file '%s'", q->rank, q->name, path);
         goto done;
     }
@@ -1101,6 +1152,8 @@ done:
         H5Dclose(d);
     if (f >= 0)
         H5Fclose(f);
+    if (dapl >= 0)
+        H5Pclose(dapl);
     free(path);
     return ok;
 }
