@@ -1,20 +1,4 @@
-/*
- * h5gds-bench: writes and reads HDF5 datasets from/to host or GPU memory and
- * reports the observed rate (bytes / wall-clock), the definition of the GDS
- * VFD paper, for the paper's methods and h5gds's own data paths, side by side
- * with the ceilings of the machine measured in the same run.
- *
- *   h5gds-bench [--quick|--full] [options]     (h5gds-bench --help)
- *
- * Phases: write (durable: H5Dwrite, H5Fclose, fsync), cold_read (page cache
- * dropped), warm_read (the same read again). Every read is verified.
- *
- * Under mpirun (when built with MPI): one rank per GPU, each writing its
- * slab of one global dataset into its own file through libh5gds_mpi (file
- * per rank + VDS master, the paper's Fig. 7-8), all ranks starting together;
- * per-rank rates and the aggregate (all bytes / slowest rank) are reported,
- * the ceilings being every rank's parallel O_DIRECT I/O at the same time.
- */
+/* h5gds-bench (h5gds_bench.c says what it measures). */
 /*
  * Shared by the parts of h5gds-bench:
  *   h5gds_bench.c     main: the runs in order
