@@ -22,8 +22,10 @@
  * The ranks agree on the outcome (MPI_Allreduce of a status): either every
  * rank returns success or every rank returns failure, never a hang. On
  * failure the HDF5 error stack of each rank says what failed and on which
- * rank (the failing rank also has the detailed HDF5 errors); print it with
- * H5Eprint2(H5E_DEFAULT, stderr). The library never prints and never exits.
+ * rank (the failing rank also has the detailed HDF5 errors). As with HDF5's
+ * own API calls, a failed call prints that stack once on each rank, unless
+ * the application turned printing off (H5Eset_auto2(H5E_DEFAULT, NULL,
+ * NULL)); then H5Eprint2(H5E_DEFAULT, stderr) shows it. The library never exits.
  * MPI errors on the library's private communicators are returned, not fatal.
  *
  * Files on failure: a master file exists only when every rank file was
@@ -73,6 +75,17 @@ H5GDS_API H5FD_gds_collection_t *H5FD_gds_mpi_begin(MPI_Comm comm, const char *m
 H5GDS_API herr_t H5FD_gds_mpi_write(H5FD_gds_collection_t *c, const char *name, hid_t type, int ndims,
                                     const hsize_t global_dims[], const hsize_t offset[], const hsize_t count[],
                                     const void *buf);
+
+/* Collective. H5FD_gds_mpi_write with the layout of each rank's dataset
+ * taken from `dcpl` (H5P_DEFAULT: contiguous, as H5FD_gds_mpi_write), e.g.
+ * chunked (H5Pset_chunk with `ndims` dimensions, no chunk larger than the
+ * rank's slab; an empty slab is written contiguous). Fill time never and
+ * early allocation are set on a copy; the chunk cache is off, so chunks go
+ * straight between `buf` and the file. The master's virtual dataset is the
+ * same whatever the layout. */
+H5GDS_API herr_t H5FD_gds_mpi_write_dcpl(H5FD_gds_collection_t *c, const char *name, hid_t type, int ndims,
+                                         const hsize_t global_dims[], const hsize_t offset[],
+                                         const hsize_t count[], const void *buf, hid_t dcpl);
 
 /* Collective. Closes every rank file; when all closed without error, rank 0
  * checks that it sees every rank file, writes the master (one VDS per

@@ -72,3 +72,15 @@ if(TARGET h5gds-bench)
   set_tests_properties(bench_mpi_np2 PROPERTIES LABELS mpi PROCESSORS 2 TIMEOUT 600
                        ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
 endif()
+
+# The MPI layer's entry points: their failures printed once per rank.
+add_executable(test_errors_mpi test_errors.c)
+target_compile_definitions(test_errors_mpi PRIVATE TEST_ERRORS_MPI=1)
+target_link_libraries(test_errors_mpi PRIVATE h5gds_mpi h5gds MPI::MPI_C)
+set(dir ${CMAKE_CURRENT_BINARY_DIR}/scratch/errors_mpi)
+file(MAKE_DIRECTORY ${dir})
+add_test(NAME errors_mpi_np2
+         COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 2 ${h5gds_mpiexec_flags}
+                 $<TARGET_FILE:test_errors_mpi> ${MPIEXEC_POSTFLAGS} --mpi)
+set_tests_properties(errors_mpi_np2 PROPERTIES LABELS mpi PROCESSORS 2 SKIP_RETURN_CODE 77 TIMEOUT 300
+                     ENVIRONMENT "H5GDS_TEST_DIR=${dir};OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")

@@ -42,6 +42,31 @@ for key, g in groups.items():
 PY
 [ -z "$(ls -A runs)" ] && ok "no files left after a run" || bad "files left after a run: $(ls runs)"
 
+# --chunk: each rank writes its slab as a chunked dataset of its file; the
+# bench checks the bytes read back, h5dump the layout of the kept files.
+rm -rf chunked && mkdir -p chunked
+timeout 300 "${launch[@]}" "$bench" --memory host --sizes 5MiB --repeat 1 --methods SEC2,GDS --no-ceilings \
+  --chunk 1MiB --keep --dir chunked --csv c.csv >out.txt 2>&1
+rc=$?
+[ $rc -eq 0 ] && ok "--chunk: 2-rank run (exit 0)" || bad "--chunk: 2-rank run: exit $rc"
+python3 - c.csv <<'PY' && ok "--chunk: rows of both ranks name the chunks" || bad "--chunk: rows name the chunks"
+import csv, sys
+rows = [r for r in csv.DictReader(open(sys.argv[1])) if r["rank"] != "all"]
+assert {r["rank"] for r in rows} == {"0", "1"}, rows
+assert all("chunk=1048576" in r["driver_config"] for r in rows), [r["driver_config"] for r in rows]
+PY
+rank_files=$(find chunked -name '*.rank[01].h5' | sort)
+if command -v h5dump >/dev/null && [ -n "$rank_files" ]; then
+  chunked_files=0
+  for f in $rank_files; do
+    h5dump -p -H -d /data "$f" 2>/dev/null | grep -q "CHUNKED ( 1048576 )" && chunked_files=$((chunked_files + 1))
+  done
+  [ "$chunked_files" -eq "$(echo "$rank_files" | wc -l)" ] && [ "$chunked_files" -ge 2 ] \
+    && ok "--chunk: every rank file holds a chunked dataset" || bad "--chunk: rank files not chunked: $rank_files"
+else
+  bad "--chunk: no rank files kept (or no h5dump): '$rank_files'"
+fi
+
 # Rank 1 alone cannot create its file (a directory is in its place): every
 # rank must stop with an error, within the timeout, and no files are left.
 mkdir -p failing

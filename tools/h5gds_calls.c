@@ -10,7 +10,6 @@
  *               [--only sec2|gds]   (one driver alone: for profilers)
  *               [--selection-io off] (HDF5 >= 1.14: turn selection I/O off on the transfers)
  */
-#include <dlfcn.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -22,6 +21,7 @@
 #include <hdf5.h>
 
 #include "H5FDgds.h"
+#include "cuda_loader.h"
 
 static double now(void)
 {
@@ -65,28 +65,17 @@ static size_t parse_size(const char *s)
     return (size_t)v;
 }
 
-/* A CUDA context in this process, as a GPU application has; returns the
- * seconds one cuPointerGetAttributes (4 attributes, as the driver asks) on
- * `probe` takes (median), or -1; *single: one cuPointerGetAttribute. */
+/* A CUDA context in this process, as a GPU application has (through the
+ * CUDA loader, h5gds_cuda); returns the seconds one cuPointerGetAttributes
+ * with the 4 attributes the driver asks for takes on `probe` (median), or
+ * -1; *single: the same call with one attribute. */
 static double init_cuda(const void *probe, double *single)
 {
-    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
-    if (!lib)
+    const gds_cuda_api_t *cu = gds_cuda_load(NULL);
+    if (!cu || !gds_cuda_use_device(0, NULL, 0, NULL))
         return -1;
-    int (*Init)(unsigned) = (int (*)(unsigned))dlsym(lib, "cuInit");
-    int (*DeviceGet)(int *, int) = (int (*)(int *, int))dlsym(lib, "cuDeviceGet");
-    int (*Retain)(void **, int) = (int (*)(void **, int))dlsym(lib, "cuDevicePrimaryCtxRetain");
-    int (*SetCurrent)(void *) = (int (*)(void *))dlsym(lib, "cuCtxSetCurrent");
-    int (*Attrs)(unsigned, int *, void **, unsigned long long) =
-        (int (*)(unsigned, int *, void **, unsigned long long))dlsym(lib, "cuPointerGetAttributes");
-    int (*Attr)(void *, int, unsigned long long) =
-        (int (*)(void *, int, unsigned long long))dlsym(lib, "cuPointerGetAttribute");
-    int dev;
-    void *ctx;
-    if (!Init || !DeviceGet || !Retain || !SetCurrent || !Attrs || !Attr || Init(0) || DeviceGet(&dev, 0) ||
-        Retain(&ctx, dev) || SetCurrent(ctx))
-        return -1;
-    int attrs[4] = {2 /* MEMORY_TYPE */, 8 /* IS_MANAGED */, 1 /* CONTEXT */, 9 /* DEVICE_ORDINAL */};
+    CUpointer_attribute attrs[4] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_IS_MANAGED,
+                                    CU_POINTER_ATTRIBUTE_CONTEXT, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL};
     unsigned type = 0, managed = 0;
     void *c = NULL;
     int ord = -1;
@@ -94,13 +83,13 @@ static double init_cuda(const void *probe, double *single)
     double t[101];
     for (int i = 0; i < 101; i++) {
         double t0 = now();
-        Attr(&type, 2 /* MEMORY_TYPE */, (unsigned long long)(uintptr_t)probe);
+        cu->PointerGetAttributes(1, attrs, values, (CUdeviceptr)(uintptr_t)probe);
         t[i] = now() - t0;
     }
     *single = median(t, 101);
     for (int i = 0; i < 101; i++) {
         double t0 = now();
-        Attrs(4, attrs, values, (unsigned long long)(uintptr_t)probe);
+        cu->PointerGetAttributes(4, attrs, values, (CUdeviceptr)(uintptr_t)probe);
         t[i] = now() - t0;
     }
     return median(t, 101);
@@ -163,7 +152,7 @@ int main(int argc, char **argv)
         double single = 0, t = init_cuda(probe, &single);
         if (t < 0)
             fail("--cuda: no usable CUDA driver or GPU");
-        printf("on pageable memory: cuPointerGetAttributes (4) %.3f us, cuPointerGetAttribute (1) %.3f us\n", t * 1e6,
+        printf("on pageable memory: cuPointerGetAttributes (4 attributes) %.3f us, (1 attribute) %.3f us\n", t * 1e6,
                single * 1e6);
     }
     free(probe);

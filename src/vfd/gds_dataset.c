@@ -40,35 +40,42 @@ H5FD_gds_memory_t H5FD_gds_memory_kind(const void *ptr)
 
 herr_t H5FD_gds_prepare_dcpl(hid_t dcpl_id)
 {
+    gds_api_enter();
     if (H5Pset_fill_time(dcpl_id, H5D_FILL_TIME_NEVER) < 0 || H5Pset_alloc_time(dcpl_id, H5D_ALLOC_TIME_EARLY) < 0) {
         GDS_ERROR(H5E_PLIST, H5E_CANTSET, "cannot set fill time/allocation time on the dataset creation list");
-        return -1;
+        return gds_api_leave(true) ? -1 : 0;
     }
-    return 0;
+    return gds_api_leave(false) ? -1 : 0;
 }
 
 hid_t H5FD_gds_create_dcpl(void)
 {
+    gds_api_enter();
     hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
     if (dcpl < 0 || H5FD_gds_prepare_dcpl(dcpl) < 0) {
         if (dcpl >= 0)
             H5Pclose(dcpl);
         GDS_ERROR(H5E_PLIST, H5E_CANTCREATE, "cannot create a dataset creation property list");
+        gds_api_leave(true);
         return H5I_INVALID_HID;
     }
+    gds_api_leave(false);
     return dcpl;
 }
 
 hid_t H5FD_gds_create_dapl(void)
 {
+    gds_api_enter();
     hid_t dapl = H5Pcreate(H5P_DATASET_ACCESS);
     /* No chunk cache: every chunk is "too large to cache" and goes direct. */
     if (dapl < 0 || H5Pset_chunk_cache(dapl, 0, 0, H5D_CHUNK_CACHE_W0_DEFAULT) < 0) {
         if (dapl >= 0)
             H5Pclose(dapl);
         GDS_ERROR(H5E_PLIST, H5E_CANTCREATE, "cannot create a dataset access property list");
+        gds_api_leave(true);
         return H5I_INVALID_HID;
     }
+    gds_api_leave(false);
     return dapl;
 }
 
@@ -233,7 +240,7 @@ static void staging_end(staging_t *s)
         s->cu->CtxSetCurrent(s->saved);
 }
 
-herr_t H5Dwrite_gds(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_space, hid_t dxpl, const void *buf)
+static herr_t write_checked(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_space, hid_t dxpl, const void *buf)
 {
     if (H5FD_gds_memory_kind(buf) != H5FD_GDS_MEMORY_DEVICE) {
         last_route = H5FD_GDS_ROUTE_HOST;
@@ -254,7 +261,7 @@ herr_t H5Dwrite_gds(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_spac
     return ret;
 }
 
-herr_t H5Dread_gds(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_space, hid_t dxpl, void *buf)
+static herr_t read_checked(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_space, hid_t dxpl, void *buf)
 {
     if (H5FD_gds_memory_kind(buf) != H5FD_GDS_MEMORY_DEVICE) {
         last_route = H5FD_GDS_ROUTE_HOST;
@@ -276,4 +283,18 @@ herr_t H5Dread_gds(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_space
         ret = staging_copy(&s, buf, s.host, true);
     staging_end(&s);
     return ret;
+}
+
+herr_t H5Dwrite_gds(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_space, hid_t dxpl, const void *buf)
+{
+    gds_api_enter();
+    herr_t ret = write_checked(dset, mem_type, mem_space, file_space, dxpl, buf);
+    return gds_api_leave(ret < 0) ? -1 : ret;
+}
+
+herr_t H5Dread_gds(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_space, hid_t dxpl, void *buf)
+{
+    gds_api_enter();
+    herr_t ret = read_checked(dset, mem_type, mem_space, file_space, dxpl, buf);
+    return gds_api_leave(ret < 0) ? -1 : ret;
 }

@@ -1,0 +1,211 @@
+/*
+ * h5gds-bench's methods: one timed durable write, cold and warm read of an
+ * HDF5 dataset through sec2, direct or gds, and their verification.
+ */
+#include "bench.h"
+
+bool have_direct(void)
+{
+#ifdef H5_HAVE_DIRECT
+    return true;
+#else
+    return false;
+#endif
+}
+
+hid_t make_fapl(method_t m, const char *gds_config)
+{
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    switch (m) {
+    case M_SEC2:
+    case M_SEC2_PINNED: H5Pset_fapl_sec2(fapl); break;
+    case M_DIRECT:
+    case M_DIRECT_PINNED:
+#ifdef H5_HAVE_DIRECT
+        H5Pset_fapl_direct(fapl, 4096, 4096, 16 * MiB);
+#endif
+        break;
+    default: {
+        H5FD_gds_config_t c;
+        if (H5FD_gds_config_init(&c) < 0 || H5FD_gds_config_parse(&c, gds_config) < 0 ||
+            H5Pset_fapl_gds_config(fapl, &c) < 0)
+            fail("cannot configure the gds driver with '%s'", gds_config);
+    }
+    }
+    return fapl;
+}
+
+/* Where H5Dwrite/H5Dread point, and the bounce copy each method needs. */
+void *io_buffer(method_t m, buffers_t *b)
+{
+    if (!is_gpu_memory(b->memory) || m >= M_GDS)
+        return b->data;
+    return (m == M_SEC2_PINNED || m == M_DIRECT_PINNED) ? b->pinned : b->host;
+}
+
+/* Early allocation, no fill; with --chunk, chunks of that size (at most the
+ * dataset), and no chunk cache so that HDF5 hands the chunks to the driver. */
+hid_t bench_dcpl(size_t size)
+{
+    hid_t dcpl = H5FD_gds_create_dcpl();
+    if (opt.chunk) {
+        hsize_t chunk[1] = {opt.chunk < size ? opt.chunk : size};
+        if (H5Pset_chunk(dcpl, 1, chunk) < 0)
+            fail("cannot set the chunk size");
+    }
+    return dcpl;
+}
+
+double timed_write(method_t m, buffers_t *b, const char *path, const char *cfg)
+{
+    hid_t fapl = make_fapl(m, cfg);
+    hid_t dcpl = bench_dcpl(b->size), dapl = H5FD_gds_create_dapl();
+    hsize_t dims[1] = {b->size};
+    /* A durable write creates a new file: deleting the previous one (freeing
+     * its blocks takes ext4 a good part of a second per GiB) is not timed. */
+    unlink(path);
+    sync();
+    double t0 = now();
+    void *buf = io_buffer(m, b);
+    if (buf != b->data && cuda.api->MemcpyDtoH(buf, (CUdeviceptr)(uintptr_t)b->data, b->size) != CUDA_SUCCESS)
+        fail("device-to-host copy failed");
+    hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    if (f < 0)
+        fail("cannot create %s (see the HDF5 error above)", path);
+    hid_t s = H5Screate_simple(1, dims, NULL);
+    hid_t d = H5Dcreate2(f, "data", H5T_NATIVE_UCHAR, s, H5P_DEFAULT, dcpl, dapl);
+    if (d < 0 || H5Dwrite(d, H5T_NATIVE_UCHAR, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0)
+        fail("writing %zu bytes to %s failed (disk full?)", b->size, path);
+    H5Dclose(d);
+    H5Sclose(s);
+    if (H5Fclose(f) < 0)
+        fail("closing %s failed (disk full?)", path);
+    fsync_path(path);
+    double t = now() - t0;
+    H5Pclose(fapl);
+    H5Pclose(dcpl);
+    H5Pclose(dapl);
+    return t;
+}
+
+static double timed_read(method_t m, buffers_t *b, const char *path, const char *cfg)
+{
+    hid_t fapl = make_fapl(m, cfg);
+    void *buf = io_buffer(m, b);
+    double t0 = now();
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, fapl);
+    if (f < 0)
+        fail("cannot open %s", path);
+    hid_t dapl = H5FD_gds_create_dapl();
+    hid_t d = H5Dopen2(f, "data", dapl);
+    H5Pclose(dapl);
+    if (d < 0 || H5Dread(d, H5T_NATIVE_UCHAR, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0)
+        fail("reading %s failed", path);
+    H5Dclose(d);
+    H5Fclose(f);
+    if (buf != b->data) {
+        if (cuda.api->MemcpyHtoD((CUdeviceptr)(uintptr_t)b->data, buf, b->size) != CUDA_SUCCESS)
+            fail("host-to-device copy failed");
+    }
+    if (is_gpu_memory(b->memory))
+        cuda.api->CtxSynchronize();
+    double t = now() - t0;
+    H5Pclose(fapl);
+    return t;
+}
+
+
+static double bench_write(method_t m, buffers_t *b, const char *cfg)
+{
+#ifdef H5GDS_BENCH_MPI
+    if (par.on)
+        return timed_write_mpi(m, b, cfg);
+#endif
+    return timed_write(m, b, files[0], cfg);
+}
+
+static double bench_read(method_t m, buffers_t *b, const char *cfg)
+{
+#ifdef H5GDS_BENCH_MPI
+    if (par.on)
+        return timed_read_mpi(m, b, cfg);
+#endif
+    return timed_read(m, b, files[0], cfg);
+}
+
+static void corrupt_one_byte(const char *path, size_t size)
+{
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    hid_t d = H5Dopen2(f, "data", H5P_DEFAULT);
+    haddr_t off = H5Dget_offset(d);
+    H5Dclose(d);
+    H5Fclose(f);
+    int fd = open(path, O_RDWR);
+    unsigned char byte;
+    off_t at = (off_t)(off + size / 2 + 1);
+    if (fd < 0 || pread(fd, &byte, 1, at) != 1)
+        fail("cannot corrupt %s", path);
+    byte ^= 0x40;
+    if (pwrite(fd, &byte, 1, at) != 1)
+        fail("cannot corrupt %s", path);
+    close(fd);
+}
+
+/* One repeat of one method (and thread/block setting): write, then the
+ * reads. Repeats are interleaved with the other methods and the ceilings,
+ * so that all see the same drift of a shared disk. */
+void bench_method(method_t m, buffers_t *b, size_t size, unsigned threads, size_t block, int rep)
+{
+    char cfg[256] = "";
+    if (m >= M_GDS) {
+        int n = snprintf(cfg, sizeof cfg, "mode=%s", gds_modes[m]);
+        if (threads)
+            n += snprintf(cfg + n, sizeof cfg - (size_t)n, ",threads=%u", threads);
+        if (block)
+            n += snprintf(cfg + n, sizeof cfg - (size_t)n, ",io_block_size=%zu", block);
+        if (opt.config)
+            snprintf(cfg + n, sizeof cfg - (size_t)n, ",%s", opt.config);
+    }
+    unsigned t_col = threads;
+    size_t b_col = block;
+    if (m >= M_GDS && (!threads || !block)) {
+        H5FD_gds_config_t c;
+        H5FD_gds_config_init(&c);
+        H5FD_gds_config_parse(&c, cfg);
+        t_col = c.threads;
+        b_col = c.io_block_size;
+    }
+    else if (m < M_GDS) {
+        t_col = 1;
+        b_col = 0;
+    }
+    /* the file whose bytes this process wrote */
+    const char *path = par.on ? files[2] : files[0];
+    /* Without the write phase, the file is still written once by each
+     * setting before its reads (it may have been written by another). */
+    static char last_writer[400];
+    char writer[400];
+    snprintf(writer, sizeof writer, "%s|%s|%zu|%u|%zu", method_names[m], cfg, size, threads, block);
+    if (opt.phases[PH_WRITE] || strcmp(writer, last_writer) != 0) {
+        snprintf(last_writer, sizeof last_writer, "%s", writer);
+        progress(method_names[m], size, PH_WRITE, rep);
+        double t = bench_write(m, b, cfg);
+        if (opt.phases[PH_WRITE])
+            record(method_names[m], PH_WRITE, b->memory, size, t_col, b_col, rep, t, cfg);
+        if (opt.inject_corruption)
+            corrupt_one_byte(path, size);
+    }
+    for (int ph = PH_COLD; ph <= PH_WARM; ph++) {
+        if (!opt.phases[ph])
+            continue;
+        /* poison the buffer so the read must really fill it */
+        memset(b->check, 0x5A, size);
+        to_data(b, b->check, true);
+        if (ph == PH_COLD)
+            drop_cache(path);
+        progress(method_names[m], size, ph, rep);
+        double t = bench_read(m, b, cfg);
+        verify(b, method_names[m], size, ph);
+        record(method_names[m], ph, b->memory, size, t_col, b_col, rep, t, cfg);
+    }
+}

@@ -1,0 +1,231 @@
+/*
+ * Command line of h5gds-bench: the options, their parsing and --help.
+ */
+#include "bench.h"
+
+const char *const memory_names[] = {"host", "pinned", "device", "managed"};
+const char *const method_names[] = {"SEC2", "SEC2+PINNED", "DIRECT", "DIRECT+PINNED",
+                                           "GDS",  "GDS-staged",  "GDS-cufile", "GDS-posix"};
+const char *const gds_modes[] = {"", "", "", "", "auto", "staged", "cufile", "posix"};
+const char *const phase_names[] = {"write", "cold_read", "warm_read"};
+
+bench_options_t opt;
+
+static void usage(FILE *to)
+{
+    fprintf(to,
+            "usage: h5gds-bench [--quick | --full] [options]\n"
+            "  --quick               64 MiB and 256 MiB, 2 repeats (default; under 2 minutes)\n"
+            "  --full                the paper's sizes 64 MiB .. 2 GiB, 3 repeats\n"
+            "  --sizes LIST          dataset sizes, e.g. 64MiB,1GiB,16GiB\n"
+            "  --methods LIST        SEC2,SEC2+PINNED,DIRECT,DIRECT+PINNED,GDS,GDS-staged,GDS-cufile,GDS-posix\n"
+            "                        (default: all that apply to the memory and the HDF5 build)\n"
+            "  --phases LIST         write,cold_read,warm_read (default: all)\n"
+            "  --memory KIND         device|managed|pinned|host (default: device with a GPU, else host)\n"
+            "  --buffer-mode N       IOR buffer modes: 0 malloc/CPU init, 1 managed/CPU init,\n"
+            "                        2 managed/GPU init, 3 cudaMalloc/GPU init\n"
+            "  --threads LIST        gds I/O threads to sweep (paper Fig. 5), e.g. 1,2,4,8,16\n"
+            "  --blocks LIST         gds I/O block sizes to sweep (paper Fig. 6), e.g. 1MiB,4MiB,16MiB\n"
+            "  --config STR          extra gds configuration (key=value,...)\n"
+            "  --chunk SIZE          chunked dataset with chunks of SIZE (chunk cache off), e.g. 8MiB\n"
+            "  --repeat N            repeats per measurement (median, min, max are reported)\n"
+            "  --no-ceilings         skip the O_DIRECT / page-cache / PCIe ceilings\n"
+            "  --ceiling-threads N   threads of the ceiling measurements (default 16)\n"
+            "  --dir DIR             where to put the test files (default: a new temporary directory)\n"
+            "  --csv FILE            CSV output (default: h5gds-bench.csv)\n"
+            "  --plot                PNG figures next to the CSV (needs python3 + matplotlib)\n"
+            "  --keep                keep the test files\n"
+            "  -h, --help            this text\n");
+}
+
+static void die_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void die_usage(const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "h5gds-bench: ");
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\n");
+    usage(stderr);
+    exit(2);
+}
+
+static bool parse_size(const char *s, size_t *out)
+{
+    char *end;
+    errno = 0;
+    if (*s < '0' || *s > '9')
+        return false;
+    double v = strtod(s, &end);
+    if (errno || v <= 0)
+        return false;
+    size_t mult = 1;
+    if (!strcasecmp(end, "") || !strcasecmp(end, "b"))
+        mult = 1;
+    else if (!strcasecmp(end, "k") || !strcasecmp(end, "kib"))
+        mult = 1 << 10;
+    else if (!strcasecmp(end, "m") || !strcasecmp(end, "mib"))
+        mult = MiB;
+    else if (!strcasecmp(end, "g") || !strcasecmp(end, "gib"))
+        mult = GiB;
+    else
+        return false;
+    *out = (size_t)(v * (double)mult);
+    return *out > 0;
+}
+
+/* Splits a comma list, calling `each` per item; false if any item is bad. */
+static void parse_list(const char *arg, const char *what, void (*each)(const char *, const char *))
+{
+    char *copy = strdup(arg), *save = NULL;
+    for (char *it = strtok_r(copy, ",", &save); it; it = strtok_r(NULL, ",", &save))
+        each(it, what);
+    free(copy);
+}
+
+static void add_size(const char *s, const char *what)
+{
+    size_t v;
+    if (!parse_size(s, &v) || opt.nsizes == MAX_LIST)
+        die_usage("bad size in --%s: '%s'", what, s);
+    opt.sizes[opt.nsizes++] = v;
+}
+static void add_block(const char *s, const char *what)
+{
+    size_t v;
+    (void)what;
+    if (!parse_size(s, &v) || opt.nblocks == MAX_LIST)
+        die_usage("bad size in --blocks: '%s'", s);
+    opt.blocks[opt.nblocks++] = v;
+}
+static void add_threads(const char *s, const char *what)
+{
+    (void)what;
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (*end || v < 1 || v > 256 || opt.nthreads == MAX_LIST)
+        die_usage("bad thread count in --threads: '%s' (1..256)", s);
+    opt.threads[opt.nthreads++] = (unsigned)v;
+}
+static void add_method(const char *s, const char *what)
+{
+    (void)what;
+    for (int m = 0; m < N_METHODS; m++)
+        if (!strcasecmp(s, method_names[m])) {
+            opt.methods[m] = true;
+            return;
+        }
+    die_usage("unknown method '%s'", s);
+}
+static void add_phase(const char *s, const char *what)
+{
+    (void)what;
+    for (int p = 0; p < N_PHASES; p++)
+        if (!strcmp(s, phase_names[p])) {
+            opt.phases[p] = true;
+            return;
+        }
+    die_usage("unknown phase '%s' (write, cold_read, warm_read)", s);
+}
+
+void parse_args(int argc, char **argv)
+{
+    enum { O_QUICK = 256, O_FULL, O_SIZES, O_METHODS, O_PHASES, O_MEMORY, O_BUFMODE, O_THREADS, O_BLOCKS,
+           O_CONFIG, O_REPEAT, O_NOCEIL, O_CEILT, O_DIR, O_CSV, O_PLOT, O_KEEP, O_INJECT, O_INJECT_RANK, O_CHUNK };
+    static const struct option longopts[] = {
+        {"quick", no_argument, 0, O_QUICK},         {"full", no_argument, 0, O_FULL},
+        {"sizes", required_argument, 0, O_SIZES},   {"methods", required_argument, 0, O_METHODS},
+        {"phases", required_argument, 0, O_PHASES}, {"memory", required_argument, 0, O_MEMORY},
+        {"buffer-mode", required_argument, 0, O_BUFMODE}, {"threads", required_argument, 0, O_THREADS},
+        {"blocks", required_argument, 0, O_BLOCKS}, {"config", required_argument, 0, O_CONFIG},
+        {"repeat", required_argument, 0, O_REPEAT}, {"no-ceilings", no_argument, 0, O_NOCEIL},
+        {"ceiling-threads", required_argument, 0, O_CEILT}, {"dir", required_argument, 0, O_DIR},
+        {"csv", required_argument, 0, O_CSV},       {"plot", no_argument, 0, O_PLOT},
+        {"keep", no_argument, 0, O_KEEP},           {"inject-corruption", no_argument, 0, O_INJECT},
+        {"inject-failure-rank", required_argument, 0, O_INJECT_RANK},
+        {"chunk", required_argument, 0, O_CHUNK},
+        {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
+    bool full = false;
+    opt.repeat = 0;
+    opt.buffer_mode = -1;
+    opt.inject_failure_rank = -1;
+    opt.ceilings = true;
+    opt.ceiling_threads = 16;
+    opt.csv = "h5gds-bench.csv";
+    int c;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        char *end;
+        switch (c) {
+        case O_QUICK: full = false; break;
+        case O_FULL: full = true; break;
+        case O_SIZES: parse_list(optarg, "sizes", add_size); break;
+        case O_METHODS: parse_list(optarg, "methods", add_method); opt.methods_given = true; break;
+        case O_PHASES: parse_list(optarg, "phases", add_phase); break;
+        case O_MEMORY: {
+            int m = -1;
+            for (int i = 0; i < 4; i++)
+                if (!strcmp(optarg, memory_names[i]))
+                    m = i;
+            if (m < 0)
+                die_usage("unknown memory kind '%s' (device, managed, pinned, host)", optarg);
+            opt.memory = (memory_t)m;
+            opt.memory_given = true;
+            break;
+        }
+        case O_BUFMODE:
+            opt.buffer_mode = (int)strtol(optarg, &end, 10);
+            if (*end || opt.buffer_mode < 0 || opt.buffer_mode > 3)
+                die_usage("bad --buffer-mode '%s' (0..3)", optarg);
+            break;
+        case O_THREADS: parse_list(optarg, "threads", add_threads); break;
+        case O_BLOCKS: parse_list(optarg, "blocks", add_block); break;
+        case O_CONFIG: opt.config = optarg; break;
+        case O_REPEAT:
+            opt.repeat = (int)strtol(optarg, &end, 10);
+            if (*end || opt.repeat < 1 || opt.repeat > 1000)
+                die_usage("bad --repeat '%s' (1..1000)", optarg);
+            break;
+        case O_NOCEIL: opt.ceilings = false; break;
+        case O_CEILT:
+            opt.ceiling_threads = (unsigned)strtol(optarg, &end, 10);
+            if (*end || opt.ceiling_threads < 1 || opt.ceiling_threads > 256)
+                die_usage("bad --ceiling-threads '%s' (1..256)", optarg);
+            break;
+        case O_DIR: opt.dir = optarg; break;
+        case O_CSV: opt.csv = optarg; break;
+        case O_PLOT: opt.plot = true; break;
+        case O_KEEP: opt.keep = true; break;
+        case O_INJECT: opt.inject_corruption = true; break;
+        case O_INJECT_RANK: opt.inject_failure_rank = atoi(optarg); break;
+        case O_CHUNK:
+            if (!parse_size(optarg, &opt.chunk))
+                die_usage("bad --chunk '%s'", optarg);
+            break;
+        case 'h': usage(stdout); exit(0);
+        default: die_usage("unknown or incomplete option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        die_usage("unexpected argument '%s'", argv[optind]);
+    if (opt.nsizes == 0) {
+        static const size_t quick[] = {64 * MiB, 256 * MiB};
+        static const size_t paper[] = {64 * MiB, 128 * MiB, 256 * MiB, 512 * MiB, GiB, 2 * GiB};
+        const size_t *s = full ? paper : quick;
+        int n = full ? 6 : 2;
+        for (int i = 0; i < n; i++)
+            opt.sizes[opt.nsizes++] = s[i];
+    }
+    if (opt.repeat == 0)
+        opt.repeat = full ? 3 : 2;
+    if (!opt.phases[0] && !opt.phases[1] && !opt.phases[2])
+        opt.phases[0] = opt.phases[1] = opt.phases[2] = true;
+    if (opt.config) {
+        H5FD_gds_config_t c;
+        if (H5FD_gds_config_init(&c) < 0 || H5FD_gds_config_parse(&c, opt.config) < 0) {
+            H5Eprint2(H5E_DEFAULT, stderr);
+            die_usage("bad --config '%s'", opt.config);
+        }
+    }
+}

@@ -1,0 +1,182 @@
+/*
+ * h5gds-bench's results: recorded per rank and aggregated, written to the
+ * CSV, summarised in the table beside the ceilings.
+ */
+#include "bench.h"
+
+result_t *results;
+size_t nresults, cap_results;
+bench_machine_t machine;
+
+static void store(const char *method, int phase, memory_t memory, size_t size, unsigned threads, size_t block,
+                  int repeat, double seconds, double bytes, int rank, const char *config)
+{
+    if (nresults == cap_results) {
+        cap_results = cap_results ? 2 * cap_results : 256;
+        results = realloc(results, cap_results * sizeof *results);
+    }
+    result_t *r = &results[nresults++];
+    *r = (result_t){method, phase, memory, size, threads, block, repeat, seconds, bytes, rank, ""};
+    snprintf(r->config, sizeof r->config, "%s", config ? config : "");
+    if (opt.chunk && strncmp(method, "CEIL", 4)) /* the layout, in the same column */
+        snprintf(r->config + strlen(r->config), sizeof r->config - strlen(r->config), "%schunk=%zu",
+                 r->config[0] ? ";" : "", opt.chunk);
+    /* Under MPI two more columns: ranks, and the rank ("all": the aggregate). */
+    fprintf(csv, "%s,%s,%s,%.0f,%u,%zu,%d,%.6f,%.4f,\"%s\",%ld,%s,\"%s\",%u.%u.%u,\"%s\",%s", method,
+            phase_names[phase], memory_names[memory], bytes, threads, block, repeat, seconds, bytes / seconds / 1e9,
+            machine.gpu, machine.cpus, machine.fs, machine.kernel, H5_VERS_MAJOR, H5_VERS_MINOR, H5_VERS_RELEASE,
+            r->config, cold_method);
+    if (par.on && rank >= 0)
+        fprintf(csv, ",%d,%d", par.size, rank);
+    else if (par.on)
+        fprintf(csv, ",%d,all", par.size);
+    fputc('\n', csv);
+    fflush(csv);
+}
+
+/* Called by every rank with its own time: rank 0 records each rank's row
+ * and the aggregate, all bytes over the slowest rank (they start together). */
+void record(const char *method, int phase, memory_t memory, size_t size, unsigned threads, size_t block,
+                   int repeat, double seconds, const char *config)
+{
+    double *all = &seconds;
+#ifdef H5GDS_BENCH_MPI
+    static double *gathered;
+    if (par.on) {
+        if (!gathered && !(gathered = malloc(sizeof(double) * (size_t)par.size)))
+            fail("out of memory");
+        MPI_Gather(&seconds, 1, MPI_DOUBLE, gathered, 1, MPI_DOUBLE, 0, par_comm);
+        all = gathered;
+    }
+#endif
+    if (par.rank != 0)
+        return;
+    double slowest = 0;
+    for (int r = 0; r < par.size; r++) {
+        if (par.on)
+            store(method, phase, memory, size, threads, block, repeat, all[r], (double)size, r, config);
+        slowest = all[r] > slowest ? all[r] : slowest;
+    }
+    store(method, phase, memory, size, threads, block, repeat, slowest, (double)size * par.size, -1, config);
+}
+
+void progress(const char *what, size_t size, int phase, int rep)
+{
+    if (par.rank != 0 || !isatty(STDERR_FILENO))
+        return;
+    fprintf(stderr, "\r\033[K  %-14s %6zu MiB  %-9s  repeat %d/%d", what, size / MiB, phase_names[phase], rep + 1,
+            opt.repeat);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Median/min/max rate (GB/s) of the rows matching; false if none. */
+static bool stats_for_rank(const char *method, int phase, size_t size, unsigned threads, size_t block, int rank,
+                           double *med, double *lo, double *hi)
+{
+    double v[1024];
+    int n = 0;
+    for (size_t i = 0; i < nresults && n < 1024; i++) {
+        result_t *r = &results[i];
+        if (!strcmp(r->method, method) && r->phase == phase && r->size == size && r->rank == rank &&
+            (threads == 0 || r->threads == threads) && (block == 0 || r->block == block))
+            v[n++] = r->bytes / r->seconds / 1e9;
+    }
+    if (!n)
+        return false;
+    qsort(v, (size_t)n, sizeof v[0], cmp_double);
+    *med = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    *lo = v[0];
+    *hi = v[n - 1];
+    return true;
+}
+
+/* ... of the aggregate rows */
+static bool stats_for(const char *method, int phase, size_t size, unsigned threads, size_t block, double *med,
+                      double *lo, double *hi)
+{
+    return stats_for_rank(method, phase, size, threads, block, -1, med, lo, hi);
+}
+
+static double ceiling_for(int phase, size_t size, memory_t memory)
+{
+    double m, lo, hi;
+    if (phase == PH_WRITE)
+        return stats_for("CEIL-ODIRECT", PH_WRITE, size, 0, 0, &m, &lo, &hi) ? m : 0;
+    if (phase == PH_COLD)
+        return stats_for("CEIL-ODIRECT", PH_COLD, size, 0, 0, &m, &lo, &hi) ? m : 0;
+    double pc = stats_for("CEIL-PAGECACHE", PH_WARM, size, 0, 0, &m, &lo, &hi) ? m : 0;
+    if (is_gpu_memory(memory) && stats_for("CEIL-H2D", PH_WARM, size, 0, 0, &m, &lo, &hi) && m < pc)
+        pc = m;
+    return pc;
+}
+
+void print_table(void)
+{
+    printf("\n%-14s %-10s %9s %7s %8s  %-22s %s\n", "method", "phase", "size", "threads", "block", "GB/s median (min-max)",
+           "of ceiling");
+    const char *seen[64];
+    int nseen = 0;
+    for (size_t i = 0; i < nresults; i++) {
+        bool dup = false;
+        for (int k = 0; k < nseen; k++)
+            dup |= !strcmp(seen[k], results[i].method);
+        if (!dup && nseen < 64)
+            seen[nseen++] = results[i].method;
+    }
+    for (int si = 0; si < opt.nsizes; si++)
+        for (int ph = 0; ph < N_PHASES; ph++)
+            for (int k = 0; k < nseen; k++) {
+                /* one line per (threads, block) combination that ran */
+                unsigned tl[64];
+                size_t bl[64];
+                int nc = 0;
+                for (size_t i = 0; i < nresults; i++) {
+                    result_t *r = &results[i];
+                    if (strcmp(r->method, seen[k]) || r->phase != ph || r->size != opt.sizes[si])
+                        continue;
+                    bool dup = false;
+                    for (int c = 0; c < nc; c++)
+                        dup |= tl[c] == r->threads && bl[c] == r->block;
+                    if (!dup && nc < 64)
+                        tl[nc] = r->threads, bl[nc] = r->block, nc++;
+                }
+                for (int c = 0; c < nc; c++) {
+                    double med, lo, hi;
+                    stats_for(seen[k], ph, opt.sizes[si], tl[c], bl[c] ? bl[c] : 0, &med, &lo, &hi);
+                    char range[64], pct[16] = "";
+                    snprintf(range, sizeof range, "%7.2f (%.2f-%.2f)", med, lo, hi);
+                    double ceil = ceiling_for(ph, opt.sizes[si], opt.memory);
+                    if (ceil > 0 && strncmp(seen[k], "CEIL", 4))
+                        snprintf(pct, sizeof pct, "%5.0f%%", 100 * med / ceil);
+                    char blk[16] = "-";
+                    if (bl[c])
+                        snprintf(blk, sizeof blk, "%zuM", bl[c] / MiB);
+                    printf("%-14s %-10s %6zuMiB %7u %8s  %-22s %s\n", seen[k], phase_names[ph], opt.sizes[si] / MiB,
+                           tl[c], blk, range, pct);
+                }
+            }
+    if (par.on) {
+        printf("\n%d ranks, size per rank; the table above is the aggregate (all ranks' bytes / the slowest rank,\n"
+               "ceilings: every rank's parallel O_DIRECT I/O at the same time). Per rank, GB/s median:\n",
+               par.size);
+        for (int si = 0; si < opt.nsizes; si++)
+            for (int ph = 0; ph < N_PHASES; ph++)
+                for (int k = 0; k < nseen; k++) {
+                    double med, lo, hi;
+                    if (!stats_for_rank(seen[k], ph, opt.sizes[si], 0, 0, 0, &med, &lo, &hi))
+                        continue;
+                    printf("%-14s %-10s %6zuMiB ", seen[k], phase_names[ph], opt.sizes[si] / MiB);
+                    for (int r = 0; r < par.size; r++)
+                        if (stats_for_rank(seen[k], ph, opt.sizes[si], 0, 0, r, &med, &lo, &hi))
+                            printf(" r%d %.2f", r, med);
+                    printf("\n");
+                }
+    }
+    printf("\nrates are bytes / wall-clock (GB = 1e9 bytes); cold reads: page cache dropped with %s%s\n", cold_method,
+           strcmp(cold_method, "drop_caches") ? " (only this file's clean pages; run as root for drop_caches)" : "");
+}
