@@ -126,12 +126,12 @@ static const error_case_t driver_cases[] = {
     /* Nested: H5Dwrite fails inside H5Dwrite_gds; printed once, not twice. */
     {"H5Dwrite_gds", write_gds_bad_dataset, {"H5Dwrite(): ", NULL}, false},
     {"H5Dread_gds", read_gds_bad_dataset, {"H5Dread(): ", NULL}, false},
-    {"H5Pset_fapl_gds", set_fapl_on_dcpl, {"not a file access property list", NULL}, true},
-    {"H5Pset_fapl_gds_config", set_fapl_config_null, {"configuration pointer is NULL", NULL}, true},
-    {"H5Pget_fapl_gds_config", get_fapl_of_sec2, {"does not use the gds driver", NULL}, true},
-    {"H5FD_gds_config_parse", parse_unknown_key, {"no_such_key", NULL}, true},
-    {"H5FD_gds_get_stats", stats_of_sec2_file, {"does not use the gds driver", NULL}, true},
-    {"H5Pset_dxpl_gds_stream", stream_on_default_dxpl, {"cannot be changed", NULL}, true},
+    {"H5Pset_fapl_gds", set_fapl_on_dcpl, {"not a file access property list", NULL}, false},
+    {"H5Pset_fapl_gds_config", set_fapl_config_null, {"configuration pointer is NULL", NULL}, false},
+    {"H5Pget_fapl_gds_config", get_fapl_of_sec2, {"does not use the gds driver", NULL}, false},
+    {"H5FD_gds_config_parse", parse_unknown_key, {"no_such_key", NULL}, false},
+    {"H5FD_gds_get_stats", stats_of_sec2_file, {"does not use the gds driver", NULL}, false},
+    {"H5Pset_dxpl_gds_stream", stream_on_default_dxpl, {"cannot be changed", NULL}, false},
 };
 
 static int pending_failures;

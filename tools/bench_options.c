@@ -224,7 +224,7 @@ void parse_args(int argc, char **argv)
     if (opt.config) {
         H5FD_gds_config_t c;
         if (H5FD_gds_config_init(&c) < 0 || H5FD_gds_config_parse(&c, opt.config) < 0) {
-            H5Eprint2(H5E_DEFAULT, stderr);
+            /* (the library printed the error stack) */
             die_usage("bad --config '%s'", opt.config);
         }
     }

@@ -373,7 +373,7 @@ void gds_config_to_engine(const H5FD_gds_config_t *c, gds_engine_settings_t *s)
 
 /* ---- public API ---- */
 
-herr_t H5FD_gds_config_init(H5FD_gds_config_t *config)
+herr_t gds_config_init(H5FD_gds_config_t *config)
 {
     if (!config) {
         GDS_ERROR(H5E_ARGS, H5E_BADVALUE, "configuration pointer is NULL");
@@ -387,20 +387,28 @@ herr_t H5FD_gds_config_init(H5FD_gds_config_t *config)
     return 0;
 }
 
+herr_t H5FD_gds_config_init(H5FD_gds_config_t *config)
+{
+    gds_api_enter();
+    return gds_api_leave(gds_config_init(config) < 0) ? -1 : 0;
+}
+
 herr_t H5FD_gds_config_parse(H5FD_gds_config_t *config, const char *text)
 {
+    gds_api_enter();
     if (!config || !text) {
         GDS_ERROR(H5E_ARGS, H5E_BADVALUE, "NULL argument to H5FD_gds_config_parse");
-        return -1;
+        return gds_api_leave(true) ? -1 : 0;
     }
-    return gds_config_apply(config, text, "configuration string");
+    return gds_api_leave(gds_config_apply(config, text, "configuration string") < 0) ? -1 : 0;
 }
 
 herr_t H5FD_gds_config_format(const H5FD_gds_config_t *c, char *buf, size_t size)
 {
+    gds_api_enter();
     if (!c || !buf) {
         GDS_ERROR(H5E_ARGS, H5E_BADVALUE, "NULL argument to H5FD_gds_config_format");
-        return -1;
+        return gds_api_leave(true) ? -1 : 0;
     }
     char threads[16] = "auto", block[32] = "auto";
     if (c->threads)
@@ -419,7 +427,7 @@ herr_t H5FD_gds_config_format(const H5FD_gds_config_t *c, char *buf, size_t size
                      (unsigned)c->write_behind_memory <= 2 ? wb_memory_names[c->write_behind_memory] : "?");
     if (n < 0 || (size_t)n >= size) {
         GDS_ERROR(H5E_ARGS, H5E_BADVALUE, "buffer of %zu bytes too small for the configuration string", size);
-        return -1;
+        return gds_api_leave(true) ? -1 : 0;
     }
-    return 0;
+    return gds_api_leave(false) ? -1 : 0;
 }

@@ -17,6 +17,8 @@ void gds_config_defaults(H5FD_gds_config_t *config);
 herr_t gds_config_apply(H5FD_gds_config_t *config, const char *text, const char *origin);
 /* Checks a whole configuration (e.g. one set through the struct). */
 herr_t gds_config_validate(const H5FD_gds_config_t *config);
+/* H5FD_gds_config_init for the library's own use (no error printing: see gds_api_enter). */
+herr_t gds_config_init(H5FD_gds_config_t *config);
 void gds_config_to_engine(const H5FD_gds_config_t *config, gds_engine_settings_t *settings);
 
 #endif

@@ -22,7 +22,7 @@ _Static_assert((int)H5FD_GDS_ROUTE_POSIX_BOUNCE == (int)GDS_ROUTE_POSIX_BOUNCE &
 /* A temporary property inserted into the application's list. */
 #define STREAM_PROPERTY "h5gds_device_stream"
 
-herr_t H5Pset_dxpl_gds_stream(hid_t dxpl_id, void *stream)
+static herr_t set_stream(hid_t dxpl_id, void *stream)
 {
     if (dxpl_id == H5P_DEFAULT || dxpl_id == H5P_DATASET_XFER_DEFAULT) {
         GDS_ERROR(H5E_ARGS, H5E_BADVALUE,
@@ -44,7 +44,7 @@ herr_t H5Pset_dxpl_gds_stream(hid_t dxpl_id, void *stream)
     return 0;
 }
 
-herr_t H5Pget_dxpl_gds_stream(hid_t dxpl_id, void **stream)
+static herr_t get_stream(hid_t dxpl_id, void **stream)
 {
     if (!stream) {
         GDS_ERROR(H5E_ARGS, H5E_BADVALUE, "stream pointer is NULL");
@@ -65,6 +65,18 @@ herr_t H5Pget_dxpl_gds_stream(hid_t dxpl_id, void **stream)
         return -1;
     }
     return 0;
+}
+
+herr_t H5Pset_dxpl_gds_stream(hid_t dxpl_id, void *stream)
+{
+    gds_api_enter();
+    return gds_api_leave(set_stream(dxpl_id, stream) < 0) ? -1 : 0;
+}
+
+herr_t H5Pget_dxpl_gds_stream(hid_t dxpl_id, void **stream)
+{
+    gds_api_enter();
+    return gds_api_leave(get_stream(dxpl_id, stream) < 0) ? -1 : 0;
 }
 
 void gds_transfer_order(hid_t dxpl_id, gds_request_t *req)

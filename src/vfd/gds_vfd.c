@@ -121,7 +121,7 @@ const H5FD_class_t H5FD_gds_class = {
 
 /* ------------------------------------------------------------------------ */
 
-hid_t H5FD_gds_init(void)
+static hid_t driver_init(void)
 {
     if (H5Iget_type(gds_driver_id) == H5I_VFL)
         return gds_driver_id;
@@ -144,6 +144,14 @@ hid_t H5FD_gds_init(void)
     if (id < 0)
         GDS_ERROR(H5E_VFL, H5E_CANTREGISTER, "cannot register the gds driver");
     gds_driver_id = id;
+    return id;
+}
+
+hid_t H5FD_gds_init(void)
+{
+    gds_api_enter();
+    hid_t id = driver_init();
+    gds_api_leave(id < 0);
     return id;
 }
 
@@ -178,21 +186,23 @@ static herr_t set_fapl(hid_t fapl_id, const H5FD_gds_config_t *config)
 
 herr_t H5Pset_fapl_gds_config(hid_t fapl_id, const H5FD_gds_config_t *config)
 {
-    return set_fapl(fapl_id, config);
+    gds_api_enter();
+    return gds_api_leave(set_fapl(fapl_id, config) < 0) ? -1 : 0;
 }
 
 herr_t H5Pset_fapl_gds(hid_t fapl_id, size_t alignment, size_t block_size, size_t cbuf_size)
 {
+    gds_api_enter();
     H5FD_gds_config_t config;
-    if (H5FD_gds_config_init(&config) < 0)
-        return -1;
+    if (gds_config_init(&config) < 0)
+        return gds_api_leave(true) ? -1 : 0;
     if (alignment)
         config.alignment = alignment;
     if (block_size)
         config.fs_block_size = block_size;
     if (cbuf_size)
         config.staging_size = cbuf_size;
-    return set_fapl(fapl_id, &config);
+    return gds_api_leave(set_fapl(fapl_id, &config) < 0) ? -1 : 0;
 }
 
 /* The configuration on a fapl; defaults (+ environment and, on 1.14+, the
@@ -212,7 +222,7 @@ static herr_t config_from_fapl(hid_t fapl_id, H5FD_gds_config_t *config, bool *f
         *config = *info;
         return 0;
     }
-    if (H5FD_gds_config_init(config) < 0)
+    if (gds_config_init(config) < 0)
         return -1;
 #if H5GDS_HAVE_VFD_PLUGINS
     char text[1024];
@@ -241,19 +251,19 @@ static herr_t check_gds_fapl(hid_t fapl_id)
 
 herr_t H5Pget_fapl_gds_config(hid_t fapl_id, H5FD_gds_config_t *config)
 {
+    gds_api_enter();
     if (!config) {
         GDS_ERROR(H5E_ARGS, H5E_BADVALUE, "configuration pointer is NULL");
-        return -1;
+        return gds_api_leave(true) ? -1 : 0;
     }
-    if (check_gds_fapl(fapl_id) < 0)
-        return -1;
-    return config_from_fapl(fapl_id, config, NULL);
+    bool failed = check_gds_fapl(fapl_id) < 0 || config_from_fapl(fapl_id, config, NULL) < 0;
+    return gds_api_leave(failed) ? -1 : 0;
 }
 
 herr_t H5Pget_fapl_gds(hid_t fapl_id, size_t *alignment, size_t *block_size, size_t *cbuf_size)
 {
     H5FD_gds_config_t config;
-    if (H5Pget_fapl_gds_config(fapl_id, &config) < 0)
+    if (H5Pget_fapl_gds_config(fapl_id, &config) < 0) /* a public call: it reports */
         return -1;
     if (alignment)
         *alignment = config.alignment;
@@ -866,7 +876,7 @@ static gds_vfd_file_t *vfd_file_of(hid_t file_id)
     return (gds_vfd_file_t *)((char *)handle - offsetof(gds_vfd_file_t, fd));
 }
 
-herr_t H5FD_gds_get_stats(hid_t file_id, H5FD_gds_stats_t *stats)
+static herr_t get_stats(hid_t file_id, H5FD_gds_stats_t *stats)
 {
     if (!stats) {
         GDS_ERROR(H5E_ARGS, H5E_BADVALUE, "stats pointer is NULL");
@@ -879,13 +889,19 @@ herr_t H5FD_gds_get_stats(hid_t file_id, H5FD_gds_stats_t *stats)
     return 0;
 }
 
+herr_t H5FD_gds_get_stats(hid_t file_id, H5FD_gds_stats_t *stats)
+{
+    gds_api_enter();
+    return gds_api_leave(get_stats(file_id, stats) < 0) ? -1 : 0;
+}
+
 gds_file_t *gds_vfd_engine_of(hid_t file_id)
 {
     gds_vfd_file_t *file = vfd_file_of(file_id);
     return file ? file->engine : NULL;
 }
 
-herr_t H5FD_gds_sync(hid_t file_id)
+static herr_t sync_file(hid_t file_id)
 {
     gds_vfd_file_t *file = vfd_file_of(file_id);
     if (!file)
@@ -897,4 +913,10 @@ herr_t H5FD_gds_sync(hid_t file_id)
         return -1;
     }
     return 0;
+}
+
+herr_t H5FD_gds_sync(hid_t file_id)
+{
+    gds_api_enter();
+    return gds_api_leave(sync_file(file_id) < 0) ? -1 : 0;
 }
