@@ -12,9 +12,9 @@ metadata, fsync), renames it over ``path`` and fsyncs the directory. A
 crash at any moment leaves the previous checkpoint at ``path`` intact.
 
 Layout: groups for dicts, lists and tuples (attribute ``h5gds_container``),
-one dataset per array (attributes ``h5gds_dtype`` -- the torch/numpy dtype
-name -- and ``h5gds_array``: torch, cupy or numpy), plain values as JSON in
-the group attribute ``h5gds_values``. bfloat16 is stored as an HDF5 float
+one contiguous dataset per array, plain values as JSON in the group
+attribute ``h5gds_values``; the root's ``h5gds_arrays`` (JSON) gives each
+array's library (torch, cupy, numpy) and dtype name. bfloat16 is stored as an HDF5 float
 type with bfloat16's layout (sign 15, exponent 7..14 with bias 127,
 mantissa 0..6), which h5py reads, converting.
 """
@@ -34,7 +34,7 @@ from h5py._objects import phil
 
 from . import _arrays
 from ._io import _dxpl, gds_dcpl
-from ._lib import errbuf, hdf5_error_text, native
+from ._lib import errbuf, hdf5, hdf5_error_text, native
 
 __all__ = ["CheckpointHandle", "save", "load"]
 
@@ -212,23 +212,28 @@ def save(state: Any, path: str | os.PathLike[str], *, async_: bool = True, memor
     handle = CheckpointHandle(path)
     try:
         _write_structure(f, state)
+        arrays: dict[str, list[str]] = {}
+        dxpls: dict[int | None, Any] = {}  # one transfer list per stream
+        dcpl = gds_dcpl()
         for (name, arr), (kind, dtype_name, shape, ftype, nbytes) in zip(leaves, infos):
             dset_path = name or "/__root__"
+            arrays[dset_path] = [kind, dtype_name]
             parent, _, leaf = dset_path.rpartition("/")
             grp = f.require_group(parent) if parent else f
             with phil:
                 space = h5py.h5s.create_simple(shape) if shape else h5py.h5s.create(h5py.h5s.SCALAR)
-                dsid = h5py.h5d.create(grp.id, leaf.encode(), ftype, space, dcpl=gds_dcpl())
-            dset = h5py.Dataset(dsid)
-            dset.attrs["h5gds_dtype"] = dtype_name
-            dset.attrs["h5gds_array"] = kind
-            if nbytes:
-                v = _raw_view(arr)
-                with phil:
-                    dxpl = _dxpl(v)  # kept: the id closes with the object
-                    rc = native.H5Dwrite_gds(dsid.id, ftype.id, _H5S_ALL, _H5S_ALL, dxpl.id, v.ptr)
+                dsid = h5py.h5d.create(grp.id, leaf.encode(), ftype, space, dcpl=dcpl)
+                if nbytes:
+                    v = _raw_view(arr)
+                    if v.stream not in dxpls:
+                        dxpls[v.stream] = _dxpl(v)
+                    # Contiguous, allocated, no fill, memory type = file type,
+                    # a gds file: HDF5 hands the buffer to the driver as it is
+                    # (no need for H5Dwrite_gds's checks).
+                    rc = hdf5.H5Dwrite(dsid.id, ftype.id, _H5S_ALL, _H5S_ALL, dxpls[v.stream].id, v.ptr)
                     if rc < 0:
                         raise OSError(f"checkpoint {path!r}: writing {name or '/'} failed ({hdf5_error_text()})")
+        f.attrs["h5gds_arrays"] = json.dumps(arrays)
     except BaseException:
         try:
             f.close()
@@ -321,10 +326,12 @@ def _read_into(dset: h5py.Dataset, target: Any) -> None:
             raise OSError(f"reading {dset.name} failed ({hdf5_error_text()})")
 
 
-def _load_node(f: h5py.File, where: str, device: Any, into: Any) -> Any:
+def _load_node(f: h5py.File, where: str, device: Any, into: Any, arrays: dict[str, list[str]]) -> Any:
     node = f[where]
     if isinstance(node, h5py.Dataset):
-        kind, dtype_name = str(node.attrs["h5gds_array"]), str(node.attrs["h5gds_dtype"])
+        if where not in arrays:
+            raise ValueError(f"{where}: not an array of an h5gds checkpoint")
+        kind, dtype_name = arrays[where]
         shape = tuple(node.shape)
         if into is not None and _is_array(into):
             kind_into, dname_into, shape_into, _, _ = _array_info(into)
@@ -338,7 +345,7 @@ def _load_node(f: h5py.File, where: str, device: Any, into: Any) -> Any:
         return arr
     container = str(node.attrs.get("h5gds_container", "dict"))
     if container == "array":
-        return _load_node(f, "/__root__", device, into)
+        return _load_node(f, "/__root__", device, into, arrays)
     plain = json.loads(node.attrs.get("h5gds_values", "{}"))
     base = where.rstrip("/")
     if container == "dict":
@@ -350,7 +357,8 @@ def _load_node(f: h5py.File, where: str, device: Any, into: Any) -> Any:
             if name in plain:
                 out[key] = _plain_value(*plain[name])
             else:
-                out[key] = _load_node(f, f"{base}/{name}", device, into.get(key) if isinstance(into, dict) else None)
+                out[key] = _load_node(f, f"{base}/{name}", device, into.get(key) if isinstance(into, dict) else None,
+                                      arrays)
         return out
     items = []
     for i in range(int(node.attrs["h5gds_length"])):
@@ -358,7 +366,7 @@ def _load_node(f: h5py.File, where: str, device: Any, into: Any) -> Any:
             items.append(_plain_value(*plain[str(i)]))
         else:
             sub = into[i] if isinstance(into, (list, tuple)) and i < len(into) else None
-            items.append(_load_node(f, f"{base}/{i}", device, sub))
+            items.append(_load_node(f, f"{base}/{i}", device, sub, arrays))
     if container == "tuple":
         return tuple(items)
     if isinstance(into, list):
@@ -382,4 +390,6 @@ def load(path: str | os.PathLike[str], *, device: Any = None, into: Any = None, 
     are read in place into the existing state (shapes and dtypes must
     match) and ``into`` is returned."""
     with h5py.File(os.fspath(path), "r", driver="gds", **options) as f:
-        return _load_node(f, "/", device, into)
+        if "h5gds_arrays" not in f.attrs:
+            raise ValueError(f"{os.fspath(path)!r} is not an h5gds checkpoint (no h5gds_arrays attribute)")
+        return _load_node(f, "/", device, into, json.loads(f.attrs["h5gds_arrays"]))

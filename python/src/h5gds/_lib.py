@@ -130,6 +130,9 @@ native.h5gds_py_sync.argtypes = [_c_void_p, ctypes.c_char_p, _c_size_t]
 native.h5gds_py_sync.restype = ctypes.c_int
 native.h5gds_py_wb_stats.argtypes = [_c_int64, _u64p]
 native.h5gds_py_wb_stats.restype = ctypes.c_int
+for _name in ("H5Dwrite", "H5Dread"):  # h5py's own libhdf5: datasets known to pass through
+    getattr(hdf5, _name).argtypes = [_c_int64, _c_int64, _c_int64, _c_int64, _c_int64, _c_void_p]
+    getattr(hdf5, _name).restype = ctypes.c_int
 for _name in ("H5Dwrite_gds", "H5Dread_gds"):
     getattr(native, _name).argtypes = [_c_int64, _c_int64, _c_int64, _c_int64, _c_int64, _c_void_p]
     getattr(native, _name).restype = ctypes.c_int

@@ -23,10 +23,11 @@ checkpoint: the state of the round-2 anchors (96 x 4096x4096 fp16, 32 x 1M
    peak_host_bytes,peak_device_bytes (host: growth of the resident set, sampled
    every 5 ms; device: torch's peak allocation above the state, or the
    snapshot memory h5gds reports).
-train-loop: N steps of a fixed GPU compute (matrix products, about 25 ms),
-   a checkpoint every k steps; mean step time without checkpoints, with
-   h5gds async, dcp.async_save and torch.save (bench = train-loop, column
-   step_ms).
+train-loop: N steps of a fixed GPU compute (matrix products, about 30 ms),
+   a checkpoint every k steps (k steps of compute: longer than one drain),
+   the state changing every step; mean step time without checkpoints, with
+   h5gds async (device snapshots), dcp.async_save and torch.save (bench =
+   train-loop, column step_ms). A checkpoint waits for the previous one.
 """
 from __future__ import annotations
 
@@ -266,19 +267,23 @@ def bench_train_loop(args: argparse.Namespace, rows: list[dict[str, Any]]) -> No
     steps, every = args.steps, args.every
 
     def loop(save: Callable[[int], Any] | None) -> float:
+        """Mean step time; checkpoints after steps every, 2*every, ... (not
+        after the last step: a loop's end is not a step, and what happens
+        after it -- waiting for the last checkpoint -- is not step time)."""
         pending: list[Any] = []
         torch.cuda.synchronize()
         t0 = time.perf_counter()
         for i in range(1, steps + 1):
             step()
-            if save is not None and i % every == 0:
+            if save is not None and i % every == 0 and i < steps:
                 for p in pending:  # the previous checkpoint must be complete before the next
                     p()
                 pending = [save(i)]
         torch.cuda.synchronize()
+        ms = (time.perf_counter() - t0) / steps * 1e3
         for p in pending:
             p()
-        return (time.perf_counter() - t0) / steps * 1e3
+        return ms
 
     def h5gds_async(i: int) -> Callable[[], None]:
         h = h5gds.save(state, d / "loop.h5", async_=True, memory="device")
