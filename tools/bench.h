@@ -81,6 +81,7 @@ typedef struct bench_options {
     bool plot;
     bool keep;
     bool inject_corruption; /* for the bench's own tests */
+    bool tune;              /* --tune: print the autotuning grid and exit */
     int inject_failure_rank; /* for the bench's own tests: this rank's file cannot be created (-1: none) */
     size_t chunk; /* 0: contiguous dataset */
 } bench_options_t;
@@ -171,6 +172,8 @@ void verify(buffers_t *b, const char *method, size_t size, int phase);
 hid_t bench_dcpl(size_t size);
 void bench_method(method_t m, buffers_t *b, size_t size, unsigned threads, size_t block, int rep);
 bool have_direct(void);
+/* --tune (bench_tune.c) */
+int bench_tune(void);
 void *io_buffer(method_t m, buffers_t *b);
 hid_t make_fapl(method_t m, const char *gds_config);
 double timed_write(method_t m, buffers_t *b, const char *path, const char *cfg);

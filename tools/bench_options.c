@@ -24,8 +24,11 @@ static void usage(FILE *to)
             "  --memory KIND         device|managed|pinned|host (default: device with a GPU, else host)\n"
             "  --buffer-mode N       IOR buffer modes: 0 malloc/CPU init, 1 managed/CPU init,\n"
             "                        2 managed/GPU init, 3 cudaMalloc/GPU init\n"
-            "  --threads LIST        gds I/O threads to sweep (paper Fig. 5), e.g. 1,2,4,8,16\n"
-            "  --blocks LIST         gds I/O block sizes to sweep (paper Fig. 6), e.g. 1MiB,4MiB,16MiB\n"
+            "  --threads LIST        gds I/O threads to sweep (paper Fig. 5), e.g. auto,1,2,4,8,16\n"
+            "  --blocks LIST         gds I/O block sizes to sweep (paper Fig. 6), e.g. auto,1MiB,4MiB,16MiB\n"
+            "                        (auto: the autotuned value; in the CSV as 0)\n"
+            "  --tune                measure the autotuning grid (threads x block, O_DIRECT write and\n"
+            "                        read) in --dir, print it and what auto picks, and exit\n"
             "  --config STR          extra gds configuration (key=value,...)\n"
             "  --chunk SIZE          chunked dataset with chunks of SIZE (chunk cache off), e.g. 8MiB\n"
             "  --repeat N            repeats per measurement (median, min, max are reported)\n"
@@ -93,15 +96,23 @@ static void add_size(const char *s, const char *what)
 }
 static void add_block(const char *s, const char *what)
 {
-    size_t v;
+    size_t v = 0;
     (void)what;
-    if (!parse_size(s, &v) || opt.nblocks == MAX_LIST)
+    if (!strcmp(s, "auto") && opt.nblocks < MAX_LIST) {
+        opt.blocks[opt.nblocks++] = 0;
+        return;
+    }
+    if (!parse_size(s, &v) || v == 0 || opt.nblocks == MAX_LIST)
         die_usage("bad size in --blocks: '%s'", s);
     opt.blocks[opt.nblocks++] = v;
 }
 static void add_threads(const char *s, const char *what)
 {
     (void)what;
+    if (!strcmp(s, "auto") && opt.nthreads < MAX_LIST) {
+        opt.threads[opt.nthreads++] = 0;
+        return;
+    }
     char *end;
     long v = strtol(s, &end, 10);
     if (*end || v < 1 || v > 256 || opt.nthreads == MAX_LIST)
@@ -132,7 +143,7 @@ static void add_phase(const char *s, const char *what)
 void parse_args(int argc, char **argv)
 {
     enum { O_QUICK = 256, O_FULL, O_SIZES, O_METHODS, O_PHASES, O_MEMORY, O_BUFMODE, O_THREADS, O_BLOCKS,
-           O_CONFIG, O_REPEAT, O_NOCEIL, O_CEILT, O_DIR, O_CSV, O_PLOT, O_KEEP, O_INJECT, O_INJECT_RANK, O_CHUNK };
+           O_CONFIG, O_REPEAT, O_NOCEIL, O_CEILT, O_DIR, O_CSV, O_PLOT, O_KEEP, O_INJECT, O_INJECT_RANK, O_CHUNK, O_TUNE };
     static const struct option longopts[] = {
         {"quick", no_argument, 0, O_QUICK},         {"full", no_argument, 0, O_FULL},
         {"sizes", required_argument, 0, O_SIZES},   {"methods", required_argument, 0, O_METHODS},
@@ -140,7 +151,7 @@ void parse_args(int argc, char **argv)
         {"buffer-mode", required_argument, 0, O_BUFMODE}, {"threads", required_argument, 0, O_THREADS},
         {"blocks", required_argument, 0, O_BLOCKS}, {"config", required_argument, 0, O_CONFIG},
         {"repeat", required_argument, 0, O_REPEAT}, {"no-ceilings", no_argument, 0, O_NOCEIL},
-        {"ceiling-threads", required_argument, 0, O_CEILT}, {"dir", required_argument, 0, O_DIR},
+        {"ceiling-threads", required_argument, 0, O_CEILT}, {"dir", required_argument, 0, O_DIR}, {"tune", no_argument, 0, O_TUNE},
         {"csv", required_argument, 0, O_CSV},       {"plot", no_argument, 0, O_PLOT},
         {"keep", no_argument, 0, O_KEEP},           {"inject-corruption", no_argument, 0, O_INJECT},
         {"inject-failure-rank", required_argument, 0, O_INJECT_RANK},
@@ -194,6 +205,7 @@ void parse_args(int argc, char **argv)
                 die_usage("bad --ceiling-threads '%s' (1..256)", optarg);
             break;
         case O_DIR: opt.dir = optarg; break;
+        case O_TUNE: opt.tune = true; break;
         case O_CSV: opt.csv = optarg; break;
         case O_PLOT: opt.plot = true; break;
         case O_KEEP: opt.keep = true; break;

@@ -61,6 +61,8 @@ int main(int argc, char **argv)
     }
 #endif
     parse_args(argc, argv);
+    if (opt.tune)
+        return par_end(bench_tune());
     signal(SIGXFSZ, SIG_IGN); /* a file size limit shows up as EFBIG, like a full disk */
     bench_cuda_init(&cuda, gpu_ordinal);
 
