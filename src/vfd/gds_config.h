@@ -17,6 +17,11 @@ void gds_config_defaults(H5FD_gds_config_t *config);
 herr_t gds_config_apply(H5FD_gds_config_t *config, const char *text, const char *origin);
 /* Checks a whole configuration (e.g. one set through the struct). */
 herr_t gds_config_validate(const H5FD_gds_config_t *config);
-void gds_config_to_engine(const H5FD_gds_config_t *config, gds_engine_settings_t *settings);
+/* The engine's settings. Values the device path cannot honour exactly are
+ * rounded up (io_block_size to a multiple of fs_block_size, alignment to at
+ * least fs_block_size, staging_size to a multiple of both); `note` (may be
+ * NULL) then says which, for the `log` line, else is empty. */
+void gds_config_to_engine(const H5FD_gds_config_t *config, gds_engine_settings_t *settings, char *note,
+                          size_t note_size);
 
 #endif

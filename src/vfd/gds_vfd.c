@@ -359,7 +359,10 @@ static H5FD_t *gds_open(const char *name, unsigned flags, hid_t fapl_id, haddr_t
 
     gds_engine_settings_t settings;
     gds_status_t st;
-    gds_config_to_engine(&file->config, &settings);
+    char rounded[512];
+    gds_config_to_engine(&file->config, &settings, rounded, sizeof rounded);
+    if (file->config.log && rounded[0])
+        fprintf(stderr, "h5gds: %s: %s\n", name, rounded);
     if (gds_file_open(&file->engine, name, file->fd, (flags & H5F_ACC_RDWR) != 0, &settings, &st) < 0) {
         GDS_ERROR(H5E_FILE, H5E_CANTOPENFILE, "%s", st.msg);
         goto fail;
