@@ -21,9 +21,10 @@
  * window is checked against the file instead: at most once per tick of
  * CLOCK_REALTIME_COARSE (the clock file timestamps come from), on the first
  * use of the window in that tick, with one fstat: a changed mtime, ctime or
- * size drops it. A check made in the same tick as the file's last change
- * proves nothing (a later change in that tick leaves the timestamps equal),
- * so the next check drops the window too. Cost per hit: one vDSO clock read.
+ * size drops it. A check of a file changed within the last second proves
+ * nothing (a later change in the same tick, or on a file system keeping
+ * whole seconds, leaves the timestamps equal), so the next check drops the
+ * window too. Cost per hit: one vDSO clock read.
  */
 #ifndef H5GDS_SIEVE_H
 #define H5GDS_SIEVE_H
