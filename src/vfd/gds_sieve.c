@@ -190,6 +190,9 @@ int gds_sieve_before_other(gds_sieve_t *sieve, gds_file_t *engine, uint64_t addr
 
 void gds_sieve_cut(gds_sieve_t *sieve, uint64_t end)
 {
+    /* A shrinking ftruncate frees the reserved blocks past the new end. */
+    if (sieve->reserved_hi > end)
+        sieve->reserved_hi = end > sieve->reserved_lo ? end : sieve->reserved_lo;
     if (!sieve->len || sieve->addr + sieve->len <= end)
         return;
     if (sieve->addr >= end) {
