@@ -2,6 +2,10 @@
 # Build HDF5 1.14.5 from Debian trixie's `hdf5` source package.
 #
 # Usage: scripts/build-hdf5.sh [PREFIX_ROOT]      (default: <repo>/build/deps)
+#        scripts/build-hdf5.sh --print-source [ETC_APT]
+#            only print which archive the source would come from, as chosen
+#            from the apt sources under ETC_APT (default /etc/apt): no root,
+#            no network (tests/test_hdf5_source.sh feeds it fixture files)
 #
 # Result:
 #   PREFIX_ROOT/hdf5-1.14.5/          install tree (lib/libhdf5.so, include/, bin/)
@@ -14,8 +18,14 @@
 #
 # The source comes from `apt-get source` through a PRIVATE apt configuration
 # (own sources list, lists, cache and state dirs inside PREFIX_ROOT); the
-# machine's apt sources are never changed.  The archive URI is taken at run
-# time from the machine's own apt configuration.
+# machine's apt sources are never changed. On Debian the archive URI is taken
+# from the machine's own apt configuration (its mirror). On Ubuntu, whose
+# configuration names no Debian archive, it is Debian's own archive
+# (deb.debian.org), in the private configuration only: Ubuntu's suites do not
+# keep exactly 1.14.5 (plucky had 1.14.5+repack-3, but plucky's end of life
+# moves it off the archive its configuration reaches), while Debian trixie
+# keeps it for its lifetime. Its signatures are checked against Debian's
+# archive keyring (package debian-archive-keyring, in Ubuntu's universe).
 #
 # Environment knobs:
 #   H5_BUILD_JOBS      parallel compile jobs (default: nproc)
@@ -26,6 +36,69 @@ set -Eeuo pipefail
 HDF5_VERSION=1.14.5
 DEBIAN_SUITE=trixie
 KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
+DEBIAN_ARCHIVE=http://deb.debian.org/debian
+
+# ---------------------------------------------------------------- source selection
+# Archive URIs of the apt sources under $1 (an /etc/apt), one per line:
+# enabled stanzas / lines that are not -security suites.
+list_archive_uris() {
+    local etc=$1 f
+    # deb822 *.sources files
+    for f in "$etc"/sources.list.d/*.sources; do
+        [ -f "$f" ] || continue
+        awk '
+            function flush() {
+                if (uris != "" && suites !~ /-security/ && enabled != "no")
+                    for (i = 1; i <= split(uris, u, /[ \t]+/); i++) if (u[i] != "") print u[i]
+                uris = ""; suites = ""; enabled = ""
+            }
+            /^[ \t]*#/ { next }
+            /^[ \t]*$/ { flush(); next }
+            tolower($1) == "uris:"    { $1 = ""; uris = $0 }
+            tolower($1) == "suites:"  { $1 = ""; suites = $0 }
+            tolower($1) == "enabled:" { enabled = tolower($2) }
+            END { flush() }
+        ' "$f"
+    done
+    # one-line style: deb [opts] URI suite comp...
+    for f in "$etc"/sources.list "$etc"/sources.list.d/*.list; do
+        [ -f "$f" ] || continue
+        awk '
+            $1 != "deb" && $1 != "deb-src" { next }
+            { i = 2; if ($2 ~ /^\[/) { while (i <= NF && $i !~ /\]$/) i++; i++ } }
+            $(i+1) !~ /-security/ { print $i }
+        ' "$f"
+    done
+}
+
+# Where the hdf5 source package comes from, for the apt sources under $1:
+# prints "URI SUITE KEYRING WHY" (the private deb-src line's parts), or
+# fails with a message saying what is supported.
+select_hdf5_source() {
+    local etc=${1:-/etc/apt} cands uri
+    cands=$(list_archive_uris "$etc" | sed 's:[[:space:]]*$::; s:/*$::' | awk '!seen[$0]++')
+    # Debian: the machine's own mirror of the main archive (ends in /debian;
+    # not debian-security, debian-ports, ...).
+    uri=$(printf '%s\n' "$cands" | grep -E '^[a-z+]+://.*/debian$' | head -n1 || true)
+    if [ -n "$uri" ]; then
+        printf '%s %s %s %s\n' "$uri" "$DEBIAN_SUITE" "$KEYRING" "debian-mirror-from-apt-sources"
+        return 0
+    fi
+    # Ubuntu: Debian's own archive, in the private configuration only.
+    if printf '%s\n' "$cands" | grep -qE '^[a-z+]+://.*/ubuntu(-ports)?$'; then
+        printf '%s %s %s %s\n' "$DEBIAN_ARCHIVE" "$DEBIAN_SUITE" "$KEYRING" "ubuntu-uses-debian-archive"
+        return 0
+    fi
+    echo "no Debian or Ubuntu archive in the apt sources under $etc (supported: Debian 12, Ubuntu 24.04;" \
+         "elsewhere put HDF5 $HDF5_VERSION's Debian source package (hdf5_${HDF5_VERSION}*.dsc and tarballs)" \
+         "into <PREFIX_ROOT>/download)" >&2
+    return 1
+}
+
+if [ "${1:-}" = --print-source ]; then
+    trap - ERR
+    if select_hdf5_source "${2:-/etc/apt}"; then exit 0; else exit 1; fi
+fi
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO_ROOT=$(cd "$SCRIPT_DIR/.." && pwd)
@@ -108,45 +181,6 @@ ensure_pkgs() {
 ensure_pkgs cmake ninja-build gcc libc6-dev dpkg-dev patch xz-utils zlib1g-dev debian-archive-keyring
 
 # ---------------------------------------------------------------- 2. source
-# Derive the main Debian archive URI from the machine's own apt configuration.
-find_debian_uri() {
-    local f uri
-    # deb822 *.sources files: take URIs of stanzas whose Suites are not -security
-    for f in /etc/apt/sources.list.d/*.sources; do
-        [ -f "$f" ] || continue
-        awk '
-            function flush() {
-                if (uris != "" && suites !~ /-security/ && enabled != "no")
-                    for (i = 1; i <= split(uris, u, /[ \t]+/); i++) if (u[i] != "") print u[i]
-                uris = ""; suites = ""; enabled = ""
-            }
-            /^[ \t]*#/ { next }
-            /^[ \t]*$/ { flush(); next }
-            tolower($1) == "uris:"    { $1 = ""; uris = $0 }
-            tolower($1) == "suites:"  { $1 = ""; suites = $0 }
-            tolower($1) == "enabled:" { enabled = tolower($2) }
-            END { flush() }
-        ' "$f"
-    done
-    # one-line style: deb [opts] URI suite comp...
-    for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
-        [ -f "$f" ] || continue
-        awk '
-            $1 != "deb" && $1 != "deb-src" { next }
-            { i = 2; if ($2 ~ /^\[/) { while (i <= NF && $i !~ /\]$/) i++; i++ } }
-            $(i+1) !~ /-security/ { print $i }
-        ' "$f"
-    done
-}
-pick_debian_uri() {
-    local cands uri
-    cands=$(find_debian_uri | sed 's:[[:space:]]*$::; s:/*$::' | awk '!seen[$0]++')
-    # The main archive ends in /debian (not debian-security, debian-ports, ...).
-    uri=$(printf '%s\n' "$cands" | grep -E '/debian$' | head -n1 || true)
-    [ -n "$uri" ] || uri=$(printf '%s\n' "$cands" | grep -Ev 'security' | grep -E 'debian' | head -n1 || true)
-    printf '%s' "$uri"
-}
-
 fetch_source() {
     local dsc uri
     dsc=$(ls "$DL_DIR"/hdf5_"$HDF5_VERSION"*.dsc 2>/dev/null | head -n1 || true)
@@ -155,13 +189,14 @@ fetch_source() {
         return 0
     fi
     need_root "apt-get source"
-    [ -f "$KEYRING" ] || die "Debian archive keyring $KEYRING not found"
-    uri=$(pick_debian_uri)
-    [ -n "$uri" ] || die "could not find the Debian archive URI in /etc/apt/sources.list{,.d/}"
-    log "private apt: deb-src $uri $DEBIAN_SUITE main"
+    local selected suite keyring why
+    selected=$(select_hdf5_source /etc/apt) || die "cannot choose where HDF5's source comes from (see above)"
+    read -r uri suite keyring why <<<"$selected"
+    [ -f "$keyring" ] || die "archive keyring $keyring not found"
+    log "private apt: deb-src $uri $suite main ($why)"
 
     mkdir -p "$APT_DIR"/{etc/apt.conf.d,etc/preferences.d,etc/trusted.gpg.d,lists/partial,cache/archives/partial,state}
-    printf 'deb-src [signed-by=%s] %s %s main\n' "$KEYRING" "$uri" "$DEBIAN_SUITE" >"$APT_DIR/etc/sources.list"
+    printf 'deb-src [signed-by=%s] %s %s main\n' "$keyring" "$uri" "$suite" >"$APT_DIR/etc/sources.list"
     # apt's sandbox user must be able to write into the private dirs
     chown -R _apt:root "$APT_DIR/lists/partial" "$APT_DIR/cache/archives/partial" 2>/dev/null || true
 

@@ -1,6 +1,8 @@
 /* Configuration: every key, units, every kind of malformed input, the
  * reference-compatible fapl calls, the environment variable and (1.14+)
  * HDF5_DRIVER_CONFIG through H5Pset_driver_by_name. */
+#include <fcntl.h>
+
 #include "test_util.h"
 
 static H5FD_gds_config_t base(void)
@@ -97,9 +99,9 @@ static void test_units(void)
         size_t value;
     } cases[] = {
         {"8192", 8192},         {"8k", 8192},           {"8K", 8192},         {"8KiB", 8192},
-        {"8kib", 8192},         {"8kB", 8000},          {"3M", 3u << 20},     {"3MiB", 3u << 20},
+        {"8KIB", 8192},         {"8kB", 8000},          {"3M", 3u << 20},     {"3MiB", 3u << 20},
         {"3MB", 3000000},       {"1G", 1u << 30},       {"1GiB", 1u << 30},   {"1GB", 1000000000},
-        {"65536b", 65536},      {"4096B", 4096},
+        {"8KB", 8000},          {"4096B", 4096},        {"2mB", 2000000},     {"2miB", 2u << 20},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         H5FD_gds_config_t c = base();
@@ -110,6 +112,68 @@ static void test_units(void)
     }
     H5FD_gds_config_t c = base();
     CHECK(H5FD_gds_config_parse(&c, "parallel_threshold=1TiB") == 0 && c.parallel_threshold == (size_t)1 << 40);
+    /* A lowercase b can mean bits: refused, naming the key and the value. */
+    static const char *const bits[] = {"1Kb", "8kb", "8kib", "3mb", "3Mb", "1gb", "65536b", "2Mib"};
+    for (size_t i = 0; i < sizeof bits / sizeof bits[0]; i++) {
+        char text[64];
+        snprintf(text, sizeof text, "io_block_size=%s", bits[i]);
+        expect_reject(text, "io_block_size", bits[i]);
+    }
+}
+
+/* What the device path cannot honour exactly is rounded up when a file is
+ * opened, and the `log` line says so; the file works. */
+static void test_rounding(void)
+{
+    const char *path = test_path("rounding.h5"), *log_path = test_path("rounding.log");
+    static const struct {
+        const char *config;
+        const char *expect; /* in the log line; NULL: no rounding line */
+    } cases[] = {
+        {"log=on,io_block_size=5000", "io_block_size 5000 rounded up to 8192 (a multiple of fs_block_size)"},
+        {"log=on,staging_size=10000", "staging_size 10000 rounded up to 12288"},
+        {"log=on,alignment=512,staging_size=6000", "alignment 512 rounded up to 4096"},
+        {"log=on,fs_block_size=8KiB,io_block_size=12KiB,staging_size=20KiB",
+         "io_block_size 12288 rounded up to 16384"},
+        {"log=on,io_block_size=64KiB,staging_size=8KiB", NULL},
+        {"log=off,io_block_size=5000", NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        fflush(stderr);
+        int saved = dup(2), fd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        dup2(fd, 2);
+        close(fd);
+        hid_t fapl = gds_fapl(cases[i].config);
+        hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+        int data[1000], back[1000];
+        for (int k = 0; k < 1000; k++)
+            data[k] = k * 3;
+        hsize_t n = 1000;
+        hid_t sp = H5Screate_simple(1, &n, NULL);
+        hid_t d = f >= 0 ? H5Dcreate2(f, "x", H5T_NATIVE_INT, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT) : -1;
+        bool ok = d >= 0 && H5Dwrite(d, H5T_NATIVE_INT, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) >= 0 &&
+                  H5Dread(d, H5T_NATIVE_INT, H5S_ALL, H5S_ALL, H5P_DEFAULT, back) >= 0 &&
+                  memcmp(data, back, sizeof data) == 0;
+        H5Dclose(d);
+        H5Sclose(sp);
+        ok &= f >= 0 && H5Fclose(f) >= 0;
+        H5Pclose(fapl);
+        fflush(stderr);
+        dup2(saved, 2);
+        close(saved);
+        char text[4096] = "";
+        FILE *lf = fopen(log_path, "r");
+        size_t got = lf ? fread(text, 1, sizeof text - 1, lf) : 0;
+        text[got] = '\0';
+        if (lf)
+            fclose(lf);
+        CHECK_MSG(ok, "%s: the file did not work", cases[i].config);
+        if (cases[i].expect)
+            CHECK_MSG(strstr(text, cases[i].expect) != NULL, "%s: log has no '%s': %s", cases[i].config,
+                      cases[i].expect, text);
+        else
+            CHECK_MSG(strstr(text, "rounded") == NULL, "%s: unexpected rounding line: %s", cases[i].config, text);
+    }
 }
 
 static void test_malformed(void)
@@ -265,6 +329,7 @@ int main(void)
     test_auto();
     test_keys();
     test_units();
+    test_rounding();
     test_malformed();
     test_struct_validation();
     test_reference_api();

@@ -109,7 +109,7 @@ API int h5gds_py_file_open(const char *path, const char *config_text, int writab
         return -EINVAL;
     }
     gds_engine_settings_t settings;
-    gds_config_to_engine(&config, &settings);
+    gds_config_to_engine(&config, &settings, NULL, 0);
     int fd = open(path, writable ? O_RDWR : O_RDONLY);
     if (fd < 0) {
         int e = errno;

@@ -86,38 +86,46 @@ static void report(const char *origin, const char *key, const char *value, const
               key ? "key '" : "", key ? key : "", key ? "' = " : "", value, problem);
 }
 
-/* "8MiB", "4096", "1g": binary for K/M/G/T, KiB/MiB/GiB/TiB; decimal for kB/MB/GB/TB. */
-static bool parse_size(const char *s, uint64_t *out)
+typedef enum size_parse { SIZE_OK, SIZE_BAD, SIZE_BITS } size_parse_t;
+
+/* "8MiB", "4096", "1g": binary for K/M/G/T and KiB/MiB/GiB/TiB, decimal for
+ * KB/MB/GB/TB (kB too); the prefix letter in either case. A lowercase "b"
+ * (1Kb, 8mb, 64b) is refused: it reads as bits as often as bytes. */
+static size_parse_t parse_size(const char *s, uint64_t *out)
 {
     if (!isdigit((unsigned char)*s))
-        return false;
+        return SIZE_BAD;
     errno = 0;
     char *end;
     unsigned long long v = strtoull(s, &end, 10);
     if (errno == ERANGE)
-        return false;
+        return SIZE_BAD;
     uint64_t mult = 1;
     if (*end) {
+        size_t len = strlen(end);
+        if (end[len - 1] == 'b')
+            return SIZE_BITS;
         static const struct {
             const char *suffix;
             uint64_t mult;
-        } units[] = {{"b", 1},           {"k", KiB},         {"kib", KiB},        {"kb", 1000},
-                     {"m", MiB},         {"mib", MiB},       {"mb", 1000000},     {"g", GiB},
-                     {"gib", GiB},       {"gb", 1000000000}, {"t", TiB},          {"tib", TiB},
-                     {"tb", 1000000000000ULL}};
+        } units[] = {{"B", 1},           {"K", KiB},         {"KiB", KiB},        {"KB", 1000},
+                     {"M", MiB},         {"MiB", MiB},       {"MB", 1000000},     {"G", GiB},
+                     {"GiB", GiB},       {"GB", 1000000000}, {"T", TiB},          {"TiB", TiB},
+                     {"TB", 1000000000000ULL}};
         bool found = false;
+        /* Case-insensitive but for the final B (lowercase b was refused above). */
         for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
             if (strcasecmp(end, units[i].suffix) == 0) {
                 mult = units[i].mult;
                 found = true;
             }
         if (!found)
-            return false;
+            return SIZE_BAD;
     }
     if (v > UINT64_MAX / mult)
-        return false;
+        return SIZE_BAD;
     *out = v * mult;
-    return true;
+    return SIZE_OK;
 }
 
 static int lookup(const char *value, const char *const *names, int n)
@@ -190,7 +198,13 @@ static herr_t set_key(H5FD_gds_config_t *c, const key_spec_t *k, const char *val
             return 0;
         }
         uint64_t v;
-        bool ok = k->kind == KEY_SIZE ? parse_size(value, &v) : parse_size(value, &v) && strspn(value, "0123456789") == strlen(value);
+        size_parse_t parsed = parse_size(value, &v);
+        if (k->kind == KEY_SIZE && parsed == SIZE_BITS) {
+            report(origin, k->name, value,
+                   "has a unit with a lowercase b, which can mean bits: write KB (1000 bytes) or KiB (1024)");
+            return -1;
+        }
+        bool ok = parsed == SIZE_OK && (k->kind == KEY_SIZE || strspn(value, "0123456789") == strlen(value));
         if (!ok) {
             report(origin, k->name, value,
                    k->kind == KEY_SIZE ? "is not a size (e.g. 4096, 64KiB, 8MiB, 1GiB)" : "is not a whole number");
@@ -278,13 +292,15 @@ herr_t gds_config_validate(const H5FD_gds_config_t *c)
             break;
         }
     }
+    gds_engine_settings_t engine;
+    gds_config_to_engine(c, &engine, NULL, 0);
     /* auto threads: at most 16 are chosen */
-    uint64_t pinned = (uint64_t)(c->threads ? c->threads : 16) * c->staging_count * c->staging_size;
+    uint64_t pinned = (uint64_t)(c->threads ? c->threads : 16) * c->staging_count * engine.staging_size;
     if (pinned > GDS_MAX_PINNED_BYTES) {
         GDS_ERROR(H5E_PLIST, H5E_BADVALUE,
                   "invalid gds driver configuration: threads (%u) x staging_count (%u) x staging_size (%zu) = "
                   "%llu bytes of pinned memory, more than the limit of %llu",
-                  c->threads, c->staging_count, c->staging_size, (unsigned long long)pinned,
+                  c->threads, c->staging_count, engine.staging_size, (unsigned long long)pinned,
                   (unsigned long long)GDS_MAX_PINNED_BYTES);
         return -1;
     }
@@ -353,16 +369,41 @@ herr_t gds_config_apply(H5FD_gds_config_t *config, const char *text, const char 
     return ret;
 }
 
-void gds_config_to_engine(const H5FD_gds_config_t *c, gds_engine_settings_t *s)
+static size_t round_up(size_t v, size_t multiple)
+{
+    return (v + multiple - 1) / multiple * multiple;
+}
+
+/* Appends "key A -> B (why)" to the note. */
+static void note_rounding(char *note, size_t size, const char *key, size_t from, size_t to, const char *why)
+{
+    if (!note || from == to)
+        return;
+    size_t used = strlen(note);
+    snprintf(note + used, used < size ? size - used : 0, "%s%s %zu rounded up to %zu (%s)", used ? "; " : "", key,
+             from, to, why);
+}
+
+void gds_config_to_engine(const H5FD_gds_config_t *c, gds_engine_settings_t *s, char *note, size_t note_size)
 {
     memset(s, 0, sizeof *s);
+    if (note && note_size)
+        note[0] = '\0';
+    /* What the device path needs exactly: O_DIRECT blocks (fs_block_size,
+     * both powers of two) in every block a worker claims, and staging slots
+     * that hold whole blocks at the staging alignment. */
+    size_t slot_align = c->alignment > c->fs_block_size ? c->alignment : c->fs_block_size;
     s->mode = (gds_mode_t)c->mode; /* same values: checked in gds_transfer.c */
     s->threads = c->threads;
-    s->io_block_size = c->io_block_size;
-    s->alignment = c->alignment;
+    s->io_block_size = round_up(c->io_block_size, c->fs_block_size); /* 0 (auto) stays 0 */
+    note_rounding(note, note_size, "io_block_size", c->io_block_size, s->io_block_size, "a multiple of fs_block_size");
+    s->alignment = slot_align;
+    note_rounding(note, note_size, "alignment", c->alignment, s->alignment, "at least fs_block_size, for O_DIRECT");
     s->fs_block_size = c->fs_block_size;
     s->direct = (gds_switch_t)c->direct;
-    s->staging_size = c->staging_size;
+    s->staging_size = round_up(c->staging_size, slot_align);
+    note_rounding(note, note_size, "staging_size", c->staging_size, s->staging_size,
+                  "a multiple of alignment and fs_block_size");
     s->staging_count = c->staging_count;
     s->parallel_threshold = c->parallel_threshold;
     s->log = c->log != 0;

@@ -19,6 +19,11 @@ herr_t gds_config_apply(H5FD_gds_config_t *config, const char *text, const char 
 herr_t gds_config_validate(const H5FD_gds_config_t *config);
 /* H5FD_gds_config_init for the library's own use (no error printing: see gds_api_enter). */
 herr_t gds_config_init(H5FD_gds_config_t *config);
-void gds_config_to_engine(const H5FD_gds_config_t *config, gds_engine_settings_t *settings);
+/* The engine's settings. Values the device path cannot honour exactly are
+ * rounded up (io_block_size to a multiple of fs_block_size, alignment to at
+ * least fs_block_size, staging_size to a multiple of both); `note` (may be
+ * NULL) then says which, for the `log` line, else is empty. */
+void gds_config_to_engine(const H5FD_gds_config_t *config, gds_engine_settings_t *settings, char *note,
+                          size_t note_size);
 
 #endif

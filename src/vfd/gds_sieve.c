@@ -1,15 +1,73 @@
 /* The driver's sieve buffer for small host-memory raw data (see gds_sieve.h). */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "gds_sieve.h"
 
-void gds_sieve_init(gds_sieve_t *sieve, size_t capacity, bool writable)
+static bool same_time(struct timespec a, struct timespec b)
+{
+    return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
+}
+
+/* Records the file as it is now (see gds_sieve.h, "Other processes"). */
+static void look_at_file(gds_sieve_t *sieve, struct timespec now)
+{
+    struct stat sb;
+    sieve->checked = now;
+    sieve->seen_valid = fstat(sieve->fd, &sb) == 0;
+    if (!sieve->seen_valid)
+        return;
+    sieve->seen_mtime = sb.st_mtim;
+    sieve->seen_ctime = sb.st_ctim;
+    sieve->seen_size = (int64_t)sb.st_size;
+    /* Changed in this very tick: a second change in it would leave the
+     * timestamps as they are. "This tick" is taken as this second or the
+     * one before: file systems that keep whole seconds, or a server's clock
+     * a little apart, would hide a change within the same second. */
+    time_t newest = sb.st_mtim.tv_sec > sb.st_ctim.tv_sec ? sb.st_mtim.tv_sec : sb.st_ctim.tv_sec;
+    if (newest >= now.tv_sec - 1)
+        sieve->seen_valid = false;
+}
+
+/* A clean window is dropped when the file changed since the last check;
+ * checked at most once per clock tick. A dirty window is this process
+ * writing there: kept, as HDF5 keeps a dataset's dirty sieve. */
+static void drop_if_file_changed(gds_sieve_t *sieve)
+{
+    if (!sieve->len || sieve->dirty)
+        return;
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME_COARSE, &now);
+    if (same_time(now, sieve->checked))
+        return;
+    bool was_valid = sieve->seen_valid;
+    struct timespec mtime = sieve->seen_mtime, ctime = sieve->seen_ctime;
+    int64_t size = sieve->seen_size;
+    look_at_file(sieve, now);
+    /* Unchanged only if both looks succeeded and agree (a racy look has
+     * seen_valid false, so it never vouches for a window). */
+    if (!was_valid || !sieve->seen_valid || size != sieve->seen_size || !same_time(mtime, sieve->seen_mtime) ||
+        !same_time(ctime, sieve->seen_ctime))
+        sieve->len = 0;
+}
+
+void gds_sieve_init(gds_sieve_t *sieve, size_t capacity, bool writable, int fd)
 {
     memset(sieve, 0, sizeof *sieve);
     sieve->capacity = capacity;
     sieve->writable = writable;
+    sieve->fd = fd;
+    /* Tests: behave as on a file system without fallocate. */
+    const char *no_fallocate = getenv("H5GDS_TEST_NO_FALLOCATE");
+    sieve->cannot_reserve = no_fallocate && *no_fallocate && strcmp(no_fallocate, "0") != 0;
+    if (capacity) {
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME_COARSE, &now);
+        look_at_file(sieve, now);
+    }
 }
 
 void gds_sieve_free(gds_sieve_t *sieve)
@@ -60,6 +118,7 @@ static bool overlaps_window(const gds_sieve_t *sieve, uint64_t addr, size_t size
 int gds_sieve_read(gds_sieve_t *sieve, gds_file_t *engine, uint64_t eoa, uint64_t addr, size_t size, void *buf,
                    gds_status_t *st)
 {
+    drop_if_file_changed(sieve);
     if (!sieve->len || addr < sieve->addr || addr + size > sieve->addr + sieve->len) {
         /* A miss: load the window that starts here, as far as HDF5 has
          * allocated the file (reads past the end of the file give zeros). */
@@ -84,6 +143,7 @@ int gds_sieve_read(gds_sieve_t *sieve, gds_file_t *engine, uint64_t eoa, uint64_
 int gds_sieve_write(gds_sieve_t *sieve, gds_file_t *engine, uint64_t addr, size_t size, const void *buf,
                     gds_status_t *st)
 {
+    drop_if_file_changed(sieve);
     /* Inside the window, or extending it at its end within capacity. */
     bool fits = sieve->len && addr >= sieve->addr && addr <= sieve->addr + sieve->len &&
                 addr + size - sieve->addr <= sieve->capacity;
@@ -122,5 +182,58 @@ int gds_sieve_before_other(gds_sieve_t *sieve, gds_file_t *engine, uint64_t addr
         return -1;
     if (dropping)
         sieve->len = 0;
+    return 0;
+}
+
+void gds_sieve_cut(gds_sieve_t *sieve, uint64_t end)
+{
+    /* A shrinking ftruncate frees the reserved blocks past the new end. */
+    if (sieve->reserved_hi > end)
+        sieve->reserved_hi = end > sieve->reserved_lo ? end : sieve->reserved_lo;
+    if (!sieve->len || sieve->addr + sieve->len <= end)
+        return;
+    if (sieve->addr >= end) {
+        sieve->len = 0;
+        sieve->dirty = false;
+        return;
+    }
+    sieve->len = (size_t)(end - sieve->addr);
+    if (sieve->dirty && sieve->dirty_lo >= end)
+        sieve->dirty = false;
+    else if (sieve->dirty && sieve->dirty_hi > end)
+        sieve->dirty_hi = end;
+}
+
+/* Reserved ahead of a write, so that a run of small writes costs one
+ * fallocate per this many bytes. */
+#define RESERVE_AHEAD ((uint64_t)1 << 20)
+
+int gds_sieve_reserve(gds_sieve_t *sieve, uint64_t addr, size_t size, uint64_t eoa)
+{
+    if (sieve->cannot_reserve)
+        return 1;
+    if (addr >= sieve->reserved_lo && addr + size <= sieve->reserved_hi)
+        return 0;
+    uint64_t end = addr + RESERVE_AHEAD;
+    if (end > eoa)
+        end = eoa;
+    if (end < addr + size)
+        end = addr + size;
+    int rc;
+    /* KEEP_SIZE: the file looks as before until the bytes are written. A
+     * write past RLIMIT_FSIZE is not caught here, but then HDF5's end of
+     * allocation is past the limit too, and sec2's close fails likewise. */
+    do
+        rc = fallocate(sieve->fd, FALLOC_FL_KEEP_SIZE, (off_t)addr, (off_t)(end - addr));
+    while (rc < 0 && errno == EINTR);
+    if (rc < 0 && errno != ENOSPC && errno != EDQUOT && errno != EFBIG) {
+        /* No fallocate here (EOPNOTSUPP), or not a regular file. */
+        sieve->cannot_reserve = true;
+        return 1;
+    }
+    if (rc < 0)
+        return -1;
+    sieve->reserved_lo = addr;
+    sieve->reserved_hi = end;
     return 0;
 }

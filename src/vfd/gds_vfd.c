@@ -374,11 +374,14 @@ static H5FD_t *gds_open(const char *name, unsigned flags, hid_t fapl_id, haddr_t
         goto fail;
     if (flags & (H5F_ACC_SWMR_READ | H5F_ACC_SWMR_WRITE))
         sieve_size = 0;
-    gds_sieve_init(&file->sieve, sieve_size, (flags & H5F_ACC_RDWR) != 0);
+    gds_sieve_init(&file->sieve, sieve_size, (flags & H5F_ACC_RDWR) != 0, file->fd);
 
     gds_engine_settings_t settings;
     gds_status_t st;
-    gds_config_to_engine(&file->config, &settings);
+    char rounded[512];
+    gds_config_to_engine(&file->config, &settings, rounded, sizeof rounded);
+    if (file->config.log && rounded[0])
+        fprintf(stderr, "h5gds: %s: %s\n", name, rounded);
     if (gds_file_open(&file->engine, name, file->fd, (flags & H5F_ACC_RDWR) != 0, &settings, &st) < 0) {
         GDS_ERROR(H5E_FILE, H5E_CANTOPENFILE, "%s", st.msg);
         goto fail;
@@ -568,6 +571,21 @@ static herr_t gds_read(H5FD_t *_file, H5FD_mem_t type, hid_t dxpl, haddr_t addr,
     return 0;
 }
 
+/* Whether a small write may wait in the sieve window: only where the file
+ * system has room for it (gds_sieve_reserve), and on HDF5 1.10 only where
+ * that room could be reserved: there a deferred write that fails at
+ * H5Fclose makes the library crash at exit (the failed close leaves a
+ * dangling file id), so without fallocate small writes go straight out. */
+static bool may_defer(gds_vfd_file_t *file, haddr_t addr, size_t size)
+{
+    int reserved = gds_sieve_reserve(&file->sieve, addr, size, file->eoa);
+#if H5_VERSION_GE(1, 14, 0)
+    return reserved >= 0;
+#else
+    return reserved == 0;
+#endif
+}
+
 static herr_t gds_write(H5FD_t *_file, H5FD_mem_t type, hid_t dxpl, haddr_t addr, size_t size, const void *buf)
 {
     gds_vfd_file_t *file = (gds_vfd_file_t *)_file;
@@ -582,16 +600,21 @@ static herr_t gds_write(H5FD_t *_file, H5FD_mem_t type, hid_t dxpl, haddr_t addr
     bool raw = type == H5FD_MEM_DRAW;
     gds_buffer_info_t info = {GDS_MEMORY_HOST, NULL, -1, 0};
     bool answered = !raw || gds_classify_buffer(buf, &info);
-    if (raw && gds_sieve_takes(&file->sieve, true, size, answered ? &info : NULL)) {
+    if (raw && gds_sieve_takes(&file->sieve, true, size, answered ? &info : NULL) && may_defer(file, addr, size)) {
         rc = gds_sieve_write(&file->sieve, file->engine, addr, size, buf, &st);
     }
     else {
         /* Metadata is written only after the raw data written before it, as
          * with sec2: no reader ever sees metadata pointing at bytes still in
-         * the window. An overlapping window is written out and dropped. */
-        rc = !raw ? gds_sieve_flush(&file->sieve, file->engine, &st) : 0;
-        if (rc == 0)
-            rc = gds_sieve_before_other(&file->sieve, file->engine, addr, size, true, &st);
+         * the window. If those bytes cannot be written (disk full), the
+         * metadata is written all the same: sec2's raw write would already
+         * have failed, and its metadata still makes an openable file. The
+         * bytes stay dirty; the next flush, truncate or close retries them
+         * and fails with the reason. An overlapping window is written out
+         * and dropped. */
+        if (!raw)
+            (void)gds_sieve_flush(&file->sieve, file->engine, &st);
+        rc = gds_sieve_before_other(&file->sieve, file->engine, addr, size, true, &st);
         if (rc == 0)
             rc = engine_transfer(file, true, dxpl, addr, size, (void *)buf, raw, &info, &st);
     }
@@ -632,16 +655,31 @@ static herr_t gds_truncate(H5FD_t *_file, hid_t dxpl, hbool_t closing)
     (void)dxpl;
     (void)closing;
     gds_vfd_file_t *file = (gds_vfd_file_t *)_file;
-    /* The file's real size must include the sieve's bytes before it is set,
-     * and a window reaching past a shrunk end of file must not outlive it. */
+    /* The window's bytes past the end of allocation are past the end of the
+     * file (they must not come back if it grows again); the rest reaches the
+     * file before its size is set. */
+    herr_t ret = 0;
     gds_status_t st;
-    if (gds_sieve_before_other(&file->sieve, file->engine, file->eoa, SIZE_MAX - file->eoa, true, &st) < 0 ||
-        gds_sieve_flush(&file->sieve, file->engine, &st) < 0 || gds_file_drain(file->engine, &st) < 0) {
+    gds_sieve_cut(&file->sieve, file->eoa);
+    /* write-behind's background writes land first (their failure is
+     * reported here too; the size is still set below) */
+    if (gds_file_drain(file->engine, &st) < 0) {
         engine_error(file, H5E_WRITEERROR, &st);
-        return -1;
+        ret = -1;
+    }
+    if (gds_sieve_flush(&file->sieve, file->engine, &st) < 0) {
+        /* Reported by this call, but the size is still set: a file shorter
+         * than the end of allocation HDF5 recorded cannot be opened at all,
+         * where sec2 leaves one that opens without the bytes that did not fit.
+         * The end of file counted the window's bytes: ask the file system. */
+        engine_error(file, H5E_WRITEERROR, &st);
+        ret = -1;
+        struct stat sb;
+        if (fstat(file->fd, &sb) == 0)
+            file->eof = (haddr_t)sb.st_size;
     }
     if (file->eoa == file->eof)
-        return 0;
+        return ret;
     while (ftruncate(file->fd, (off_t)file->eoa) < 0) {
         if (errno == EINTR)
             continue;
@@ -650,7 +688,7 @@ static herr_t gds_truncate(H5FD_t *_file, hid_t dxpl, hbool_t closing)
         return -1;
     }
     file->eof = file->eoa;
-    return 0;
+    return ret;
 }
 
 static herr_t gds_lock(H5FD_t *_file, hbool_t rw)
