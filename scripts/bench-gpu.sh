@@ -12,6 +12,9 @@
 #          1 MiB and 16 MiB chunks: chunked-1MiB.csv, chunked-16MiB.csv
 #   calls  per-call cost of small host requests, sec2 vs gds, without and with a
 #          CUDA context in the process: calls.csv, calls-cuda.csv
+#   autotune  the autotuning grid (h5gds-bench --tune) and GDS at threads x block
+#          (auto included) for durable write and cold read at 1 GiB and 4 GiB, in one
+#          run: autotune.csv, tune.txt
 #   engine the engine under concurrent callers (two files read by one thread
 #          vs two threads, warm and cold) and a read ordered "none" during a
 #          20 ms kernel on the legacy stream: engine.csv
@@ -73,10 +76,16 @@ calls)
   run "$calls" --sizes "$csizes" --rounds 9 --calls 2000 --dir "$root/build" --csv "$out/calls.csv"
   run "$calls" --sizes "$csizes" --rounds 9 --calls 2000 --dir "$root/build" --cuda --csv "$out/calls-cuda.csv"
   ;;
+autotune)
+  rm -rf "$HOME/.cache/h5gds"  # measure afresh, as a new user's first run does
+  run "$bin" --tune --dir "$root/build" > "$out/tune.txt" 2>&1; cat "$out/tune.txt"
+  run "$bin" --sizes "${2:-1GiB,4GiB}" --repeat 2 --methods GDS --phases write,cold_read \
+      --threads auto,4,8,16 --blocks auto,8MiB,16MiB,32MiB --csv "$out/autotune.csv"
+  ;;
 engine)
   run build/gpu-h14/tools/h5gds-engine-bench --dir "$root/build" --size "${2:-2GiB}" --overlap-size 1GiB \
       --repeat 3 --kernel-ms 20 --csv "$out/engine.csv"
   ;;
-*) echo "bench-gpu: unknown part '$part' (main, paper, sweep, host, chunked, calls, engine)"; exit 2 ;;
+*) echo "bench-gpu: unknown part '$part' (main, paper, sweep, host, chunked, calls, autotune, engine)"; exit 2 ;;
 esac
 exit $status
