@@ -54,7 +54,7 @@ static void test_lustre_parser(void)
 static bool in_grid(const gds_tuning_t *t)
 {
     return (t->threads == 4 || t->threads == 8 || t->threads == 16) &&
-           (t->io_block_size == 8 * MiB || t->io_block_size == 16 * MiB || t->io_block_size == 32 * MiB);
+           (t->io_block_size == 16 * MiB || t->io_block_size == 32 * MiB);
 }
 
 static bool file_has(const char *path, const char *text)

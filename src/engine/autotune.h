@@ -13,9 +13,10 @@
  *      home means measuring once per process;
  *   3. a measurement: a small grid of (threads x block) of O_DIRECT writes
  *      (made durable) and reads on a scratch file in the file's directory,
- *      bounded to about 2 s and 128 MiB per point; the point with the best
- *      sum of write and read rate, each relative to the best seen, wins
- *      (among those within 5% of it, the one with the most threads).
+ *      bounded to about 2 s and 256 MiB per point (16/8/4 threads x 32/16
+ *      MiB blocks); the point with the best sum of write and read rate,
+ *      each relative to the best seen, wins (among those within 10% of it,
+ *      the one with the most threads).
  * Lustre: where the directory has a striping layout (the "lustre.lov"
  * extended attribute), blocks are whole multiples of the stripe size and
  * threads at least the stripe count (not measured on a real Lustre here:
