@@ -103,9 +103,12 @@ static gds_route_t device_route(gds_file_t *file)
             file->device_cfg.threads = file->tuning.threads;
         if (file->tune_block)
             file->device_cfg.io_block_size = file->tuning.io_block_size;
-        /* staging slots never larger than a block */
-        if (file->device_cfg.staging_size > file->device_cfg.io_block_size)
-            file->device_cfg.staging_size = file->device_cfg.io_block_size;
+        /* two staging pieces per block, so that a worker overlaps the disk
+         * and the copy of one block (a tuned block may be smaller than the
+         * one the staging size was chosen for) */
+        size_t half = file->device_cfg.io_block_size / 2 / file->device_cfg.fs_block_size * file->device_cfg.fs_block_size;
+        if (file->device_cfg.staging_size > half && half >= file->device_cfg.fs_block_size)
+            file->device_cfg.staging_size = half;
         gds_file_log(file, "device transfers: threads=%u io_block_size=%zu (%s)", file->device_cfg.threads,
                      file->device_cfg.io_block_size, file->tuning.why);
         gds_stat_add(&file->stats.tune_source, (uint64_t)file->tuning.source);
