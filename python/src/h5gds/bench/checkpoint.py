@@ -220,7 +220,9 @@ def bench_checkpoint(args: argparse.Namespace, rows: list[dict[str, Any]]) -> No
     import torch
     d = Path(args.dir) / "ckpt"
     d.mkdir(parents=True, exist_ok=True)
-    for state_name, half in (("fp16-3.13GiB", torch.float16), ("bf16-3.13GiB", torch.bfloat16)):
+    states = [(n, h) for n, h in (("fp16-3.13GiB", torch.float16), ("bf16-3.13GiB", torch.bfloat16))
+              if n.split("-")[0] in args.states.split(",")]
+    for state_name, half in states:
         state = make_state(torch, half)
         nbytes = sum(v.numel() * v.element_size() for v in state.values())
         methods = checkpoint_methods(torch, state, d)
@@ -312,7 +314,7 @@ def bench_train_loop(args: argparse.Namespace, rows: list[dict[str, Any]]) -> No
     except Exception as exc:  # noqa: BLE001
         print(f"dcp unavailable: {exc}")
     loop(None)  # warm-up
-    for rep in range(args.repeat):
+    for rep in range(args.loop_repeat):
         for name, save in methods:
             ms = loop(save)
             rows.append(dict(bench="train-loop", method=name, state="fp16-3.13GiB", repeat=rep, step_ms=f"{ms:.3f}",
