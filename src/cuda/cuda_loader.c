@@ -185,6 +185,24 @@ CUresult gds_cuda_make_current(void *ctx)
     return cu->CtxSetCurrent((CUcontext)ctx);
 }
 
+void *gds_cuda_enter(void *ctx, CUresult *rc)
+{
+    const gds_cuda_api_t *cu = __atomic_load_n(&cuda_ready, __ATOMIC_ACQUIRE);
+    CUcontext previous = NULL;
+    if (cu)
+        cu->CtxGetCurrent(&previous);
+    *rc = gds_cuda_make_current(ctx);
+    return previous;
+}
+
+void gds_cuda_restore(void *previous)
+{
+    const gds_cuda_api_t *cu = __atomic_load_n(&cuda_ready, __ATOMIC_ACQUIRE);
+    CUcontext current = NULL;
+    if (cu && cu->CtxGetCurrent(&current) == CUDA_SUCCESS && current != (CUcontext)previous)
+        cu->CtxSetCurrent((CUcontext)previous);
+}
+
 int gds_cuda_device_count(void)
 {
     const gds_cuda_api_t *cu = gds_cuda_load(NULL);
@@ -272,7 +290,12 @@ static void cufile_open_once(void)
     /* The cuFile driver stays open for the life of the process: closing it
      * from an exit handler races with the CUDA runtime's own teardown (seen
      * with cupy/h5py), and process exit releases it anyway. */
-    cufile_ready = &cufile_api;
+    __atomic_store_n(&cufile_ready, &cufile_api, __ATOMIC_RELEASE);
+}
+
+const gds_cufile_api_t *gds_cufile_if_loaded(void)
+{
+    return __atomic_load_n(&cufile_ready, __ATOMIC_ACQUIRE);
 }
 
 const gds_cufile_api_t *gds_cufile_load(const char **why)

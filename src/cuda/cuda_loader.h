@@ -85,8 +85,15 @@ const gds_cuda_api_t *gds_cuda_load(const char **why);
  * status). The result is decided once and cached. */
 const gds_cufile_api_t *gds_cufile_load(const char **why);
 
-/* Makes `ctx` current on the calling thread (no call when it already is). */
+/* Makes `ctx` current on the calling thread (no call when it already is).
+ * For the engine's own threads; on an application's thread use the pair
+ * below, which puts the application's context back. */
 CUresult gds_cuda_make_current(void *ctx);
+
+/* Makes `ctx` current and returns the context that was (NULL if none),
+ * for gds_cuda_restore; `rc` says whether the switch worked. */
+void *gds_cuda_enter(void *ctx, CUresult *rc);
+void gds_cuda_restore(void *previous);
 
 /* Devices visible to the process (0 without a usable driver). */
 int gds_cuda_device_count(void);
@@ -95,6 +102,10 @@ int gds_cuda_device_count(void);
  * devices present) current; its name into `name` when not NULL. False with
  * a reason in `why` when there is no usable GPU. For tools and tests. */
 bool gds_cuda_use_device(int ordinal, char *name, size_t name_size, const char **why);
+
+/* The cuFile API if an earlier gds_cufile_load opened it, else NULL (never
+ * opens it). */
+const gds_cufile_api_t *gds_cufile_if_loaded(void);
 
 /* Text for a CUresult (never NULL). */
 const char *gds_cuda_error_text(CUresult rc);

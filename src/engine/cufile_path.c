@@ -144,6 +144,35 @@ static registration_t *acquire_registration(gds_file_t *file, const gds_cufile_a
     return found;
 }
 
+void gds_cufile_forget_range(const void *ptr, size_t size)
+{
+    const gds_cufile_api_t *cf = gds_cufile_if_loaded();
+    CUdeviceptr lo = (CUdeviceptr)(uintptr_t)ptr, hi = lo + size;
+    if (!cf || !size)
+        return;
+    pthread_mutex_lock(&cache.lock);
+    for (unsigned i = 0; i < cache.count;) {
+        registration_t *r = cache.entry[i];
+        if (r->base < hi && lo < r->base + r->size)
+            unlist_locked(cf, i);
+        else
+            i++;
+    }
+    pthread_mutex_unlock(&cache.lock);
+}
+
+void gds_cufile_release_cache(void)
+{
+    const gds_cufile_api_t *cf = gds_cufile_if_loaded();
+    if (!cf)
+        return;
+    pthread_mutex_lock(&cache.lock);
+    while (cache.count)
+        unlist_locked(cf, cache.count - 1);
+    cache.nfailed = 0;
+    pthread_mutex_unlock(&cache.lock);
+}
+
 static void release_registration(const gds_cufile_api_t *cf, registration_t *r)
 {
     pthread_mutex_lock(&cache.lock);

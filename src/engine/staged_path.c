@@ -102,10 +102,22 @@ static void worker_staging_release(void *state)
     worker_staging_t *ws = state;
     const gds_cuda_api_t *cu = gds_cuda_if_loaded();
     for (unsigned i = 0; cu && i < ws->nrings; i++) {
-        if (gds_cuda_make_current(ws->rings[i].ctx) == CUDA_SUCCESS)
-            ring_release(cu, &ws->rings[i]);
+        /* Pinned memory is portable, freed whatever is current; the stream
+         * and events need their context, which may be gone (then their
+         * destruction fails and the driver reclaims them with it). */
+        gds_cuda_make_current(ws->rings[i].ctx);
+        ring_release(cu, &ws->rings[i]);
     }
     free(ws);
+}
+
+/* A ring whose (re)build failed leaves the worker's list, so that dead
+ * entries never push out live ones. */
+static void drop_ring(worker_staging_t *ws, staging_ring_t *ring)
+{
+    unsigned i = (unsigned)(ring - ws->rings);
+    ws->rings[i] = ws->rings[--ws->nrings];
+    memset(&ws->rings[ws->nrings], 0, sizeof ws->rings[0]);
 }
 
 /* The worker's ring for this job's context, (re)built when too small. */
@@ -128,7 +140,10 @@ static staging_ring_t *ring_for(gds_worker_t *worker, const staged_job_t *job, g
             ring = &ws->rings[i];
     if (!ring) {
         if (ws->nrings == GDS_MAX_CONTEXTS) {
-            ring_release(cu, &ws->rings[0]); /* rare: many GPUs; recycle the oldest */
+            /* rare: many GPUs; recycle the oldest, in its own context */
+            gds_cuda_make_current(ws->rings[0].ctx);
+            ring_release(cu, &ws->rings[0]);
+            gds_cuda_make_current(job->ctx);
             memmove(&ws->rings[0], &ws->rings[1], sizeof ws->rings[0] * (GDS_MAX_CONTEXTS - 1));
             ws->nrings--;
             memset(&ws->rings[ws->nrings], 0, sizeof ws->rings[0]);
@@ -143,14 +158,17 @@ static staging_ring_t *ring_for(gds_worker_t *worker, const staged_job_t *job, g
     ring_release(cu, ring);
     ring->ctx = job->ctx;
     ring->slot_alloc = need + job->align;
-    if (cuda_check(cu->StreamCreate(&ring->stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate", st) != 0)
+    if (cuda_check(cu->StreamCreate(&ring->stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate", st) != 0) {
+        drop_ring(ws, ring);
         return NULL;
+    }
     for (unsigned i = 0; i < job->depth; i++) {
         CUresult rc = cu->MemHostAlloc(&ring->alloc[i], need + job->align, CU_MEMHOSTALLOC_PORTABLE);
         if (rc != CUDA_SUCCESS) {
             ring->alloc[i] = NULL;
             ring->nslots = i;
             ring_release(cu, ring);
+            drop_ring(ws, ring);
             gds_status_set(st, ENOMEM, "cannot allocate %zu bytes of pinned staging memory: %s", need,
                            gds_cuda_error_text(rc));
             return NULL;
@@ -161,6 +179,7 @@ static staging_ring_t *ring_for(gds_worker_t *worker, const staged_job_t *job, g
         ring->nslots = i + 1;
         if (cuda_check(cu->EventCreate(&ring->slot[i].copied, CU_EVENT_DISABLE_TIMING), "cuEventCreate", st) != 0) {
             ring_release(cu, ring);
+            drop_ring(ws, ring);
             return NULL;
         }
     }

@@ -39,6 +39,10 @@ int gds_staged_submit(gds_file_t *file, bool write, const gds_segment_t *segs, s
 /* The same through cuFile; the file must be registered (gds_cufile_register). */
 int gds_cufile_submit(gds_file_t *file, bool write, const gds_segment_t *segs, size_t nseg, void *ctx,
                       const gds_device_order_t *order, gds_part_t *part, gds_status_t *st);
+/* The cuFile registration cache (register=on): entries overlapping memory
+ * about to be freed are deregistered first; at engine shutdown, all. */
+void gds_cufile_forget_range(const void *ptr, size_t size);
+void gds_cufile_release_cache(void);
 /* Registers the file with cuFile; false with a reason when it cannot be used. */
 bool gds_cufile_register(gds_file_t *file, const char **why, char *why_buf, size_t why_size);
 

@@ -99,8 +99,12 @@ static gds_route_t device_route(gds_file_t *file)
         char gpu[128] = "";
         device_name(gpu, sizeof gpu);
         gds_autotune(file->path, gpu, file->cfg.threads, file->cfg.io_block_size, &file->tuning);
-        if (file->tune_threads)
-            file->device_cfg.threads = file->tuning.threads;
+        if (file->tune_threads) {
+            /* within the configuration's pinned-memory limit, which assumed 16
+             * threads for auto (a Lustre stripe count or a cache line may say more) */
+            unsigned most = 16;
+            file->device_cfg.threads = file->tuning.threads > most ? most : file->tuning.threads;
+        }
         if (file->tune_block)
             file->device_cfg.io_block_size = file->tuning.io_block_size;
         /* two staging pieces per block, so that a worker overlaps the disk
@@ -472,6 +476,7 @@ void gds_engine_shutdown(void)
 {
     gds_pool_shutdown();
     gds_wb_release_kept();
+    gds_cufile_release_cache(); /* no registration outlives the driver */
 }
 
 unsigned gds_engine_threads(void)

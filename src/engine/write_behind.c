@@ -1,6 +1,8 @@
 /* Write-behind snapshots and their background writes; see write_behind.h. */
 #include "write_behind.h"
 
+#include "strategy.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,12 +99,18 @@ static void free_memory(const kept_arena_t *k)
         free(k->base);
         return;
     }
-    if (cu && gds_cuda_make_current(k->ctx) == CUDA_SUCCESS) {
+    /* cuFile may hold a registration of it (register=on) */
+    gds_cufile_forget_range(k->base, k->size);
+    CUresult rc = CUDA_ERROR_NOT_INITIALIZED;
+    void *previous = cu ? gds_cuda_enter(k->ctx, &rc) : NULL;
+    if (cu && (rc == CUDA_SUCCESS || !k->device)) { /* pinned memory is portable: freed from any context */
         if (k->device)
             cu->MemFree((CUdeviceptr)(uintptr_t)k->base);
         else
             cu->MemFreeHost(k->base);
     }
+    if (cu)
+        gds_cuda_restore(previous);
 }
 
 /* A kept arena of this kind, at least `size` bytes, for context `ctx`. */
@@ -179,8 +187,13 @@ void gds_wb_destroy(gds_wb_t *wb)
     if (wb->arena.base)
         keep(&(kept_arena_t){wb->arena.base, wb->arena.size, wb->arena.device, wb->arena.pinned, wb->ctx});
     const gds_cuda_api_t *cu = gds_cuda_if_loaded();
-    if (cu && wb->stream && gds_cuda_make_current(wb->ctx) == CUDA_SUCCESS)
-        cu->StreamDestroy(wb->stream);
+    if (cu && wb->stream) {
+        CUresult rc;
+        void *previous = gds_cuda_enter(wb->ctx, &rc);
+        if (rc == CUDA_SUCCESS)
+            cu->StreamDestroy(wb->stream);
+        gds_cuda_restore(previous);
+    }
     free(wb->arena.free);
     pthread_mutex_destroy(&wb->lock);
     free(wb);
@@ -272,7 +285,9 @@ static void make_arena_locked(gds_file_t *file, gds_wb_t *wb, const gds_buffer_i
     void *ctx = first->context;
     if (cu && !ctx) /* host data first: pinned memory of the thread's context, if it has one */
         cu->CtxGetCurrent((CUcontext *)&ctx);
-    if (cu && ctx && gds_cuda_make_current(ctx) == CUDA_SUCCESS) {
+    CUresult entered = CUDA_ERROR_INVALID_CONTEXT;
+    void *previous = cu && ctx ? gds_cuda_enter(ctx, &entered) : NULL;
+    if (cu && ctx && entered == CUDA_SUCCESS) {
         wb->ctx = ctx;
         if (cu->StreamCreate(&wb->stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS)
             wb->stream = NULL;
@@ -295,6 +310,8 @@ static void make_arena_locked(gds_file_t *file, gds_wb_t *wb, const gds_buffer_i
         else
             wb->arena.base = NULL;
     }
+    if (cu && ctx)
+        gds_cuda_restore(previous); /* the application's thread: its context back */
     if (!wb->arena.base && gds_memory_is_host(first->kind)) {
         kept_arena_t k;
         if (take_kept(false, size, NULL, &k) && !k.pinned)
@@ -308,6 +325,12 @@ static void make_arena_locked(gds_file_t *file, gds_wb_t *wb, const gds_buffer_i
     }
     wb->arena.size = size;
     wb->arena.free = malloc(16 * sizeof *wb->arena.free);
+    if (!wb->arena.free) {
+        keep(&(kept_arena_t){wb->arena.base, size, wb->arena.device, wb->arena.pinned, wb->ctx});
+        memset(&wb->arena, 0, sizeof wb->arena);
+        gds_file_log(file, "write-behind: out of memory for the snapshot bookkeeping; writing through");
+        return;
+    }
     wb->arena.cap = 16;
     wb->arena.free[0] = (extent_t){0, size};
     wb->arena.nfree = 1;
@@ -330,7 +353,8 @@ static int snapshot_locked(gds_wb_t *wb, const gds_request_t *req, const gds_buf
         return 0;
     }
     const gds_cuda_api_t *cu = gds_cuda_if_loaded();
-    CUresult rc = gds_cuda_make_current(wb->ctx);
+    CUresult rc;
+    void *previous = gds_cuda_enter(wb->ctx, &rc); /* the application's thread: put back below */
     CUevent after = NULL;
     if (rc == CUDA_SUCCESS && req->order != GDS_ORDER_NONE) {
         rc = cu->EventCreate(&after, CU_EVENT_DISABLE_TIMING);
@@ -348,6 +372,7 @@ static int snapshot_locked(gds_wb_t *wb, const gds_request_t *req, const gds_buf
         cu->StreamSynchronize(wb->stream); /* no copy may still run into memory we give back */
     if (after)
         cu->EventDestroy(after);
+    gds_cuda_restore(previous);
     if (rc != CUDA_SUCCESS) {
         gds_status_set(st, 0, "write-behind snapshot copy failed: %s", gds_cuda_error_text(rc));
         return -1;
