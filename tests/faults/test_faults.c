@@ -351,10 +351,12 @@ static size_t mutate(const unsigned char *orig, size_t n, unsigned char *out, ui
     return len;
 }
 
-#define MALFORMED_CASES 120
+#define MALFORMED_CASES 120 /* in CI; H5GDS_FAULTS_MALFORMED=<n> runs a larger seeded set */
 
 static int case_malformed(void)
 {
+    const char *more = getenv("H5GDS_FAULTS_MALFORMED");
+    const int ncases = more && atoi(more) > 0 ? atoi(more) : MALFORMED_CASES;
     const char *orig_path = test_path("malformed-orig.h5");
     if (!make_sample(orig_path)) {
         fprintf(stderr, "cannot write the sample file\n");
@@ -366,9 +368,9 @@ static int case_malformed(void)
     if (fo)
         fclose(fo);
     CHECK(n > 0);
-    int worse = 0, differ = 0, counts[2][4] = {{0}};
+    int worse = 0, differ = 0, unstable = 0, counts[2][4] = {{0}};
     double t0 = now_s();
-    for (int i = 0; i <= MALFORMED_CASES && n; i++) {
+    for (int i = 0; i <= ncases && n; i++) {
         char what[512] = "unchanged";
         size_t len = n;
         if (i > 0)
@@ -408,16 +410,31 @@ static int case_malformed(void)
                       outcome_names[r[1].outcome], r[1].code, outcome_names[r[0].outcome], r[0].code);
         }
         else if (rank[0] == 0 && rank[1] == 0 && sum[0] != sum[1]) {
-            differ++;
-            CHECK_MSG(0, "case %d (%s): gds read other bytes than sec2", i, what);
+            /* Some corruptions make HDF5 return uninitialised memory (seen: a
+             * chunk index that HDF5 reads differently each time, under sec2
+             * too). Such a case says nothing of the driver: sec2 read again
+             * must give the same bytes for a difference to count. */
+            const char *args[] = {"walk", "sec2", path, NULL};
+            const char *out = test_path("malformed-sec2-again.out");
+            child_result_t again = run_child(args, NULL, out, 10);
+            char text[256] = "";
+            read_text_file(out, text, sizeof text);
+            char *s2 = strstr(text, "sum=");
+            long sum_again = s2 ? (long)(strtoull(s2 + 4, NULL, 10) & 0x7fffffff) : -1;
+            if (again.outcome == OUT_OK && sum_again != sum[0])
+                unstable++;
+            else {
+                differ++;
+                CHECK_MSG(0, "case %d (%s): gds read other bytes than sec2", i, what);
+            }
         }
         if (i == 0)
             CHECK_MSG(rank[0] == 0 && rank[1] == 0, "the unmutated file must read under both drivers");
     }
     printf("malformed: %d cases in %.1f s; sec2 ok/failed/crash/hang %d/%d/%d/%d, gds %d/%d/%d/%d; "
-           "gds worse %d, different bytes %d\n",
-           MALFORMED_CASES, now_s() - t0, counts[0][0], counts[0][1], counts[0][2], counts[0][3], counts[1][0],
-           counts[1][1], counts[1][2], counts[1][3], worse, differ);
+           "gds worse %d, different bytes %d (and %d where sec2 itself reads different bytes each time)\n",
+           ncases, now_s() - t0, counts[0][0], counts[0][1], counts[0][2], counts[0][3], counts[1][0],
+           counts[1][1], counts[1][2], counts[1][3], worse, differ, unstable);
     free(orig);
     free(mut);
     return 0;
