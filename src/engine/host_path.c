@@ -84,8 +84,11 @@ int gds_host_submit(gds_file_t *file, bool write, const gds_segment_t *segs, siz
     }
     job->file = file;
     job->write = write;
-    part->job = gds_pool_submit(host_read_workers(file->cfg.threads), gds_task_map_count(&job->tasks), host_worker,
-                                job, st);
+    /* Asynchronous host requests are many independent pieces (a loader's
+     * samples, write-behind's drains): their workers mostly wait for the
+     * disk, so all `threads` take part (the cap above is for copies out of
+     * the page cache, which are CPU work). */
+    part->job = gds_pool_submit(file->cfg.threads, gds_task_map_count(&job->tasks), host_worker, job, st);
     if (!part->job) {
         host_job_finish(job);
         return -1;
