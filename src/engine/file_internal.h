@@ -24,9 +24,11 @@ struct gds_file {
     gds_engine_settings_t device_cfg;
     gds_tuning_t tuning;
 
-    pthread_mutex_t lock;        /* guards the lazily decided state below */
+    pthread_mutex_t lock;        /* guards direct_decided and direct_fd */
     bool direct_decided;
-    bool device_route_decided;   /* atomic: read without the lock once set */
+    /* The device route (and device_cfg, cufile_handle) is decided once under
+     * transfer.c's decision lock and published by this flag (atomic). */
+    bool device_route_decided;
     gds_route_t device_route;
     CUfileHandle_t cufile_handle; /* valid when device_route == CUFILE */
 

@@ -55,11 +55,6 @@ static gds_route_t device_route(gds_file_t *file)
 {
     if (__atomic_load_n(&file->device_route_decided, __ATOMIC_ACQUIRE))
         return file->device_route;
-    pthread_mutex_lock(&file->lock);
-    bool decided = file->device_route_decided;
-    pthread_mutex_unlock(&file->lock);
-    if (decided)
-        return file->device_route;
 
     gds_route_t route = GDS_ROUTE_STAGED;
     const char *why = NULL;
@@ -124,11 +119,10 @@ static gds_route_t device_route(gds_file_t *file)
     else
         gds_file_log(file, "device data through the %s path%s%s%s", gds_route_name(route),
                      why ? " (cuFile not used: " : "", why ? why : "", why ? ")" : "");
-    pthread_mutex_lock(&file->lock);
+    /* published by the release store: readers load the flag with acquire */
     file->device_route = route;
     __atomic_store_n(&file->stats.device_route, route, __ATOMIC_RELEASE);
     __atomic_store_n(&file->device_route_decided, true, __ATOMIC_RELEASE);
-    pthread_mutex_unlock(&file->lock);
     pthread_mutex_unlock(&decide_lock);
     return route;
 }
@@ -143,10 +137,8 @@ static int record_order(const gds_request_t *req, io_group_t *g, gds_status_t *s
     const gds_cuda_api_t *cu = gds_cuda_if_loaded();
     if (!cu)
         return 0;
-    CUcontext previous = NULL;
-    cu->CtxGetCurrent(&previous);
-    bool switched = g->info.context && (CUcontext)g->info.context != previous;
-    CUresult rc = switched ? cu->CtxSetCurrent((CUcontext)g->info.context) : CUDA_SUCCESS;
+    CUresult rc = CUDA_SUCCESS;
+    void *previous = g->info.context ? gds_cuda_enter(g->info.context, &rc) : NULL;
     CUstream stream = req->order == GDS_ORDER_STREAM ? (CUstream)req->stream : NULL;
     if (rc == CUDA_SUCCESS)
         rc = cu->EventCreate(&g->after, CU_EVENT_DISABLE_TIMING);
@@ -154,8 +146,8 @@ static int record_order(const gds_request_t *req, io_group_t *g, gds_status_t *s
         cu->EventDestroy(g->after);
         g->after = NULL;
     }
-    if (switched)
-        cu->CtxSetCurrent(previous);
+    if (g->info.context)
+        gds_cuda_restore(previous);
     if (rc != CUDA_SUCCESS) {
         gds_status_set(st, 0, "ordering against %s failed: %s",
                        req->order == GDS_ORDER_STREAM ? "the given CUDA stream" : "the default CUDA stream",

@@ -123,14 +123,12 @@ int gds_mem_copy(void *dst, const void *src, size_t len, bool *device)
         return -1;
     }
     void *ctx = !gds_memory_is_host(di.kind) ? di.context : si.context;
-    CUcontext previous = NULL;
-    cu->CtxGetCurrent(&previous);
-    bool switched = ctx && (CUcontext)ctx != previous;
-    CUresult rc = switched ? cu->CtxSetCurrent((CUcontext)ctx) : CUDA_SUCCESS;
+    CUresult rc = CUDA_SUCCESS;
+    void *previous = ctx ? gds_cuda_enter(ctx, &rc) : NULL;
     if (rc == CUDA_SUCCESS)
         rc = cu->Memcpy((CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)src, len);
-    if (switched)
-        cu->CtxSetCurrent(previous);
+    if (ctx)
+        gds_cuda_restore(previous);
     if (rc != CUDA_SUCCESS) {
         GDS_ERROR(H5E_VFL, H5E_CANTCOPY, "copy of %zu bytes involving device memory failed: %s", len,
                   gds_cuda_error_text(rc));
