@@ -79,8 +79,9 @@ calls)
 autotune)
   rm -rf "$HOME/.cache/h5gds"  # measure afresh, as a new user's first run does
   run "$bin" --tune --dir "$root/build" > "$out/tune.txt" 2>&1; cat "$out/tune.txt"
-  run "$bin" --sizes "${2:-1GiB,4GiB}" --repeat 2 --methods GDS --phases write,cold_read \
+  run "$bin" --sizes "${2:-1GiB,4GiB}" --repeat 3 --methods GDS --phases write,cold_read \
       --threads auto,8,16 --blocks auto,16MiB,32MiB --csv "$out/autotune.csv"
+  run python3 tools/autotune_summary.py "$out/autotune.csv" | tee "$out/autotune-summary.md"
   ;;
 engine)
   run build/gpu-h14/tools/h5gds-engine-bench --dir "$root/build" --size "${2:-2GiB}" --overlap-size 1GiB \

@@ -177,6 +177,7 @@ int bench_tune(void);
 void *io_buffer(method_t m, buffers_t *b);
 hid_t make_fapl(method_t m, const char *gds_config);
 double timed_write(method_t m, buffers_t *b, const char *path, const char *cfg);
+void warm_up_gds(buffers_t *b);
 void bench_ceilings(size_t size, buffers_t *b, unsigned char *buf, size_t padded, int rep);
 void print_table(void);
 void progress(const char *what, size_t size, int phase, int rep);

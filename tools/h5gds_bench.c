@@ -170,6 +170,8 @@ int main(int argc, char **argv)
                 fail("cannot allocate %zu bytes of host memory", padded);
             memcpy(ceiling_buf, b.expect, size);
         }
+        if (si == 0)
+            warm_up_gds(&b);
         /* Repeats outermost: ceiling, then every method, then the next repeat. */
         for (int rep = 0; rep < opt.repeat; rep++) {
             if (opt.ceilings)
@@ -180,10 +182,13 @@ int main(int argc, char **argv)
                 to_data(&b, b.expect, gpu_init); /* the ceilings' copies reuse the buffer */
                 if (m >= M_GDS && (opt.nthreads || opt.nblocks)) {
                     int nt = opt.nthreads ? opt.nthreads : 1, nb = opt.nblocks ? opt.nblocks : 1;
-                    for (int ti = 0; ti < nt; ti++)
-                        for (int bi = 0; bi < nb; bi++)
-                            bench_method((method_t)m, &b, size, opt.nthreads ? opt.threads[ti] : 0,
-                                         opt.nblocks ? opt.blocks[bi] : 0, rep);
+                    /* The grid's order turns by one point each repeat, so that the drift
+                     * of a shared disk is spread over the points instead of favouring one. */
+                    for (int k = 0; k < nt * nb; k++) {
+                        int p = (k + rep) % (nt * nb), ti = p / nb, bi = p % nb;
+                        bench_method((method_t)m, &b, size, opt.nthreads ? opt.threads[ti] : 0,
+                                     opt.nblocks ? opt.blocks[bi] : 0, rep);
+                    }
                 }
                 else
                     bench_method((method_t)m, &b, size, 0, 0, rep);

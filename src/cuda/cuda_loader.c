@@ -76,6 +76,8 @@ static const symbol_slot_t cuda_symbols[] = {
     SLOT(MemFree, "cuMemFree_v2"),
     SLOT(MemAllocHost, "cuMemAllocHost_v2"),
     SLOT(MemAllocManaged, "cuMemAllocManaged"),
+    SLOT(MemHostRegister, "cuMemHostRegister_v2"),
+    SLOT(MemHostUnregister, "cuMemHostUnregister"),
     SLOT(MemsetD8, "cuMemsetD8_v2"),
     SLOT(MemGetInfo, "cuMemGetInfo_v2"),
     SLOT(ModuleLoadData, "cuModuleLoadData"),

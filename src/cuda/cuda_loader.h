@@ -52,6 +52,8 @@ typedef struct gds_cuda_api {
     CUresult (*MemFree)(CUdeviceptr);
     CUresult (*MemAllocHost)(void **, size_t);
     CUresult (*MemAllocManaged)(CUdeviceptr *, size_t, unsigned);
+    CUresult (*MemHostRegister)(void *, size_t, unsigned);
+    CUresult (*MemHostUnregister)(void *);
     CUresult (*MemsetD8)(CUdeviceptr, unsigned char, size_t);
     CUresult (*MemGetInfo)(size_t *, size_t *);
     CUresult (*ModuleLoadData)(CUmodule *, const void *);

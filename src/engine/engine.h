@@ -88,8 +88,13 @@ typedef struct gds_buffer_info {
 /* Which memory `ptr` is, asked of the CUDA driver only when the process has
  * loaded it. Returns false when CUDA is loaded but could not say (the kind is
  * then reported as host): callers that would touch the memory with the CPU
- * must not rely on such an answer. */
+ * must not rely on such an answer. Pointers into malloc's brk heap are host
+ * memory without asking (pinned memory registered there reads as host: every
+ * path treats the two alike). */
 bool gds_classify_buffer(const void *ptr, gds_buffer_info_t *info);
+/* The same, always asking the driver: host and pinned told apart (the public
+ * H5FD_gds_memory_kind). */
+bool gds_classify_buffer_exact(const void *ptr, gds_buffer_info_t *info);
 /* The same, also filling range_start for device and managed memory. */
 bool gds_classify_buffer_range(const void *ptr, gds_buffer_info_t *info);
 

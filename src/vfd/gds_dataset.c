@@ -34,7 +34,7 @@ H5FD_gds_route_t H5FD_gds_last_route(void)
 H5FD_gds_memory_t H5FD_gds_memory_kind(const void *ptr)
 {
     gds_buffer_info_t info;
-    gds_classify_buffer(ptr, &info);
+    gds_classify_buffer_exact(ptr, &info);
     return (H5FD_gds_memory_t)info.kind; /* same values (gds_transfer.c) */
 }
 
