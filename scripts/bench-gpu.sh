@@ -81,7 +81,7 @@ autotune)
   run "$bin" --tune --dir "$root/build" > "$out/tune.txt" 2>&1; cat "$out/tune.txt"
   run "$bin" --sizes "${2:-1GiB,4GiB}" --repeat 3 --methods GDS --phases write,cold_read \
       --threads auto,8,16 --blocks auto,16MiB,32MiB --csv "$out/autotune.csv"
-  run python3 tools/autotune_summary.py "$out/autotune.csv" | tee "$out/autotune-summary.md"
+  run python3 tools/autotune_summary.py "$out/autotune.csv" --tuned "$out/tune.txt" | tee "$out/autotune-summary.md"
   ;;
 engine)
   run build/gpu-h14/tools/h5gds-engine-bench --dir "$root/build" --size "${2:-2GiB}" --overlap-size 1GiB \
