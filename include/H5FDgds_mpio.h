@@ -31,8 +31,9 @@
 extern "C" {
 #endif
 
-/* Registered VFD value and name of the driver (the gds family: 512 is `gds`). */
-#define H5FD_GDS_MPIO_VALUE 513
+/* VFD value and name of the driver. The value is in the range HDF5 leaves
+ * to drivers not registered with The HDF Group (256-511). */
+#define H5FD_GDS_MPIO_VALUE 511
 #define H5FD_GDS_MPIO_NAME "gds_mpio"
 #define H5FD_GDS_MPIO (H5FD_gds_mpio_init())
 

@@ -158,10 +158,10 @@ run_logged() {
 }
 
 # What the stamp records: anything that should trigger a rebuild when changed.
+patches_in() { if compgen -G "$1/*.patch" >/dev/null; then ls "$1"/*.patch | LC_ALL=C sort; fi; }
 patch_files() {
-    ls "$PATCH_DIR"/*.patch 2>/dev/null | LC_ALL=C sort
-    if [ "$PARALLEL" = 1 ]; then ls "$PAR_PATCH_DIR"/*.patch 2>/dev/null | LC_ALL=C sort; fi
-    return 0
+    patches_in "$PATCH_DIR"
+    if [ "$PARALLEL" = 1 ]; then patches_in "$PAR_PATCH_DIR"; fi
 }
 patch_sum() {
     local files; files=$(patch_files)
