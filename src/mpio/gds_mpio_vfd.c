@@ -22,9 +22,10 @@
  *     handed to mpio when no rank has a device buffer (MPI-IO decodes the
  *     datatypes), and refused on every rank otherwise.
  * Collective vector calls first agree on what they carry (raw data, or
- * metadata written collectively by HDF5's cache): a rank with nothing to
- * transfer (count 0) cannot tell, and must join mpio's collective call when
- * the others write metadata.
+ * metadata written collectively by HDF5's cache, whose global heap blocks
+ * come typed as raw data): a rank with nothing to transfer (count 0) cannot
+ * tell, and must join mpio's collective call when the others write
+ * metadata. A vector with any metadata in it goes to mpio whole.
  * Before mpio's flush, truncate, close and end-of-file logic run, the
  * engine's writes are complete (write-behind drained).
  */
@@ -549,11 +550,8 @@ static herr_t vector_io(gds_mpio_file_t *file, bool write, hid_t dxpl, uint32_t 
     }
     if (kind & CARRIES_META) {
         /* Metadata (HDF5's cache writes or reads it collectively as one
-         * vector): mpio, on every rank. Raw data never travels with it. */
-        if (kind & CARRIES_RAW) {
-            MPIO_ERROR(H5E_IO, H5E_BADVALUE, "a vector mixing raw data and metadata (not issued by HDF5 1.14)");
-            return -1;
-        }
+         * vector, global heap blocks among it typed as raw data): mpio, on
+         * every rank. */
         herr_t rc = write ? file->icls->write_vector(file->inner, dxpl, count, types, addrs, sizes,
                                                      (const void **)bufs)
                           : file->icls->read_vector(file->inner, dxpl, count, types, addrs, sizes, bufs);
@@ -645,16 +643,17 @@ static herr_t mpio_truncate(H5FD_t *_file, hid_t dxpl, hbool_t closing)
 
 static herr_t mpio_delete(const char *name, hid_t fapl)
 {
-    /* mpio's delete, with an mpio fapl (same communicator and info). */
+    /* mpio's delete (collective), with an mpio fapl of the same
+     * communicator and info. H5FDdelete, an API call, starts with an empty
+     * error stack. */
     MPI_Comm comm = MPI_COMM_NULL;
     MPI_Info info = MPI_INFO_NULL;
     hid_t inner_fapl = H5I_INVALID_HID;
     herr_t rc = -1;
-    const H5FD_class_t *cls = H5Iobject_verify(H5FD_MPIO, H5I_VFL);
-    if (cls && cls->del && H5Pget_mpi_params(fapl, &comm, &info) >= 0 && (inner_fapl = H5Pcopy(fapl)) >= 0 &&
+    if (H5Pget_mpi_params(fapl, &comm, &info) >= 0 && (inner_fapl = H5Pcopy(fapl)) >= 0 &&
         H5Pset_mpi_params(inner_fapl, comm == MPI_COMM_NULL ? MPI_COMM_WORLD : comm, info) >= 0 &&
         H5Pset_driver(inner_fapl, H5FD_MPIO, NULL) >= 0)
-        rc = cls->del(name, inner_fapl);
+        rc = H5FDdelete(name, inner_fapl);
     if (rc < 0)
         MPIO_ERROR(H5E_VFL, H5E_CANTDELETEFILE, "the mpio driver underneath cannot delete %s", name);
     if (inner_fapl >= 0)
