@@ -605,6 +605,147 @@ static herr_t mpio_write_vector(H5FD_t *_file, hid_t dxpl, uint32_t count, H5FD_
     return vector_io((gds_mpio_file_t *)_file, true, dxpl, count, types, addrs, sizes, (void **)bufs);
 }
 
+/* ---- selection I/O: raw data only, turned into one engine request ---- */
+
+typedef struct seg_list {
+    gds_segment_t *v;
+    size_t n, cap;
+} seg_list_t;
+
+static int seg_push(seg_list_t *l, uint64_t offset, size_t size, void *buf)
+{
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 64;
+        gds_segment_t *v = realloc(l->v, cap * sizeof *v);
+        if (!v)
+            return -1;
+        l->v = v;
+        l->cap = cap;
+    }
+    l->v[l->n++] = (gds_segment_t){.offset = offset, .size = size, .buf = buf};
+    return 0;
+}
+
+#define SEQ_BATCH 256
+
+/* The pieces of one (memory space, file space) pair: the file's byte runs
+ * matched with the memory's, as HDF5 does when it turns a selection into a
+ * vector. Only pointer arithmetic on `buf`: device memory is never touched. */
+static herr_t selection_pieces(seg_list_t *l, hid_t mem_space, hid_t file_space, haddr_t base, size_t esize,
+                               char *buf)
+{
+    herr_t rc = -1;
+    hid_t fit = H5Ssel_iter_create(file_space, esize, 0), mit = H5Ssel_iter_create(mem_space, esize, 0);
+    hsize_t foff[SEQ_BATCH], moff[SEQ_BATCH];
+    size_t flen[SEQ_BATCH], mlen[SEQ_BATCH], fn = 0, mn = 0, fi = 0, mi = 0, nbytes;
+    if (fit < 0 || mit < 0)
+        goto done;
+    for (;;) {
+        if (fi == fn) {
+            if (H5Ssel_iter_get_seq_list(fit, SEQ_BATCH, SIZE_MAX, &fn, &nbytes, foff, flen) < 0)
+                goto done;
+            fi = 0;
+        }
+        if (mi == mn) {
+            if (H5Ssel_iter_get_seq_list(mit, SEQ_BATCH, SIZE_MAX, &mn, &nbytes, moff, mlen) < 0)
+                goto done;
+            mi = 0;
+        }
+        if (fn == 0 || mn == 0) {
+            if (fn != mn) { /* one selection ended before the other */
+                MPIO_ERROR(H5E_DATASPACE, H5E_BADSELECT, "memory and file selections differ in size");
+                goto done;
+            }
+            break;
+        }
+        size_t len = flen[fi] < mlen[mi] ? flen[fi] : mlen[mi];
+        if (len && seg_push(l, base + foff[fi], len, buf + moff[mi]) < 0) {
+            MPIO_ERROR(H5E_RESOURCE, H5E_NOSPACE, "out of memory for the pieces of a selection");
+            goto done;
+        }
+        foff[fi] += len;
+        moff[mi] += len;
+        if (!(flen[fi] -= len))
+            fi++;
+        if (!(mlen[mi] -= len))
+            mi++;
+    }
+    rc = 0;
+done:
+    if (fit >= 0)
+        H5Ssel_iter_close(fit);
+    if (mit >= 0)
+        H5Ssel_iter_close(mit);
+    return rc;
+}
+
+static herr_t selection_io(gds_mpio_file_t *file, bool write, H5FD_mem_t type, hid_t dxpl, size_t count,
+                           hid_t mem_spaces[], hid_t file_spaces[], haddr_t offsets[], size_t element_sizes[],
+                           void *bufs[])
+{
+    if (type != H5FD_MEM_DRAW) { /* HDF5 1.14 selects raw data only; mpio would take anything else */
+        herr_t rc = write ? file->icls->write_selection(file->inner, type, dxpl, count, mem_spaces, file_spaces,
+                                                        offsets, element_sizes, (const void **)bufs)
+                          : file->icls->read_selection(file->inner, type, dxpl, count, mem_spaces, file_spaces,
+                                                       offsets, element_sizes, bufs);
+        if (rc < 0)
+            MPIO_ERROR(H5E_IO, write ? H5E_WRITEERROR : H5E_READERROR,
+                       "the mpio driver underneath failed a selection %s", write ? "write" : "read");
+        return rc;
+    }
+    bool collective = xfer_mode() == H5FD_MPIO_COLLECTIVE;
+    seg_list_t l = {0};
+    bool ok = true;
+    size_t esize = 0;
+    void *buf = NULL;
+    bool esize_fixed = false, buf_fixed = false;
+    for (size_t i = 0; ok && i < count; i++) {
+        /* element_sizes: a 0 ends the array (the one before holds for the
+         * rest); bufs: likewise with NULL */
+        if (!esize_fixed && element_sizes[i] == 0)
+            esize_fixed = true;
+        if (!esize_fixed)
+            esize = element_sizes[i];
+        if (!buf_fixed && bufs[i] == NULL)
+            buf_fixed = true;
+        if (!buf_fixed)
+            buf = bufs[i];
+        ok = selection_pieces(&l, mem_spaces[i], file_spaces[i], offsets[i], esize, buf) == 0;
+    }
+    herr_t rc;
+    if (collective) {
+        gds_status_t st = {0};
+        int erc = ok ? engine_transfer(file, dxpl, write, l.n, l.v, &st) : -1;
+        if (ok && erc < 0)
+            engine_error(file, write ? H5E_WRITEERROR : H5E_READERROR, &st);
+        int first = agree_failure(file, erc == 0);
+        if (first >= 0 && erc == 0)
+            MPIO_ERROR(H5E_IO, write ? H5E_WRITEERROR : H5E_READERROR,
+                       "collective raw-data %s failed on rank %d (this rank %d succeeded)",
+                       write ? "write" : "read", first, file->mpi_rank);
+        rc = first >= 0 ? -1 : 0;
+    }
+    else
+        rc = ok ? raw_transfer(file, dxpl, write, l.n, l.v, false) : -1;
+    free(l.v);
+    return rc;
+}
+
+static herr_t mpio_read_selection(H5FD_t *_file, H5FD_mem_t type, hid_t dxpl, size_t count, hid_t mem_spaces[],
+                                  hid_t file_spaces[], haddr_t offsets[], size_t element_sizes[], void *bufs[])
+{
+    return selection_io((gds_mpio_file_t *)_file, false, type, dxpl, count, mem_spaces, file_spaces, offsets,
+                        element_sizes, bufs);
+}
+
+static herr_t mpio_write_selection(H5FD_t *_file, H5FD_mem_t type, hid_t dxpl, size_t count, hid_t mem_spaces[],
+                                   hid_t file_spaces[], haddr_t offsets[], size_t element_sizes[],
+                                   const void *bufs[])
+{
+    return selection_io((gds_mpio_file_t *)_file, true, type, dxpl, count, mem_spaces, file_spaces, offsets,
+                        element_sizes, (void **)bufs);
+}
+
 /* ---- flush, truncate, delete, ctl ---- */
 
 static herr_t mpio_flush(H5FD_t *_file, hid_t dxpl, hbool_t closing)
@@ -699,6 +840,8 @@ const H5FD_class_t H5FD_gds_mpio_class = {
     .write = mpio_write,
     .read_vector = mpio_read_vector,
     .write_vector = mpio_write_vector,
+    .read_selection = mpio_read_selection,
+    .write_selection = mpio_write_selection,
     .flush = mpio_flush,
     .truncate = mpio_truncate,
     .del = mpio_delete,
