@@ -46,6 +46,15 @@
 
 static hid_t mpio_error_class = H5I_INVALID_HID;
 
+/* A communicator H5Pget_mpi_params handed out: a duplicate, or (no
+ * communicator set: the plugin route) a predefined one, not ours to free. */
+static void free_comm(MPI_Comm *comm)
+{
+    if (*comm != MPI_COMM_NULL && *comm != MPI_COMM_WORLD && *comm != MPI_COMM_SELF)
+        MPI_Comm_free(comm);
+    *comm = MPI_COMM_NULL;
+}
+
 void gds_mpio_error(const char *func, int line, hid_t major, hid_t minor, const char *fmt, ...)
 {
     char msg[1024];
@@ -299,7 +308,7 @@ static H5FD_t *mpio_open(const char *name, unsigned flags, hid_t fapl_id, haddr_
         goto fail;
     }
     H5Pclose(inner_fapl);
-    MPI_Comm_free(&comm);
+    free_comm(&comm);
     if (info != MPI_INFO_NULL)
         MPI_Info_free(&info);
     return &file->pub;
@@ -323,8 +332,7 @@ fail:
     }
     if (inner_fapl >= 0)
         H5Pclose(inner_fapl);
-    if (comm != MPI_COMM_NULL)
-        MPI_Comm_free(&comm);
+    free_comm(&comm);
     if (info != MPI_INFO_NULL)
         MPI_Info_free(&info);
     return NULL;
@@ -799,8 +807,7 @@ static herr_t mpio_delete(const char *name, hid_t fapl)
         MPIO_ERROR(H5E_VFL, H5E_CANTDELETEFILE, "the mpio driver underneath cannot delete %s", name);
     if (inner_fapl >= 0)
         H5Pclose(inner_fapl);
-    if (comm != MPI_COMM_NULL)
-        MPI_Comm_free(&comm);
+    free_comm(&comm);
     if (info != MPI_INFO_NULL)
         MPI_Info_free(&info);
     return rc;

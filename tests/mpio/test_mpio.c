@@ -316,7 +316,12 @@ typedef struct variant {
     hid_t file_type;
     bool deflate;
     bool selection_off;
-    bool expect_fail_with_device; /* the call must fail on every rank when any rank has device memory */
+    /* With device memory on some rank: HDF5 would touch it with the CPU
+     * (conversion, filters): run only under the preload library, whose
+     * H5Dwrite stages it; or the driver itself refuses it on every rank
+     * (selection I/O off: MPI derived datatypes), unless preloaded. */
+    bool device_needs_preload;
+    bool device_refused_unless_preloaded;
 } variant_t;
 
 static void run_variant(const variant_t *v)
@@ -351,13 +356,29 @@ static void run_variant(const variant_t *v)
     if (v->selection_off)
         H5Pset_selection_io(dxpl, H5D_SELECTION_IO_MODE_OFF);
     bool any_device = !all_true(my_kind() != MEM_DEVICE);
+    bool preloaded = fapl_kind == FAPL_MPIO;
+    if (any_device && v->device_needs_preload && !preloaded) {
+        if (rank == 0)
+            printf("skip %s (device memory: needs the preload library's staging)\n", v->name);
+        H5Dclose(ds);
+        H5Pclose(dcpl);
+        H5Sclose(space);
+        H5Fclose(file);
+        H5Pclose(fapl);
+        H5Sclose(fspace);
+        H5Sclose(mspace);
+        H5Pclose(dxpl);
+        buffer_free(&b);
+        free(host);
+        return;
+    }
     herr_t rc;
     H5E_BEGIN_TRY
     {
         rc = H5Dwrite(ds, H5T_NATIVE_UINT32, mspace, fspace, dxpl, b.ptr);
     }
     H5E_END_TRY;
-    bool must_fail = v->expect_fail_with_device && any_device;
+    bool must_fail = v->device_refused_unless_preloaded && any_device && !preloaded;
     CHECK_MSG((rc < 0) == must_fail, "%s rank %d: H5Dwrite returned %d, expected %s", v->name, rank, (int)rc,
               must_fail ? "a failure" : "success");
     H5Pclose(dxpl);
@@ -581,9 +602,9 @@ int main(int argc, char **argv)
                 for (int coll = 0; coll < 2; coll++)
                     run_decomp((decomp_t)d, chunked, coll);
     const variant_t variants[] = {
-        {"convert", H5T_STD_U64LE, false, false, false},
-        {"deflate", H5T_NATIVE_UINT32, true, false, true},
-        {"selection-off", H5T_NATIVE_UINT64, false, true, true},
+        {"convert", H5T_STD_U64LE, false, false, true, false},
+        {"deflate", H5T_NATIVE_UINT32, true, false, true, false},
+        {"selection-off", H5T_NATIVE_UINT64, false, true, false, true},
     };
     for (size_t i = 0; i < sizeof variants / sizeof variants[0]; i++)
         if (wanted(argc, argv, first, variants[i].name))
