@@ -233,17 +233,32 @@ static H5FD_t *mpio_open(const char *name, unsigned flags, hid_t fapl_id, haddr_
     }
     file->fd = -1;
     file->agree = MPI_COMM_NULL;
-    if (gds_mpio_config_from_fapl(fapl_id, &file->config, &file->config_from_info) < 0)
-        goto fail;
-    if (!(file->name = strdup(name))) {
-        MPIO_ERROR(H5E_RESOURCE, H5E_NOSPACE, "out of memory");
-        goto fail;
-    }
-
     /* mpio underneath, with the fapl's communicator and info; the plugin
      * route (HDF5_DRIVER=gds_mpio) sets none: MPI_COMM_WORLD. */
     if (H5Pget_mpi_params(fapl_id, &comm, &info) < 0) {
         MPIO_ERROR(H5E_PLIST, H5E_CANTGET, "cannot get the MPI communicator and info of the fapl");
+        goto fail;
+    }
+    /* The settings (H5GDS_CONFIG, HDF5_DRIVER_CONFIG may differ by rank):
+     * every rank learns whether all can go on before mpio's collective open. */
+    bool config_ok = gds_mpio_config_from_fapl(fapl_id, &file->config, &file->config_from_info) == 0;
+    if (config_ok && file->config.write_behind) {
+        /* Its background writes would fail outside the collective calls
+         * whose outcome the ranks agree on. */
+        MPIO_ERROR(H5E_VFL, H5E_UNSUPPORTED, "write_behind is not supported by the gds_mpio driver");
+        config_ok = false;
+    }
+    if (config_ok && !(file->name = strdup(name))) {
+        MPIO_ERROR(H5E_RESOURCE, H5E_NOSPACE, "out of memory");
+        config_ok = false;
+    }
+    int mine_ok = config_ok, all_ok = 0;
+    if (MPI_Allreduce(&mine_ok, &all_ok, 1, MPI_INT, MPI_LAND, comm == MPI_COMM_NULL ? MPI_COMM_WORLD : comm) !=
+        MPI_SUCCESS)
+        all_ok = 0;
+    if (!all_ok) {
+        if (config_ok)
+            MPIO_ERROR(H5E_VFL, H5E_CANTOPENFILE, "another rank refused the gds_mpio settings for %s", name);
         goto fail;
     }
     if ((inner_fapl = H5Pcopy(fapl_id)) < 0 ||
@@ -776,13 +791,9 @@ static herr_t mpio_truncate(H5FD_t *_file, hid_t dxpl, hbool_t closing)
 {
     gds_mpio_file_t *file = (gds_mpio_file_t *)_file;
     /* Rank 0 asks the file's size inside mpio's truncate: every rank's
-     * background writes must have landed (a barrier, only with write-behind:
-     * otherwise the engine's writes completed before H5Dwrite returned). */
+     * writes have landed: they completed before the raw-data calls
+     * returned (write-behind is refused at open). */
     herr_t rc = drain(file);
-    if (file->config.write_behind && MPI_Barrier(file->agree) != MPI_SUCCESS) {
-        MPIO_ERROR(H5E_VFL, H5E_MPI, "MPI_Barrier failed");
-        rc = -1;
-    }
     if (file->icls->truncate(file->inner, dxpl, closing) < 0) {
         MPIO_ERROR(H5E_IO, H5E_WRITEERROR, "the mpio driver underneath failed to truncate %s", file->name);
         return -1;

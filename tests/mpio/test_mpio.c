@@ -268,6 +268,7 @@ static void run_decomp(decomp_t d, bool chunked, bool collective)
 
     uint64_t w0 = engine_bytes(file, true);
     CHECK(H5Dwrite(ds, H5T_NATIVE_UINT32, mspace, fspace, dxpl, b.ptr) >= 0);
+    CHECK(H5FD_gds_mpio_sync(file) >= 0); /* with write-behind: the bytes are counted once written */
     uint64_t wrote = engine_bytes(file, true) - w0;
     CHECK_MSG(wrote == mine * 4, "%s rank %d: the engine wrote %llu bytes, the selection has %llu", name, rank,
               (unsigned long long)wrote, (unsigned long long)(mine * 4));
@@ -553,6 +554,32 @@ static void run_queries(void)
         printf("%-4s queries (atomicity, H5Pget_fapl_gds_mpio)\n", ok ? "ok" : "FAIL");
 }
 
+/* Settings one rank refuses (write_behind, set on rank 1 only): the open
+ * fails on every rank, before mpio's collective open, without a hang. */
+static void run_config_mismatch(void)
+{
+    char path[512];
+    path_of(path, sizeof path, "config-mismatch");
+    int failures_before = test_failures;
+    hid_t fapl = make_fapl();
+    if (rank == nranks - 1 && fapl_kind != FAPL_PLUGIN)
+        CHECK(H5Pset_fapl_gds_mpio_config(fapl, "write_behind=1MiB") >= 0);
+    hid_t file;
+    H5E_BEGIN_TRY
+    {
+        file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    }
+    H5E_END_TRY;
+    bool expect_fail = nranks > 0 && fapl_kind != FAPL_PLUGIN;
+    CHECK_MSG((file < 0) == expect_fail, "rank %d: H5Fcreate returned %lld", rank, (long long)file);
+    if (file >= 0)
+        H5Fclose(file);
+    H5Pclose(fapl);
+    bool ok = all_true(test_failures == failures_before);
+    if (rank == 0)
+        printf("%-4s settings refused by one rank: the open fails on every rank\n", ok ? "ok" : "FAIL");
+}
+
 static bool wanted(int argc, char **argv, int first, const char *name)
 {
     if (first >= argc)
@@ -615,6 +642,8 @@ int main(int argc, char **argv)
         run_failing_rank();
     if (wanted(argc, argv, first, "queries"))
         run_queries();
+    if (wanted(argc, argv, first, "config-mismatch"))
+        run_config_mismatch();
 
     int mine = test_failures, all = 0;
     MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
