@@ -189,15 +189,22 @@ static hid_t select_mine(decomp_t d, const layout_t *l, hid_t space, uint64_t *c
 
 /* ---- one decomposition: write, read back, sec2 check ---- */
 
-static uint64_t engine_bytes(hid_t file, bool write)
+/* Raw bytes the engine moved for this rank: all routes, or the device ones
+ * (staged, cuFile, bounce). */
+static uint64_t engine_bytes_of(hid_t file, bool write, bool device_only)
 {
     H5FD_gds_stats_t s;
     memset(&s, 0, sizeof s);
     CHECK(H5FD_gds_mpio_get_stats(file, &s) >= 0);
     uint64_t b = 0;
-    for (int r = 0; r < H5FD_GDS_NROUTES; r++)
+    for (int r = device_only ? H5FD_GDS_ROUTE_STAGED : 0; r <= H5FD_GDS_ROUTE_POSIX_BOUNCE; r++)
         b += write ? s.write_bytes[r] : s.read_bytes[r];
     return b;
+}
+
+static uint64_t engine_bytes(hid_t file, bool write)
+{
+    return engine_bytes_of(file, write, false);
 }
 
 /* Rank 0 reads the dataset with sec2 and compares every element. */
@@ -266,12 +273,20 @@ static void run_decomp(decomp_t d, bool chunked, bool collective)
     hid_t dxpl = H5Pcreate(H5P_DATASET_XFER);
     H5Pset_dxpl_mpio(dxpl, collective ? H5FD_MPIO_COLLECTIVE : H5FD_MPIO_INDEPENDENT);
 
-    uint64_t w0 = engine_bytes(file, true);
+    uint64_t w0 = engine_bytes(file, true), wd0 = engine_bytes_of(file, true, true);
     CHECK(H5Dwrite(ds, H5T_NATIVE_UINT32, mspace, fspace, dxpl, b.ptr) >= 0);
     CHECK(H5FD_gds_mpio_sync(file) >= 0); /* with write-behind: the bytes are counted once written */
     uint64_t wrote = engine_bytes(file, true) - w0;
     CHECK_MSG(wrote == mine * 4, "%s rank %d: the engine wrote %llu bytes, the selection has %llu", name, rank,
               (unsigned long long)wrote, (unsigned long long)(mine * 4));
+    /* Device memory handed to the driver takes a device route (under the
+     * preload library, chunks that fit HDF5's chunk cache are staged by the
+     * checked calls: host bytes then). */
+    if (my_kind() == MEM_DEVICE && fapl_kind != FAPL_MPIO) {
+        uint64_t dev = engine_bytes_of(file, true, true) - wd0;
+        CHECK_MSG(dev == mine * 4, "%s rank %d: %llu bytes took a device route, expected %llu", name, rank,
+                  (unsigned long long)dev, (unsigned long long)(mine * 4));
+    }
 
     /* Read back into a buffer of sentinels: the selection comes back, the
      * rest is untouched. */
@@ -535,6 +550,17 @@ static void run_queries(void)
     CHECK(size == nranks && cmp == MPI_CONGRUENT);
     if (info != MPI_INFO_NULL)
         MPI_Info_free(&info);
+    if (fapl_kind == FAPL_MPIO) {
+        /* the program's own H5Pget_fapl_mpio, answered by the preload library */
+        comm = MPI_COMM_NULL;
+        CHECK(H5Pget_fapl_mpio(acc, &comm, NULL) >= 0);
+        size = 0;
+        if (comm != MPI_COMM_NULL) {
+            MPI_Comm_size(comm, &size);
+            MPI_Comm_free(&comm);
+        }
+        CHECK(size == nranks);
+    }
     H5Pclose(acc);
     /* a fapl of another driver is refused, cleanly */
     hid_t other = H5Pcreate(H5P_FILE_ACCESS);
