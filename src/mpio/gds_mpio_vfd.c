@@ -12,10 +12,10 @@
  * Raw data (H5FD_MEM_DRAW) goes through the engine, host and device buffers
  * alike, so every rank takes the same path in a collective call whatever its
  * buffer kind, and no device pointer ever reaches MPI-IO:
- *   - vector calls (selection I/O, which HDF5 uses with this driver by
- *     default: HDF5 turns a selection into one vector per call) and plain
+ *   - selection calls (HDF5 keeps selection I/O on with this driver: one
+ *     call per H5Dwrite/H5Dread on every rank), raw-data vectors, and plain
  *     calls whose MPI datatypes are MPI_BYTE (contiguous) are one engine
- *     request; in collective mode the ranks then agree on the outcome
+ *     request each; in collective mode the ranks then agree on the outcome
  *     (MPI_Allreduce), so a failure on one rank fails the call on all;
  *   - a collective plain call with MPI derived datatypes (selection I/O off:
  *     type conversion, H5Pset_selection_io off, collective chunk fill) is
