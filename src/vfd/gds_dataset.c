@@ -14,7 +14,7 @@
  *   - chunked data with filters, or chunks small enough for the chunk cache;
  *   - reads of storage not yet allocated (HDF5 fills the buffer itself);
  *   - writes of unallocated chunks that need a fill value;
- *   - the file does not use the gds driver.
+ *   - the file uses neither the gds driver nor gds_mpio.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -24,15 +24,28 @@
 #include "../cuda/cuda_loader.h"
 #include "../engine/engine.h"
 
-/* The driver whose files get the buffer passed through: gds here; the
- * gds_mpio preload library compiles this file again for its own driver
- * (GDS_DATASET_MPIO: src/mpio/CMakeLists.txt). */
-#ifdef GDS_DATASET_MPIO
-#include "H5FDgds_mpio.h"
-#define GDS_DATASET_DRIVER_ID() H5FD_gds_mpio_init()
-#else
-#define GDS_DATASET_DRIVER_ID() H5FD_gds_init()
+/* The drivers whose files get the buffer passed through: gds, and the
+ * parallel gds_mpio (when a program registered it: libh5gds_mpio; its
+ * preload library compiles this file again, src/mpio/CMakeLists.txt).
+ * gds_mpio needs two more rules: HDF5 does not
+ * ask it to copy compact data, and with selection I/O off a collective call
+ * would reach it with MPI datatypes, which it refuses for device memory. */
+#define GDS_MPIO_DRIVER_VALUE 511 /* H5FD_GDS_MPIO_VALUE (H5FDgds_mpio.h, which needs MPI) */
+
+static hid_t mpio_driver_id(void)
+{
+    hid_t id = H5I_INVALID_HID;
+#if H5_VERSION_GE(1, 14, 0)
+    if (H5FDis_driver_registered_by_value(GDS_MPIO_DRIVER_VALUE) > 0) {
+        hid_t scratch = H5Pcreate(H5P_FILE_ACCESS);
+        if (scratch >= 0 && H5Pset_driver_by_value(scratch, GDS_MPIO_DRIVER_VALUE, NULL) >= 0)
+            id = H5Pget_driver(scratch);
+        if (scratch >= 0)
+            H5Pclose(scratch);
+    }
 #endif
+    return id;
+}
 
 static _Thread_local H5FD_gds_route_t last_route = H5FD_GDS_ROUTE_NONE;
 
@@ -106,26 +119,25 @@ static bool passes_through(hid_t dset, hid_t mem_type, hid_t dxpl, bool write)
             if (H5Tdetect_class(mem_type, H5T_VLEN) != 0 || H5Tis_variable_str(mem_type) != 0 ||
                 H5Tdetect_class(mem_type, H5T_REFERENCE) != 0)
                 break;
-            if ((fid = H5Iget_file_id(dset)) < 0 || (fapl = H5Fget_access_plist(fid)) < 0 ||
-                H5Pget_driver(fapl) != GDS_DATASET_DRIVER_ID())
+            if ((fid = H5Iget_file_id(dset)) < 0 || (fapl = H5Fget_access_plist(fid)) < 0)
                 break;
-#ifdef GDS_DATASET_MPIO
-            /* Selection I/O off: a collective transfer would reach the
-             * driver with MPI derived datatypes, which gds_mpio refuses for
-             * device memory. */
+            hid_t driver = H5Pget_driver(fapl);
+            bool mpio = driver >= 0 && driver == mpio_driver_id();
+            if (driver < 0 || (driver != H5FD_gds_init() && !mpio))
+                break;
+#if H5_VERSION_GE(1, 14, 0)
             H5D_selection_io_mode_t sel = H5D_SELECTION_IO_MODE_DEFAULT;
-            if (dxpl != H5P_DEFAULT && (H5Pget_selection_io(dxpl, &sel) < 0 || sel == H5D_SELECTION_IO_MODE_OFF))
+            if (mpio && dxpl != H5P_DEFAULT && (H5Pget_selection_io(dxpl, &sel) < 0 || sel == H5D_SELECTION_IO_MODE_OFF))
                 break;
 #endif
             if ((dcpl = H5Dget_create_plist(dset)) < 0)
                 break;
             H5D_layout_t layout = H5Pget_layout(dcpl);
-#if H5_VERSION_GE(1, 14, 0) && !defined(GDS_DATASET_MPIO)
+#if H5_VERSION_GE(1, 14, 0)
             /* Compact data is copied between the object header and the
-             * user's buffer by the driver (H5FD_CTL_MEM_COPY, with the CUDA
-             * driver for device memory): no CPU touches it. (gds_mpio does
-             * not make that copy: staged.) */
-            if (layout == H5D_COMPACT) {
+             * user's buffer by the gds driver (H5FD_CTL_MEM_COPY, with the
+             * CUDA driver for device memory): no CPU touches it. */
+            if (layout == H5D_COMPACT && !mpio) {
                 ok = true;
                 break;
             }
