@@ -40,6 +40,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../cuda/cuda_loader.h"
+#include "../engine/autotune.h"
 #include "../vfd/gds_config.h"
 #include "../vfd/gds_error.h"
 #include "../vfd/gds_transfer.h"
@@ -205,6 +207,38 @@ static herr_t raw_transfer(gds_mpio_file_t *file, hid_t dxpl, bool write, size_t
     return first >= 0 ? -1 : 0;
 }
 
+/* With threads/io_block_size auto, the engine measures the file system at
+ * a file's first device request, unless its cache already knows it. Ranks
+ * measuring at once would each see a share of the disk and cache that: one
+ * rank per node measures first (or finds the cache), alone, while the others
+ * wait; their own first device requests then read its result from the cache
+ * (same host, file system and GPU name). Collective (a barrier per node);
+ * nothing is measured without a CUDA context (host data is not tuned). */
+static void tune_once_per_node(gds_mpio_file_t *file)
+{
+    MPI_Comm node = MPI_COMM_NULL;
+    if (MPI_Comm_split_type(file->agree, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) != MPI_SUCCESS)
+        return;
+    int node_rank = 0;
+    MPI_Comm_rank(node, &node_rank);
+    bool autotuned = file->config.threads == 0 || file->config.io_block_size == 0;
+    const gds_cuda_api_t *cu = gds_cuda_if_loaded();
+    CUcontext ctx = NULL;
+    CUdevice dev;
+    char gpu[128];
+    if (node_rank == 0 && autotuned && file->config.mode != H5FD_GDS_MODE_POSIX && cu &&
+        cu->CtxGetCurrent(&ctx) == CUDA_SUCCESS && ctx && cu->CtxGetDevice(&dev) == CUDA_SUCCESS &&
+        cu->DeviceGetName(gpu, (int)sizeof gpu, dev) == CUDA_SUCCESS) {
+        gds_tuning_t t;
+        gds_autotune(file->name, gpu, gds_default_threads(), GDS_DEFAULT_IO_BLOCK, &t);
+        if (file->config.log)
+            fprintf(stderr, "h5gds-mpio: %s: tuned once for this node (rank %d): %s\n", file->name, file->mpi_rank,
+                    t.why);
+    }
+    MPI_Barrier(node);
+    MPI_Comm_free(&node);
+}
+
 /* ---- open / close ---- */
 
 static herr_t mpio_close(H5FD_t *_file);
@@ -322,6 +356,7 @@ static H5FD_t *mpio_open(const char *name, unsigned flags, hid_t fapl_id, haddr_
             MPIO_ERROR(H5E_VFL, H5E_CANTOPENFILE, "rank %d could not open %s for the engine", first, name);
         goto fail;
     }
+    tune_once_per_node(file);
     H5Pclose(inner_fapl);
     free_comm(&comm);
     if (info != MPI_INFO_NULL)
