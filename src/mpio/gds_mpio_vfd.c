@@ -167,7 +167,9 @@ static bool is_device(const void *buf)
     return info.kind == GDS_MEMORY_DEVICE;
 }
 
-/* Waits for the engine's background writes (write-behind) of this rank. */
+/* Waits for the engine's background writes of this rank (none while
+ * write-behind is refused at open; kept so that mpio never runs ahead of
+ * the engine's bytes). */
 static herr_t drain(gds_mpio_file_t *file)
 {
     gds_status_t st;
@@ -189,13 +191,15 @@ static int engine_transfer(gds_mpio_file_t *file, hid_t dxpl, bool write, size_t
     return gds_file_transfer(file->engine, &req, st);
 }
 
-/* The engine request, then (collective mode) agreement on the outcome. */
+/* The engine request, then (collective mode) agreement on the outcome.
+ * `prepared` false: this rank failed before it could issue the request (an
+ * error is already pushed), and still joins the agreement. */
 static herr_t raw_transfer(gds_mpio_file_t *file, hid_t dxpl, bool write, size_t n, const gds_segment_t *segs,
-                           bool collective)
+                           bool collective, bool prepared)
 {
     gds_status_t st = {0};
-    int rc = engine_transfer(file, dxpl, write, n, segs, &st);
-    if (rc < 0)
+    int rc = -1;
+    if (prepared && (rc = engine_transfer(file, dxpl, write, n, segs, &st)) < 0)
         engine_error(file, write ? H5E_WRITEERROR : H5E_READERROR, &st);
     if (!collective)
         return rc < 0 ? -1 : 0;
@@ -546,7 +550,7 @@ static herr_t plain_raw(gds_mpio_file_t *file, bool write, hid_t dxpl, haddr_t a
         }
     }
     gds_segment_t seg = {.offset = addr, .size = size, .buf = buf};
-    return raw_transfer(file, dxpl, write, size ? 1 : 0, &seg, collective);
+    return raw_transfer(file, dxpl, write, size ? 1 : 0, &seg, collective, true);
 }
 
 static herr_t mpio_read(H5FD_t *_file, H5FD_mem_t type, hid_t dxpl, haddr_t addr, size_t size, void *buf)
@@ -630,22 +634,7 @@ static herr_t vector_io(gds_mpio_file_t *file, bool write, hid_t dxpl, uint32_t 
         if (size)
             segs[n++] = (gds_segment_t){.offset = addrs[i], .size = size, .buf = bufs[i]};
     }
-    herr_t rc;
-    if (collective) {
-        /* Every rank reaches the agreement, also one that failed here. */
-        gds_status_t st = {0};
-        int erc = ok ? engine_transfer(file, dxpl, write, n, segs, &st) : -1;
-        if (ok && erc < 0)
-            engine_error(file, write ? H5E_WRITEERROR : H5E_READERROR, &st);
-        int first = agree_failure(file, erc == 0);
-        if (first >= 0 && erc == 0)
-            MPIO_ERROR(H5E_IO, write ? H5E_WRITEERROR : H5E_READERROR,
-                       "collective raw-data %s failed on rank %d (this rank %d succeeded)",
-                       write ? "write" : "read", first, file->mpi_rank);
-        rc = first >= 0 ? -1 : 0;
-    }
-    else
-        rc = ok ? raw_transfer(file, dxpl, write, n, segs, false) : -1;
+    herr_t rc = raw_transfer(file, dxpl, write, n, segs, collective, ok);
     if (segs != stack_segs)
         free(segs);
     return rc;
@@ -770,21 +759,7 @@ static herr_t selection_io(gds_mpio_file_t *file, bool write, H5FD_mem_t type, h
             buf = bufs[i];
         ok = selection_pieces(&l, mem_spaces[i], file_spaces[i], offsets[i], esize, buf) == 0;
     }
-    herr_t rc;
-    if (collective) {
-        gds_status_t st = {0};
-        int erc = ok ? engine_transfer(file, dxpl, write, l.n, l.v, &st) : -1;
-        if (ok && erc < 0)
-            engine_error(file, write ? H5E_WRITEERROR : H5E_READERROR, &st);
-        int first = agree_failure(file, erc == 0);
-        if (first >= 0 && erc == 0)
-            MPIO_ERROR(H5E_IO, write ? H5E_WRITEERROR : H5E_READERROR,
-                       "collective raw-data %s failed on rank %d (this rank %d succeeded)",
-                       write ? "write" : "read", first, file->mpi_rank);
-        rc = first >= 0 ? -1 : 0;
-    }
-    else
-        rc = ok ? raw_transfer(file, dxpl, write, l.n, l.v, false) : -1;
+    herr_t rc = raw_transfer(file, dxpl, write, l.n, l.v, collective, ok);
     free(l.v);
     return rc;
 }
