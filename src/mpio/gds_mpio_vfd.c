@@ -478,14 +478,15 @@ static haddr_t mpio_get_eof(const H5FD_t *_file, H5FD_mem_t type)
 static herr_t mpio_get_handle(H5FD_t *_file, hid_t fapl, void **handle)
 {
     gds_mpio_file_t *file = (gds_mpio_file_t *)_file;
-    (void)fapl;
     if (!handle) {
         MPIO_ERROR(H5E_ARGS, H5E_BADVALUE, "file handle not valid");
         return -1;
     }
-    /* The MPI file, as mpio hands out (&file->f: also how
-     * gds_mpio_file_of finds this struct). */
+    /* The MPI file, as mpio hands out; and this struct to gds_mpio_file_of,
+     * when it asks with its property. */
     *handle = &file->f;
+    if (fapl != H5P_DEFAULT && H5Pexist(fapl, GDS_MPIO_SELF_PROP) > 0 && H5Pset(fapl, GDS_MPIO_SELF_PROP, &file) < 0)
+        return -1;
     return 0;
 }
 
