@@ -552,6 +552,16 @@ static void run_queries(void)
     CHECK(size == nranks && cmp == MPI_CONGRUENT);
     if (info != MPI_INFO_NULL)
         MPI_Info_free(&info);
+    if (fapl_kind == FAPL_API) {
+        /* HDF5's own H5Pget_fapl_mpio refuses another driver: cleanly */
+        herr_t got;
+        H5E_BEGIN_TRY
+        {
+            got = H5Pget_fapl_mpio(acc, &comm, NULL);
+        }
+        H5E_END_TRY;
+        CHECK(got < 0);
+    }
     if (fapl_kind == FAPL_MPIO) {
         /* the program's own H5Pget_fapl_mpio, answered by the preload library */
         comm = MPI_COMM_NULL;
