@@ -2,6 +2,13 @@
 # Build HDF5 1.14.5 from Debian trixie's `hdf5` source package.
 #
 # Usage: scripts/build-hdf5.sh [PREFIX_ROOT]      (default: <repo>/build/deps)
+#        scripts/build-hdf5.sh --parallel [PREFIX_ROOT]
+#            HDF5 1.14.5 with parallel support (MPI) instead, beside the serial
+#            one: PREFIX_ROOT/hdf5-1.14.5-parallel{,-build,-src}. MPI: the
+#            distribution's Open MPI (libopenmpi-dev), or the MPI whose C
+#            compiler wrapper H5_MPI_CC names (another prefix: Open MPI 5 for
+#            the GPU machine, scripts/prepare-gpu-mpio.sh). Patches:
+#            tests/hdf5-suite/*.patch, then tests/hdf5-parallel/*.patch.
 #        scripts/build-hdf5.sh --print-source [ETC_APT]
 #            only print which archive the source would come from, as chosen
 #            from the apt sources under ETC_APT (default /etc/apt): no root,
@@ -31,6 +38,11 @@
 #   H5_BUILD_JOBS      parallel compile jobs (default: nproc)
 #   H5_BUILD_TYPE      CMake build type (default: Release)
 #   H5_FORCE=1         ignore the stamp and re-run every step
+#   H5_PARALLEL=1      same as --parallel
+#   H5_MPI_CC          (parallel) MPI C compiler wrapper (default: mpicc of the distribution)
+#   H5_BUILD_TARGETS   (parallel) build only these targets (space separated) and
+#                      install only the libraries, headers and CMake config
+#                      (a small tree to carry: scripts/prepare-gpu-mpio.sh)
 set -Eeuo pipefail
 
 HDF5_VERSION=1.14.5
@@ -99,18 +111,28 @@ if [ "${1:-}" = --print-source ]; then
     trap - ERR
     if select_hdf5_source "${2:-/etc/apt}"; then exit 0; else exit 1; fi
 fi
+PARALLEL=${H5_PARALLEL:-0}
+if [ "${1:-}" = --parallel ]; then
+    PARALLEL=1
+    shift
+fi
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO_ROOT=$(cd "$SCRIPT_DIR/.." && pwd)
 PATCH_DIR=$REPO_ROOT/tests/hdf5-suite   # every *.patch there is applied (sorted), `patch -p1`
+PAR_PATCH_DIR=$REPO_ROOT/tests/hdf5-parallel  # parallel build: these too, after those
 
 PREFIX_ROOT=${1:-$REPO_ROOT/build/deps}
 mkdir -p "$PREFIX_ROOT"
 PREFIX_ROOT=$(cd "$PREFIX_ROOT" && pwd)
 
-INSTALL_DIR=$PREFIX_ROOT/hdf5-$HDF5_VERSION
-BUILD_DIR=$PREFIX_ROOT/hdf5-$HDF5_VERSION-build
-SRC_DIR=$PREFIX_ROOT/hdf5-$HDF5_VERSION-src
+# The parallel build has its own source tree (its patches never touch the
+# serial build's) and its own install and build trees.
+VARIANT=""
+[ "$PARALLEL" = 1 ] && VARIANT=-parallel
+INSTALL_DIR=$PREFIX_ROOT/hdf5-$HDF5_VERSION$VARIANT
+BUILD_DIR=$PREFIX_ROOT/hdf5-$HDF5_VERSION$VARIANT-build
+SRC_DIR=$PREFIX_ROOT/hdf5-$HDF5_VERSION$VARIANT-src
 APT_DIR=$PREFIX_ROOT/apt
 DL_DIR=$PREFIX_ROOT/download
 STAMP=$INSTALL_DIR/.h5gds-build-stamp
@@ -136,17 +158,26 @@ run_logged() {
 }
 
 # What the stamp records: anything that should trigger a rebuild when changed.
-patch_files() { ls "$PATCH_DIR"/*.patch 2>/dev/null | LC_ALL=C sort; }
+patches_in() { if compgen -G "$1/*.patch" >/dev/null; then ls "$1"/*.patch | LC_ALL=C sort; fi; }
+patch_files() {
+    patches_in "$PATCH_DIR"
+    if [ "$PARALLEL" = 1 ]; then patches_in "$PAR_PATCH_DIR"; fi
+}
 patch_sum() {
     local files; files=$(patch_files)
     if [ -n "$files" ]; then
         # names and contents of all patches, in order
-        (cd "$PATCH_DIR" && for f in $files; do basename "$f"; cat "$f"; done) | sha256sum | cut -c1-16
+        (for f in $files; do basename "$f"; cat "$f"; done) | sha256sum | cut -c1-16
     else
         echo none
     fi
 }
 STAMP_CONTENT="hdf5=$HDF5_VERSION patch=$(patch_sum) type=$BUILD_TYPE recipe=2"
+MPI_CC=""
+if [ "$PARALLEL" = 1 ]; then
+    MPI_CC=${H5_MPI_CC:-}
+    STAMP_CONTENT="$STAMP_CONTENT parallel mpicc=${MPI_CC:-distribution} targets=${H5_BUILD_TARGETS:-all}"
+fi
 
 # ---------------------------------------------------------------- 0. done?
 if [ "${H5_FORCE:-0}" != 1 ] && [ -f "$INSTALL_DIR/lib/libhdf5.so" ] && [ -f "$STAMP" ] \
@@ -179,6 +210,13 @@ ensure_pkgs() {
         env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
 }
 ensure_pkgs cmake ninja-build gcc libc6-dev dpkg-dev patch xz-utils zlib1g-dev debian-archive-keyring
+if [ "$PARALLEL" = 1 ] && [ -z "$MPI_CC" ]; then
+    ensure_pkgs libopenmpi-dev openmpi-bin
+fi
+if [ "$PARALLEL" = 1 ]; then
+    MPI_CC=$(command -v "${MPI_CC:-mpicc}") || die "MPI C compiler wrapper ${MPI_CC:-mpicc} not found"
+    log "parallel build with MPI from $MPI_CC ($("$MPI_CC" --showme:version 2>/dev/null || "$MPI_CC" -v 2>&1 | head -n1))"
+fi
 
 # ---------------------------------------------------------------- 2. source
 fetch_source() {
@@ -303,13 +341,13 @@ CMAKE_ARGS=(
     -DHDF5_BUILD_JAVA=OFF
     -DHDF5_BUILD_EXAMPLES=OFF
     -DHDF5_BUILD_DOC=OFF
-    -DHDF5_ENABLE_PARALLEL=OFF
+    -DHDF5_ENABLE_PARALLEL=$( [ "$PARALLEL" = 1 ] && echo ON || echo OFF )
     -DHDF5_ENABLE_THREADSAFE=OFF
     -DHDF5_ENABLE_SZIP_SUPPORT=OFF
     -DHDF5_ENABLE_PLUGIN_SUPPORT=OFF
     -DHDF5_ALLOW_EXTERNAL_SUPPORT=NO
     -DHDF5_TEST_VFD=OFF
-    -DHDF5_TEST_PARALLEL=OFF
+    -DHDF5_TEST_PARALLEL=$( [ "$PARALLEL" = 1 ] && echo ON || echo OFF )
     -DHDF5_TEST_FORTRAN=OFF
     -DHDF5_TEST_CPP=OFF
     -DHDF5_TEST_JAVA=OFF
@@ -317,6 +355,12 @@ CMAKE_ARGS=(
     -DHDF5_ENABLE_Z_LIB_SUPPORT=ON
     -DHDF5_ENABLE_DIRECT_VFD=ON
 )
+if [ "$PARALLEL" = 1 ]; then
+    # The MPI compiler wrapper is the C compiler: HDF5's test programs and
+    # h5gds then see the same MPI. Subfiling needs MPI_THREAD_MULTIPLE and is
+    # not what is tested here.
+    CMAKE_ARGS+=(-DCMAKE_C_COMPILER="$MPI_CC" -DMPI_C_COMPILER="$MPI_CC" -DHDF5_ENABLE_SUBFILING_VFD=OFF)
+fi
 
 # A build tree from an older recipe is configured again (options may differ).
 if [ ! -f "$BUILD_DIR/build.ninja" ] || [ ! -f "$BUILD_DIR/CMakeCache.txt" ] \
@@ -334,14 +378,30 @@ else
     log "zlib (deflate) filter: NOT enabled (zlib not found)"
 fi
 
-log "building with $JOBS jobs (log: $BUILD_DIR/h5gds-build.log)"
-run_logged "$BUILD_DIR/h5gds-build.log" cmake --build "$BUILD_DIR" -j "$JOBS"
+if [ "$PARALLEL" = 1 ] && [ -n "${H5_BUILD_TARGETS:-}" ]; then
+    # shellcheck disable=SC2086 # a list of targets
+    log "building targets $H5_BUILD_TARGETS with $JOBS jobs (log: $BUILD_DIR/h5gds-build.log)"
+    run_logged "$BUILD_DIR/h5gds-build.log" cmake --build "$BUILD_DIR" -j "$JOBS" --target $H5_BUILD_TARGETS
+    log "installing libraries, headers and the CMake config into $INSTALL_DIR"
+    for comp in libraries headers configinstall; do
+        run_logged "$BUILD_DIR/h5gds-install-$comp.log" cmake --install "$BUILD_DIR" --component "$comp"
+    done
+else
+    log "building with $JOBS jobs (log: $BUILD_DIR/h5gds-build.log)"
+    run_logged "$BUILD_DIR/h5gds-build.log" cmake --build "$BUILD_DIR" -j "$JOBS"
 
-log "installing into $INSTALL_DIR"
-run_logged "$BUILD_DIR/h5gds-install.log" cmake --install "$BUILD_DIR"
+    log "installing into $INSTALL_DIR"
+    run_logged "$BUILD_DIR/h5gds-install.log" cmake --install "$BUILD_DIR"
+fi
 
 [ -f "$INSTALL_DIR/lib/libhdf5.so" ] || die "install finished but $INSTALL_DIR/lib/libhdf5.so is missing"
-"$BUILD_DIR/bin/h5dump" --version >/dev/null 2>&1 || log "warning: $BUILD_DIR/bin/h5dump --version failed"
+if [ -z "${H5_BUILD_TARGETS:-}" ]; then
+    "$BUILD_DIR/bin/h5dump" --version >/dev/null 2>&1 || log "warning: $BUILD_DIR/bin/h5dump --version failed"
+fi
+if [ "$PARALLEL" = 1 ]; then
+    grep -q '^#define H5_HAVE_PARALLEL 1' "$INSTALL_DIR/include/H5pubconf.h" \
+        || die "$INSTALL_DIR/include/H5pubconf.h does not say H5_HAVE_PARALLEL: not a parallel build"
+fi
 
 echo "$STAMP_CONTENT" >"$STAMP"
 log "done: HDF5 $HDF5_VERSION installed in $INSTALL_DIR; build tree (test programs) in $BUILD_DIR"
