@@ -528,7 +528,8 @@ static void test_write_behind_device(const char *memory)
            (unsigned long long)st.wb_snapshots, (unsigned long long)st.wb_peak_bytes, (unsigned long long)st.wb_waits,
            st.wb_wait_seconds);
     CHECK_MSG(st.wb_snapshots == 2, "%llu snapshots, expected 2", (unsigned long long)st.wb_snapshots);
-    CHECK_MSG(st.wb_peak_bytes <= (64 << 20) && st.wb_memory_bytes == (64 << 20), "peak %llu, memory %llu",
+    /* memory held: at least the budget (a larger arena kept from an earlier file may be reused) */
+    CHECK_MSG(st.wb_peak_bytes <= (64 << 20) && st.wb_memory_bytes >= (64 << 20), "peak %llu, memory %llu",
               (unsigned long long)st.wb_peak_bytes, (unsigned long long)st.wb_memory_bytes);
     CHECK(H5Fflush(f, H5F_SCOPE_GLOBAL) >= 0);
     buffer_free(&b);

@@ -17,7 +17,8 @@ typedef struct extent {
 
 typedef struct arena {
     char *base;
-    size_t size;
+    size_t size;    /* the budget: what snapshots may use */
+    size_t held;    /* the allocation (a kept arena taken again may be larger) */
     bool device;    /* device memory (else host: pinned when CUDA is loaded) */
     bool pinned;
     extent_t *free; /* sorted by offset */
@@ -187,7 +188,7 @@ void gds_wb_destroy(gds_wb_t *wb)
     if (!wb)
         return;
     if (wb->arena.base)
-        keep(&(kept_arena_t){wb->arena.base, wb->arena.size, wb->arena.device, wb->arena.pinned, wb->ctx});
+        keep(&(kept_arena_t){wb->arena.base, wb->arena.held, wb->arena.device, wb->arena.pinned, wb->ctx});
     const gds_cuda_api_t *cu = gds_cuda_if_loaded();
     if (cu && wb->stream) {
         CUresult rc;
@@ -322,18 +323,23 @@ static void make_arena_locked(gds_file_t *file, gds_wb_t *wb, const gds_buffer_i
         kept_arena_t k;
         if (want_device && take_kept(true, size, ctx, &k)) {
             wb->arena.base = k.base;
+            wb->arena.held = k.size;
             wb->arena.device = true;
         }
         else if (want_device && cu->MemAlloc(&d, size) == CUDA_SUCCESS) {
             wb->arena.base = (char *)(uintptr_t)d;
+            wb->arena.held = size;
             wb->arena.device = true;
         }
         else if (take_kept(false, size, ctx, &k) && (k.pinned || (free_memory(&k), false))) {
             wb->arena.base = k.base; /* (a kept plain-host arena is freed: a CUDA process wants pinned) */
+            wb->arena.held = k.size;
             wb->arena.pinned = true;
         }
-        else if (cu->MemHostAlloc((void **)&wb->arena.base, size, CU_MEMHOSTALLOC_PORTABLE) == CUDA_SUCCESS)
+        else if (cu->MemHostAlloc((void **)&wb->arena.base, size, CU_MEMHOSTALLOC_PORTABLE) == CUDA_SUCCESS) {
+            wb->arena.held = size;
             wb->arena.pinned = true;
+        }
         else
             wb->arena.base = NULL;
     }
@@ -341,10 +347,13 @@ static void make_arena_locked(gds_file_t *file, gds_wb_t *wb, const gds_buffer_i
         gds_cuda_restore(previous); /* the application's thread: its context back */
     if (!wb->arena.base && gds_memory_is_host(first->kind)) {
         kept_arena_t k;
-        if (take_kept(false, size, NULL, &k) && !k.pinned)
-            wb->arena.base = k.base;
-        else
-            wb->arena.base = malloc(size); /* no CUDA in the process: plain host memory */
+        if (take_kept(false, size, NULL, &k)) {
+            wb->arena.base = k.base; /* pinned memory is host memory too */
+            wb->arena.held = k.size;
+            wb->arena.pinned = k.pinned;
+        }
+        else if ((wb->arena.base = malloc(size))) /* no CUDA in the process: plain host memory */
+            wb->arena.held = size;
     }
     if (!wb->arena.base) {
         gds_file_log(file, "write-behind: no %zu-byte snapshot memory could be allocated; writing through", size);
@@ -353,7 +362,7 @@ static void make_arena_locked(gds_file_t *file, gds_wb_t *wb, const gds_buffer_i
     wb->arena.size = size;
     wb->arena.free = malloc(16 * sizeof *wb->arena.free);
     if (!wb->arena.free) {
-        keep(&(kept_arena_t){wb->arena.base, size, wb->arena.device, wb->arena.pinned, wb->ctx});
+        keep(&(kept_arena_t){wb->arena.base, wb->arena.held, wb->arena.device, wb->arena.pinned, wb->ctx});
         memset(&wb->arena, 0, sizeof wb->arena);
         gds_file_log(file, "write-behind: out of memory for the snapshot bookkeeping; writing through");
         return;
@@ -361,9 +370,9 @@ static void make_arena_locked(gds_file_t *file, gds_wb_t *wb, const gds_buffer_i
     wb->arena.cap = 16;
     wb->arena.free[0] = (extent_t){0, size};
     wb->arena.nfree = 1;
-    gds_stat_add(&file->stats.wb_arena_bytes, size);
-    gds_file_log(file, "write-behind: %zu bytes of %s snapshot memory", size,
-                 wb->arena.device ? "device" : wb->arena.pinned ? "pinned host" : "host");
+    gds_stat_add(&file->stats.wb_arena_bytes, wb->arena.held);
+    gds_file_log(file, "write-behind: %zu bytes of %s snapshot memory (%zu held)", size,
+                 wb->arena.device ? "device" : wb->arena.pinned ? "pinned host" : "host", wb->arena.held);
 }
 
 /* Copies the request's buffers into the arena at `dst`, ordered against
