@@ -39,10 +39,14 @@ endfunction()
 h5gds_mpi_test(mpi_np2 2 LABELS mpi)
 h5gds_mpi_test(mpi_np4 4 LABELS mpi)
 h5gds_mpi_test(gpu_mpi_np2 2 LABELS gpu mpi ARGS --device)
-# The same with write-behind in every rank's configuration (rank files are
-# written through snapshots and drained at finish; failures still reported).
-h5gds_mpi_test(mpi_np2_write_behind 2 LABELS mpi ENV H5GDS_CONFIG=write_behind=4MiB)
-h5gds_mpi_test(gpu_mpi_np2_write_behind 2 LABELS gpu mpi ARGS --device ENV H5GDS_CONFIG=write_behind=4MiB)
+# The same with write-behind in every rank's configuration (rank writes go
+# through snapshots; the flush each rank write ends with reports a background
+# failure). HDF5 1.14 only: after the failure case's rank file fails to close,
+# HDF5 1.10 crashes at exit (its file id is left dangling; see README).
+if(HDF5_VERSION VERSION_GREATER_EQUAL 1.14)
+  h5gds_mpi_test(mpi_np2_write_behind 2 LABELS mpi ENV H5GDS_CONFIG=write_behind=4MiB)
+  h5gds_mpi_test(gpu_mpi_np2_write_behind 2 LABELS gpu mpi ARGS --device ENV H5GDS_CONFIG=write_behind=4MiB)
+endif()
 set_tests_properties(mpi_np4 PROPERTIES FIXTURES_SETUP mpi_master)
 
 # The master written by test_mpi (4 ranks) read by h5dump, knowing nothing of
