@@ -235,8 +235,9 @@ int gds_file_sync(gds_file_t *file, gds_status_t *st);
  * serialises direct writes that extend the file or fill holes (exclusive
  * inode lock); into reserved blocks they run side by side. Done only while
  * no background write is in flight: fallocate waits for every direct write
- * in progress. Best effort (a failure only stops later tries: the write
- * itself reports a full disk). Returns the file size it set, or 0. */
+ * in progress, and only while the file system has twice the room free.
+ * Best effort (a failure only stops later tries: the write itself reports a
+ * full disk). Returns the file size it set, or 0. */
 uint64_t gds_file_reserve(gds_file_t *file, uint64_t end, uint64_t upto);
 
 /* Shorthands: one segment, legacy-stream ordering. */

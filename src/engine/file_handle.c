@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <sys/statvfs.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -158,6 +159,14 @@ uint64_t gds_file_reserve(gds_file_t *file, uint64_t end, uint64_t upto)
     pthread_mutex_lock(&file->lock);
     if (idle && !file->cannot_reserve && end > file->reserved_end) {
         uint64_t from = file->reserved_end;
+        /* Only with room to spare: a reservation that fails half-way may keep
+         * what it allocated, and must never be what fills the disk. */
+        struct statvfs vfs;
+        bool room = fstatvfs(file->fd, &vfs) == 0 && (uint64_t)vfs.f_bavail * vfs.f_frsize / 2 >= upto - from;
+        if (!room) {
+            pthread_mutex_unlock(&file->lock);
+            return 0;
+        }
         if (fallocate(file->fd, 0, (off_t)from, (off_t)(upto - from)) == 0) {
             file->reserved_end = upto;
             gds_stat_add(&file->stats.reserved_bytes, upto - from);
