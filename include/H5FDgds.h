@@ -149,8 +149,13 @@ typedef struct H5FD_gds_stats_t {
     uint64_t wb_waits;             /* writes that waited for snapshot memory (back-pressure), and how long */
     double wb_wait_seconds;
     uint64_t wb_peak_bytes;        /* snapshot bytes in use at most (never above the budget) */
-    uint64_t wb_memory_bytes;      /* snapshot memory held */
+    uint64_t wb_memory_bytes;      /* snapshot memory held (at least the budget: an arena kept from an earlier file may be larger) */
     uint64_t wb_failures;          /* background writes that failed */
+    uint64_t wb_peak_pending;      /* background writes in flight at once, at most */
+    uint64_t wb_stream_ordered;    /* device snapshots returned without a CPU wait: the application's
+                                      stream waits for the copy instead */
+    uint64_t workers_peak;         /* pool workers busy with this file's requests at once, at most */
+    uint64_t reserved_bytes;       /* file space reserved (fallocate) before O_DIRECT and background writes */
 } H5FD_gds_stats_t;
 
 /* The driver's process-wide state: worker threads running and pinned

@@ -4,6 +4,8 @@
 # runs its tests with the GPU ones, then the benchmarks into $OUT.
 #   device tool, carry: build/deps/hdf5-1.14.5 (headers), .whl-py (build backend wheels)
 #   bash scripts/gpu-python-check.sh [PARTS]     # PARTS: whole,loader (default) or "none"
+#   H5GDS_BENCH_ARGS="--states fp16,16g --repeat 3 --verify" bash scripts/gpu-python-check.sh checkpoint
+#     (extra options for python -m h5gds.bench)
 # .whl-py/ holds, downloaded beforehand with network:
 #   pip download -d .whl-py --only-binary=:all: --python-version 3.12 --platform manylinux_2_28_x86_64 scikit-build-core pathspec packaging
 #   (scikit-build-core's own dependencies on 3.12 are packaging and pathspec; kvikio's wheels are optional,
@@ -51,7 +53,8 @@ PY
 if [ "$parts" != none ]; then
   step "benchmarks: $parts"
   mkdir -p build/bench-py
-  $py -m h5gds.bench "$parts" --dir "$root/build/bench-py" --out "$out" || status=1
+  # shellcheck disable=SC2086  # H5GDS_BENCH_ARGS: several options, split on purpose
+  $py -m h5gds.bench "$parts" --dir "$root/build/bench-py" --out "$out" ${H5GDS_BENCH_ARGS:-} || status=1
   rm -rf build/bench-py
 fi
 step "gpu-python-check: $( [ $status -eq 0 ] && echo PASSED || echo FAILED )"

@@ -312,6 +312,55 @@ static void test_nested_wait(void)
         FAIL("nested jobs ran %d tasks, expected 30", count);
 }
 
+/* Jobs of one task each, submitted for up to 4 workers (write-behind's
+ * drains: one small job per snapshot): the pool must grow to 4 threads so
+ * that 4 such jobs run at once. Each task waits (up to 10 s) until 4 tasks
+ * are inside at the same time; with fewer threads the count never reaches 4. */
+typedef struct gather {
+    int inside, most;
+} gather_t;
+
+static void gather_note(gather_t *g, int now)
+{
+    int seen = __atomic_load_n(&g->most, __ATOMIC_RELAXED);
+    while (now > seen && !__atomic_compare_exchange_n(&g->most, &seen, now, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        ;
+}
+
+static int gather_fn(gds_job_t *job, void *ctx, gds_worker_t *w, gds_status_t *st)
+{
+    (void)w;
+    (void)st;
+    gather_t *g = ctx;
+    size_t t;
+    while (gds_job_next(job, &t)) {
+        gather_note(g, __atomic_add_fetch(&g->inside, 1, __ATOMIC_ACQ_REL));
+        for (int spins = 0; spins < 5000 && __atomic_load_n(&g->most, __ATOMIC_ACQUIRE) < 4; spins++) {
+            usleep(1000);
+            gather_note(g, __atomic_load_n(&g->inside, __ATOMIC_ACQUIRE));
+        }
+        __atomic_sub_fetch(&g->inside, 1, __ATOMIC_ACQ_REL);
+    }
+    return 0;
+}
+
+static void test_small_jobs_spread(void)
+{
+    gds_engine_shutdown(); /* a fresh pool, no thread yet */
+    gather_t g = {0, 0};
+    gds_status_t st;
+    gds_job_t *jobs[4];
+    for (int i = 0; i < 4; i++)
+        if (!(jobs[i] = gds_pool_submit(4, 1, gather_fn, &g, &st)))
+            FAIL("submit: %s", st.msg);
+    for (int i = 0; i < 4; i++)
+        if (jobs[i] && gds_job_wait(jobs[i], &st) != 0)
+            FAIL("job failed: %s", st.msg);
+    if (g.most < 4)
+        FAIL("one-task jobs for 4 workers: at most %d ran at once (the pool did not grow to 4 threads)", g.most);
+    gds_engine_shutdown();
+}
+
 static void test_restart(const char *dir)
 {
     char path[4096];
@@ -397,6 +446,7 @@ int main(int argc, char **argv)
            use_device ? ", device" : "");
 
     test_nested_wait();
+    test_small_jobs_spread();
 
     char path[4096];
     snprintf(path, sizeof path, "%s/engine_shared.bin", dir);

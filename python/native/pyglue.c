@@ -252,8 +252,10 @@ API int h5gds_py_sync(void *engine, char *err, size_t errlen)
 }
 
 /* Write-behind counters of an HDF5 file: snapshots, bytes, waits, peak
- * snapshot bytes, snapshot memory held, failures. */
-API int h5gds_py_wb_stats(int64_t file_id, uint64_t out[6])
+ * snapshot bytes, snapshot memory held, failures, background writes in
+ * flight at most, busy workers at most, stream-ordered snapshots, bytes
+ * reserved ahead. */
+API int h5gds_py_wb_stats(int64_t file_id, uint64_t out[10])
 {
     H5FD_gds_stats_t st;
     if (H5FD_gds_get_stats((hid_t)file_id, &st) < 0)
@@ -264,5 +266,77 @@ API int h5gds_py_wb_stats(int64_t file_id, uint64_t out[6])
     out[3] = st.wb_peak_bytes;
     out[4] = st.wb_memory_bytes;
     out[5] = st.wb_failures;
+    out[6] = st.wb_peak_pending;
+    out[7] = st.workers_peak;
+    out[8] = st.wb_stream_ordered;
+    out[9] = st.reserved_bytes;
     return 0;
+}
+
+/* ---- checkpoints: every leaf of a state in one call ----
+ * h5gds.save hands the whole state over at once: each dataset is created
+ * (contiguous, allocated at creation: `dcpl`), then each is written, with
+ * no Python between HDF5 calls. Creating all before writing any means the
+ * end of allocation is final at the first write, so the driver reserves
+ * the file's space once (gds_file_reserve) and the background writes of all
+ * leaves land side by side. The caller holds h5py's lock; ctypes releases
+ * the GIL. Leaf i: its path `names[i]` (intermediate groups created),
+ * memory = file type `types[i]`, `ranks[i]` extents taken in order from
+ * `dims`, `nbytes[i]` bytes at `addrs[i]`, transfer list `dxpls[i]`.
+ * Returns 0, or -1 with the leaf and HDF5's error stack in `err`. */
+API int h5gds_py_save_leaves(int64_t loc, size_t n, const char *const *names, const int64_t *types,
+                             const int32_t *ranks, const uint64_t *dims, const uint64_t *addrs, const uint64_t *nbytes,
+                             const int64_t *dxpls, int64_t dcpl, char *err, size_t errlen)
+{
+    hid_t *dsets = calloc(n ? n : 1, sizeof *dsets);
+    hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);
+    if (!dsets || lcpl < 0 || H5Pset_create_intermediate_group(lcpl, 1) < 0) {
+        free(dsets);
+        if (lcpl >= 0)
+            H5Pclose(lcpl);
+        put_error(err, errlen, "checkpoint: out of memory for the dataset list");
+        return -1;
+    }
+    int rc = 0;
+    size_t failed = 0;
+    const char *what = "";
+    const uint64_t *d = dims;
+    for (size_t i = 0; rc == 0 && i < n; d += ranks[i], i++) {
+        hid_t space = ranks[i] ? H5Screate_simple(ranks[i], (const hsize_t *)d, NULL) : H5Screate(H5S_SCALAR);
+        dsets[i] = space < 0 ? -1 : H5Dcreate2((hid_t)loc, names[i], (hid_t)types[i], space, lcpl, (hid_t)dcpl, H5P_DEFAULT);
+        if (space >= 0)
+            H5Sclose(space);
+        if (dsets[i] < 0) {
+            rc = -1;
+            failed = i;
+            what = "creating";
+        }
+    }
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        if (nbytes[i] && H5Dwrite(dsets[i], (hid_t)types[i], H5S_ALL, H5S_ALL, (hid_t)dxpls[i],
+                                  (const void *)(uintptr_t)addrs[i]) < 0) {
+            rc = -1;
+            failed = i;
+            what = "writing";
+        }
+    }
+    if (rc != 0) {
+        char text[1536];
+        h5gds_py_error_text(text, sizeof text);
+        char msg[2048];
+        snprintf(msg, sizeof msg, "%s %s failed: %s", what, names[failed], text);
+        put_error(err, errlen, msg);
+    }
+    for (size_t i = 0; i < n; i++)
+        if (dsets[i] > 0 && H5Dclose(dsets[i]) < 0 && rc == 0) {
+            char text[1536];
+            h5gds_py_error_text(text, sizeof text);
+            char msg[2048];
+            snprintf(msg, sizeof msg, "closing %s failed: %s", names[i], text);
+            put_error(err, errlen, msg);
+            rc = -1;
+        }
+    H5Pclose(lcpl);
+    free(dsets);
+    return rc;
 }

@@ -142,3 +142,46 @@ def test_killed_saver_keeps_a_checkpoint(tmp_path: Path) -> None:
         p.wait()
         back = h5gds.load(path, device="cpu")
         assert np.all(back["v"] == back["i"]), f"round {round_}: a mixed checkpoint"
+
+
+def _can_fallocate(d: Path) -> bool:
+    probe = d / "fallocate-probe"
+    fd = os.open(probe, os.O_CREAT | os.O_RDWR, 0o644)
+    try:
+        os.posix_fallocate(fd, 0, 1 << 20)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+        probe.unlink()
+
+
+@pytest.mark.parametrize("async_", [True, False])
+def test_all_leaves_created_before_written(tmp_path: Path, async_: bool) -> None:
+    """save creates every dataset before writing any, so the driver reserves
+    the file's space once, before the first large write, covering every
+    leaf (their direct writes then run side by side, see gds_file_reserve)."""
+    if not _can_fallocate(tmp_path):
+        pytest.skip("this file system has no fallocate: nothing is reserved")
+    rng = np.random.default_rng(5)
+    state = {f"w{i}": rng.standard_normal(1 << 19).astype(np.float32) for i in range(8)}  # 2 MiB each
+    h = h5gds.save(state, tmp_path / "c.h5", async_=async_)
+    h.wait()
+    total = sum(v.nbytes for v in state.values())
+    assert h.reserved_bytes >= total, (h.reserved_bytes, total)
+    assert h.peak_background_writes >= 1 and h.peak_busy_workers >= 1
+    back = h5gds.load(tmp_path / "c.h5", device="cpu")
+    assert all(np.array_equal(back[k], v) for k, v in state.items())
+    with h5py.File(tmp_path / "c.h5", "r") as f:  # the reservation left no extra bytes past the data
+        assert all(np.array_equal(f[k][...], v) for k, v in state.items())
+
+
+def test_sync_save_overwrite_after_return(tmp_path: Path) -> None:
+    """A synchronous save returns durable: changing the arrays afterwards
+    changes nothing in the file."""
+    state = _state(4)
+    expect = _state(4)
+    h5gds.save(state, tmp_path / "c.h5", async_=False)
+    state["model"]["layer.0.weight"][...] = 0
+    assert _equal(expect, h5gds.load(tmp_path / "c.h5", device="cpu"))

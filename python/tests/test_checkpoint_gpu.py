@@ -4,6 +4,7 @@ returns and the checkpoint still holds the snapshot; device and pinned host
 snapshots; h5py reads the file, converting bfloat16."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import h5py
@@ -71,3 +72,101 @@ def test_cupy_state(tmp_path: Path) -> None:
     back = h5gds.load(tmp_path / "c.h5")
     assert isinstance(back["a"], cupy.ndarray) and bool((back["a"] == a).all())
     assert back["b"][1] == 3
+
+
+# ---- ordering of device snapshots (the CPU does not wait for the copy) ----
+# save() returns once the snapshot copies are queued; the application's
+# stream waits for them. Work queued afterwards on that stream (a kernel
+# overwriting the tensors) must not reach the checkpoint; work queued before
+# (a long kernel writing the tensors) must.
+
+def _big_state(torch, n: int = 8, elems: int = 1 << 24) -> dict:
+    g = torch.Generator(device="cuda").manual_seed(3)
+    return {f"t{i}": torch.randn(elems, device="cuda", generator=g) for i in range(n)}
+
+
+def _check(torch, path: Path, expect: dict) -> None:
+    back = h5gds.load(path, device="cuda")
+    for k, v in expect.items():
+        assert torch.equal(back[k], v), f"{k}: the checkpoint does not hold the state save() was given"
+
+
+def test_overwrite_on_legacy_stream_right_after_save(tmp_path: Path) -> None:
+    torch = _torch()
+    state = _big_state(torch)
+    expect = {k: v.clone() for k, v in state.items()}
+    torch.cuda.synchronize()
+    h = h5gds.save(state, tmp_path / "c.h5", memory="device")
+    for v in state.values():  # kernels on the legacy default stream (torch's default), queued at once
+        v.fill_(-7.0)
+    h.wait()
+    # the path without a CPU wait was taken (one stream-ordered snapshot per tensor)
+    assert h.stream_ordered_snapshots == len(state), h.stream_ordered_snapshots
+    _check(torch, tmp_path / "c.h5", expect)
+
+
+def test_long_kernel_before_save_is_waited_for(tmp_path: Path) -> None:
+    torch = _torch()
+    state = _big_state(torch)
+    torch.cuda.synchronize()
+    torch.cuda._sleep(200_000_000)  # a long kernel (about 0.1 s) on the legacy stream, then the real values
+    for i, v in enumerate(state.values()):
+        v.fill_(float(i + 1))
+    expect = {k: torch.full_like(v, float(i + 1)) for i, (k, v) in enumerate(state.items())}
+    h = h5gds.save(state, tmp_path / "c.h5", memory="device")
+    for v in state.values():
+        v.add_(100.0)  # after save returns: must not be in the checkpoint
+    h.wait()
+    _check(torch, tmp_path / "c.h5", expect)
+
+
+def test_own_stream_ordering(tmp_path: Path) -> None:
+    torch = _torch()
+    state = _big_state(torch, n=4)
+    s = torch.cuda.Stream()  # torch's streams are non-blocking: only the stream ordering (dxpl) orders them
+    torch.cuda.synchronize()
+    with torch.cuda.stream(s):
+        torch.cuda._sleep(100_000_000)
+        for v in state.values():
+            v.mul_(2.0)
+        expect = {k: v.clone() for k, v in state.items()}  # queued on s too: the doubled values
+        h = h5gds.save(state, tmp_path / "c.h5", memory="device")
+        for v in state.values():
+            v.zero_()
+    h.wait()
+    torch.cuda.synchronize()
+    _check(torch, tmp_path / "c.h5", expect)
+
+
+def test_host_snapshots_wait_on_the_cpu(tmp_path: Path) -> None:
+    torch = _torch()
+    state = _big_state(torch, n=2, elems=1 << 20)
+    expect = {k: v.clone() for k, v in state.items()}
+    h = h5gds.save(state, tmp_path / "c.h5", memory="host")
+    for v in state.values():
+        v.fill_(3.0)
+    h.wait()
+    assert h.stream_ordered_snapshots == 0  # host snapshots are complete when save returns
+    _check(torch, tmp_path / "c.h5", expect)
+
+
+def test_sync_save_same_path(tmp_path: Path) -> None:
+    torch = _torch()
+    state = _big_state(torch, n=4)
+    expect = {k: v.clone() for k, v in state.items()}
+    h = h5gds.save(state, tmp_path / "c.h5", async_=False)
+    for v in state.values():
+        v.zero_()
+    assert h.done()
+    probe = tmp_path / "probe"
+    fd = os.open(probe, os.O_CREAT | os.O_RDWR, 0o644)
+    try:
+        os.posix_fallocate(fd, 0, 1 << 20)
+        can_reserve = True
+    except OSError:
+        can_reserve = False
+    finally:
+        os.close(fd)
+    if can_reserve:  # every leaf created before any was written: one reservation covering them all
+        assert h.reserved_bytes >= sum(v.numel() * 4 for v in expect.values())
+    _check(torch, tmp_path / "c.h5", expect)

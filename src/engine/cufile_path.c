@@ -256,7 +256,7 @@ static int zero_device(const gds_cuda_api_t *cu, CUdeviceptr dst, size_t len, gd
     return 0;
 }
 
-static int cufile_worker(gds_job_t *gjob, void *arg, gds_worker_t *worker, gds_status_t *st)
+static int cufile_worker_run(gds_job_t *gjob, void *arg, gds_worker_t *worker, gds_status_t *st)
 {
     (void)worker;
     const cufile_job_t *job = arg;
@@ -299,6 +299,16 @@ static int cufile_worker(gds_job_t *gjob, void *arg, gds_worker_t *worker, gds_s
         }
     }
     return 0;
+}
+
+/* Counted as a busy worker of the file while it works on the job. */
+static int cufile_worker(gds_job_t *gjob, void *arg, gds_worker_t *worker, gds_status_t *st)
+{
+    gds_file_t *file = ((cufile_job_t *)arg)->file;
+    gds_file_worker_enter(file);
+    int rc = cufile_worker_run(gjob, arg, worker, st);
+    gds_file_worker_leave(file);
+    return rc;
 }
 
 static void cufile_job_finish(void *state)

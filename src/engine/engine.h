@@ -135,6 +135,11 @@ typedef struct gds_engine_stats {
     uint64_t wb_peak_bytes;        /* snapshot bytes in use at most */
     uint64_t wb_arena_bytes;       /* snapshot memory held (the budget, once allocated) */
     uint64_t wb_failures;          /* background writes that failed */
+    uint64_t wb_peak_pending;      /* background writes in flight at once, at most */
+    uint64_t wb_stream_ordered;    /* snapshots the application's stream waits for (no CPU wait) */
+    uint64_t workers_busy;         /* pool workers inside this file's requests now, and at most */
+    uint64_t workers_peak;
+    uint64_t reserved_bytes;       /* file space reserved (fallocate) before O_DIRECT writes */
     uint64_t device_threads;       /* threads and block of device transfers (tuned or set) */
     uint64_t device_block;
     uint64_t tune_source;          /* gds_tune_source_t (autotune.h) */
@@ -174,9 +179,11 @@ typedef enum gds_data { GDS_DATA_DRIVER, GDS_DATA_RAW } gds_data_t;
  *           cudaMemcpy is); the default.
  *   STREAM: after the work queued so far on `stream` only.
  *   NONE:   the caller guarantees the buffer is ready (its own buffers).
+ *   EVENT:  after the CUevent `stream` (write-behind's snapshot copies: the
+ *           engine's own; not destroyed by the request).
  * The engine's copies never block the application's streams; a read's data
  * is complete on the device when the request completes. */
-typedef enum gds_order { GDS_ORDER_LEGACY = 0, GDS_ORDER_STREAM, GDS_ORDER_NONE } gds_order_t;
+typedef enum gds_order { GDS_ORDER_LEGACY = 0, GDS_ORDER_STREAM, GDS_ORDER_NONE, GDS_ORDER_EVENT } gds_order_t;
 
 /* One piece of a request: a file range and the buffer it maps to. */
 typedef struct gds_segment {
@@ -191,7 +198,7 @@ typedef struct gds_request {
     size_t nseg;
     const gds_segment_t *segs; /* copied at submission: may be freed after the call */
     gds_order_t order;
-    void *stream;              /* CUstream, with GDS_ORDER_STREAM */
+    void *stream;              /* CUstream, with GDS_ORDER_STREAM; CUevent with GDS_ORDER_EVENT */
     /* Optional: the caller already classified each segment's buffer (nseg
      * entries; with gds_classify_buffer_range when nseg > 1, so adjacent
      * pieces of one allocation can be merged). Saves asking CUDA twice. */
@@ -226,6 +233,17 @@ int gds_file_drain(gds_file_t *file, gds_status_t *st);
 /* gds_file_drain, then fsync of the file: everything written so far is
  * durable. */
 int gds_file_sync(gds_file_t *file, gds_status_t *st);
+
+/* Before a large write ending at `end`: reserves the file's space up to
+ * `upto` (the end of allocation; at least `end`) with fallocate, so that
+ * O_DIRECT writes land in allocated blocks inside the file's size. ext4
+ * serialises direct writes that extend the file or fill holes (exclusive
+ * inode lock); into reserved blocks they run side by side. Done only while
+ * no background write is in flight: fallocate waits for every direct write
+ * in progress, and only while the file system has twice the room free.
+ * Best effort (a failure only stops later tries: the write itself reports a
+ * full disk). Returns the file size it set, or 0. */
+uint64_t gds_file_reserve(gds_file_t *file, uint64_t end, uint64_t upto);
 
 /* Shorthands: one segment, legacy-stream ordering. */
 int gds_file_read(gds_file_t *file, uint64_t offset, size_t size, void *buf, gds_data_t data, gds_status_t *st);

@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <sys/statvfs.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -144,4 +145,38 @@ const char *gds_route_name(gds_route_t route)
 {
     static const char *const names[GDS_NROUTES] = {"none", "host", "staged", "cufile", "posix-bounce"};
     return (unsigned)route < GDS_NROUTES ? names[route] : "unknown";
+}
+
+uint64_t gds_file_reserve(gds_file_t *file, uint64_t end, uint64_t upto)
+{
+    if (!file->writable)
+        return 0;
+    if (upto < end)
+        upto = end;
+    /* checked before the file lock: write-behind takes its own lock first */
+    bool idle = !file->wb || gds_wb_idle(file);
+    uint64_t set = 0;
+    pthread_mutex_lock(&file->lock);
+    if (idle && !file->cannot_reserve && end > file->reserved_end) {
+        uint64_t from = file->reserved_end;
+        /* Only with room to spare: a reservation that fails half-way may keep
+         * what it allocated, and must never be what fills the disk. */
+        struct statvfs vfs;
+        bool room = fstatvfs(file->fd, &vfs) == 0 && (uint64_t)vfs.f_bavail * vfs.f_frsize / 2 >= upto - from;
+        if (!room) {
+            pthread_mutex_unlock(&file->lock);
+            return 0;
+        }
+        if (fallocate(file->fd, 0, (off_t)from, (off_t)(upto - from)) == 0) {
+            file->reserved_end = upto;
+            gds_stat_add(&file->stats.reserved_bytes, upto - from);
+            set = upto;
+        }
+        else {
+            file->cannot_reserve = true; /* unsupported, or no room: the writes themselves say so */
+            gds_file_log(file, "no space reserved ahead of large writes (fallocate: %s)", strerror(errno));
+        }
+    }
+    pthread_mutex_unlock(&file->lock);
+    return set;
 }

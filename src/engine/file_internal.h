@@ -33,6 +33,8 @@ struct gds_file {
     CUfileHandle_t cufile_handle; /* valid when device_route == CUFILE */
 
     struct gds_wb *wb;           /* write-behind, or NULL (write_behind.h) */
+    uint64_t reserved_end;       /* under lock: space reserved up to here (gds_file_reserve) */
+    bool cannot_reserve;         /* under lock: fallocate failed once; not tried again */
 
     gds_engine_stats_t stats;    /* every field updated with atomics */
 };
@@ -51,6 +53,24 @@ void gds_file_log(const gds_file_t *file, const char *fmt, ...) __attribute__((f
 static inline void gds_stat_add(uint64_t *counter, uint64_t n)
 {
     __atomic_add_fetch(counter, n, __ATOMIC_RELAXED);
+}
+
+static inline void gds_stat_max(uint64_t *counter, uint64_t value)
+{
+    uint64_t seen = __atomic_load_n(counter, __ATOMIC_RELAXED);
+    while (value > seen && !__atomic_compare_exchange_n(counter, &seen, value, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        ;
+}
+
+/* Pool workers busy with this file's requests (the concurrency statistics). */
+static inline void gds_file_worker_enter(gds_file_t *file)
+{
+    gds_stat_max(&file->stats.workers_peak, __atomic_add_fetch(&file->stats.workers_busy, 1, __ATOMIC_RELAXED));
+}
+
+static inline void gds_file_worker_leave(gds_file_t *file)
+{
+    __atomic_sub_fetch(&file->stats.workers_busy, 1, __ATOMIC_RELAXED);
 }
 void gds_file_count(gds_file_t *file, bool write, gds_route_t route, size_t size, uint64_t ns);
 

@@ -18,7 +18,7 @@ typedef struct host_job {
     gds_task_map_t tasks;
 } host_job_t;
 
-static int host_worker(gds_job_t *gjob, void *arg, gds_worker_t *worker, gds_status_t *st)
+static int host_worker_run(gds_job_t *gjob, void *arg, gds_worker_t *worker, gds_status_t *st)
 {
     (void)worker;
     const host_job_t *job = arg;
@@ -45,6 +45,16 @@ static int host_worker(gds_job_t *gjob, void *arg, gds_worker_t *worker, gds_sta
         }
     }
     return 0;
+}
+
+/* Counted as a busy worker of the file while it works on the job. */
+static int host_worker(gds_job_t *gjob, void *arg, gds_worker_t *worker, gds_status_t *st)
+{
+    gds_file_t *file = ((host_job_t *)arg)->file;
+    gds_file_worker_enter(file);
+    int rc = host_worker_run(gjob, arg, worker, st);
+    gds_file_worker_leave(file);
+    return rc;
 }
 
 /* Page-cache copies are CPU work that saturates memory bandwidth with about

@@ -264,7 +264,7 @@ static int slot_retire(const staged_job_t *job, ring_slot_t *slot, gds_status_t 
     return 0;
 }
 
-static int staged_worker(gds_job_t *gjob, void *arg, gds_worker_t *worker, gds_status_t *st)
+static int staged_worker_run(gds_job_t *gjob, void *arg, gds_worker_t *worker, gds_status_t *st)
 {
     const staged_job_t *job = arg;
     const gds_cuda_api_t *cu = job->cu;
@@ -322,6 +322,16 @@ static int staged_worker(gds_job_t *gjob, void *arg, gds_worker_t *worker, gds_s
             cu->EventSynchronize(slot->copied);
         }
     }
+    return rc;
+}
+
+/* Counted as a busy worker of the file while it works on the job. */
+static int staged_worker(gds_job_t *gjob, void *arg, gds_worker_t *worker, gds_status_t *st)
+{
+    gds_file_t *file = ((staged_job_t *)arg)->file;
+    gds_file_worker_enter(file);
+    int rc = staged_worker_run(gjob, arg, worker, st);
+    gds_file_worker_leave(file);
     return rc;
 }
 

@@ -24,7 +24,8 @@ typedef struct io_group {
     size_t first, count;     /* its segments in io->segs */
     size_t bytes;
     gds_route_t route;
-    CUevent after;           /* ordering event, destroyed at collection */
+    CUevent after;           /* ordering event */
+    bool own_after;          /* recorded here: destroyed at collection */
     gds_part_t part;         /* the pool job, once started */
     bool started;
 } io_group_t;
@@ -132,8 +133,13 @@ static gds_route_t device_route(gds_file_t *file)
 static int record_order(const gds_request_t *req, io_group_t *g, gds_status_t *st)
 {
     g->after = NULL;
+    g->own_after = false;
     if (req->order == GDS_ORDER_NONE)
         return 0;
+    if (req->order == GDS_ORDER_EVENT) { /* write-behind's copy event: its owner destroys it */
+        g->after = (CUevent)req->stream;
+        return 0;
+    }
     const gds_cuda_api_t *cu = gds_cuda_if_loaded();
     if (!cu)
         return 0;
@@ -146,6 +152,7 @@ static int record_order(const gds_request_t *req, io_group_t *g, gds_status_t *s
         cu->EventDestroy(g->after);
         g->after = NULL;
     }
+    g->own_after = g->after != NULL;
     if (g->info.context)
         gds_cuda_restore(previous);
     if (rc != CUDA_SUCCESS) {
@@ -194,7 +201,7 @@ static int collect(gds_io_t *io, int rc, gds_status_t *st)
             if (prc != 0 && !g->host)
                 gds_stat_add(&io->file->stats.device_path_failures, 1);
         }
-        if (g->after && cu)
+        if (g->after && g->own_after && cu)
             cu->EventDestroy(g->after);
     }
     if (rc == 0 && io->raw) {
@@ -370,7 +377,7 @@ int gds_submit_unordered(gds_file_t *file, const gds_request_t *req, gds_io_t **
 int gds_file_submit(gds_file_t *file, const gds_request_t *req, gds_io_t **io, gds_status_t *st)
 {
     *io = NULL;
-    if (file->wb && gds_wb_before(file, req->segs, req->nseg, st) != 0)
+    if (file->wb && gds_wb_before(file, req->data == GDS_DATA_RAW, req->segs, req->nseg, st) != 0)
         return -1;
     return submit(file, req, false, io, st);
 }
@@ -412,7 +419,7 @@ int gds_file_transfer(gds_file_t *file, const gds_request_t *req, gds_status_t *
         int taken = req->write && req->data == GDS_DATA_RAW ? gds_wb_write(file, req, st) : 0;
         if (taken != 0)
             return taken > 0 ? 0 : -1;
-        if (gds_wb_before(file, req->segs, req->nseg, st) != 0)
+        if (gds_wb_before(file, req->data == GDS_DATA_RAW, req->segs, req->nseg, st) != 0)
             return -1;
     }
     /* The common small case, one host piece: no allocation, no ticket. */

@@ -206,6 +206,10 @@ gds_job_t *gds_pool_submit(unsigned nworkers, size_t ntasks, gds_job_fn fn, void
     }
     if (nworkers == 0)
         nworkers = 1;
+    /* The pool grows to what the caller may use, not to this job's task
+     * count: many small jobs in flight at once (write-behind's drains, one
+     * job per snapshot of one or two blocks) each take a different worker. */
+    unsigned grow_to = nworkers;
     if (nworkers > ntasks)
         nworkers = ntasks ? (unsigned)ntasks : 1;
     job->fn = fn;
@@ -221,7 +225,7 @@ gds_job_t *gds_pool_submit(unsigned nworkers, size_t ntasks, gds_job_fn fn, void
     pthread_mutex_lock(&shutdown_lock);
     pthread_mutex_lock(&pool.lock);
     pthread_mutex_unlock(&shutdown_lock);
-    if (ensure_threads_locked(nworkers, st) != 0) {
+    if (ensure_threads_locked(grow_to, st) != 0) {
         pthread_mutex_unlock(&pool.lock);
         pthread_cond_destroy(&job->done);
         free(job);

@@ -17,7 +17,8 @@ typedef struct extent {
 
 typedef struct arena {
     char *base;
-    size_t size;
+    size_t size;    /* the budget: what snapshots may use */
+    size_t held;    /* the allocation (a kept arena taken again may be larger) */
     bool device;    /* device memory (else host: pinned when CUDA is loaded) */
     bool pinned;
     extent_t *free; /* sorted by offset */
@@ -153,6 +154,7 @@ typedef struct pending {
     gds_segment_t *segs; /* file ranges (buffers: inside the arena) */
     size_t nseg;
     size_t arena_off, arena_len;
+    CUevent copied;      /* the snapshot copy (stream-ordered snapshots), or NULL */
     gds_io_t *io;
     struct pending *next;
 } pending_t;
@@ -165,6 +167,7 @@ struct gds_wb {
     void *ctx;            /* the CUDA context of device snapshots */
     CUstream stream;      /* snapshot copies */
     pending_t *head, *tail;
+    size_t npending;
     size_t in_use;
     bool failed;
     gds_status_t error;   /* the first background failure */
@@ -185,7 +188,7 @@ void gds_wb_destroy(gds_wb_t *wb)
     if (!wb)
         return;
     if (wb->arena.base)
-        keep(&(kept_arena_t){wb->arena.base, wb->arena.size, wb->arena.device, wb->arena.pinned, wb->ctx});
+        keep(&(kept_arena_t){wb->arena.base, wb->arena.held, wb->arena.device, wb->arena.pinned, wb->ctx});
     const gds_cuda_api_t *cu = gds_cuda_if_loaded();
     if (cu && wb->stream) {
         CUresult rc;
@@ -208,6 +211,18 @@ static bool overlaps(const pending_t *p, const gds_segment_t *segs, size_t nseg)
     return false;
 }
 
+static void destroy_event(gds_wb_t *wb, CUevent ev)
+{
+    const gds_cuda_api_t *cu = gds_cuda_if_loaded();
+    if (!cu)
+        return;
+    CUresult rc;
+    void *previous = gds_cuda_enter(wb->ctx, &rc);
+    cu->EventSynchronize(ev); /* done already, unless the background write failed before waiting for it */
+    cu->EventDestroy(ev);
+    gds_cuda_restore(previous);
+}
+
 /* Waits for one background write, frees its snapshot, keeps a failure. */
 static void retire_locked(gds_file_t *file, gds_wb_t *wb, pending_t *p)
 {
@@ -219,8 +234,11 @@ static void retire_locked(gds_file_t *file, gds_wb_t *wb, pending_t *p)
                        p->nseg, p->nseg == 1 ? "" : "s", (unsigned long long)p->segs[0].offset, st.msg);
         gds_stat_add(&file->stats.wb_failures, 1);
     }
+    if (p->copied)
+        destroy_event(wb, p->copied); /* the background write waited for it */
     arena_release(&wb->arena, p->arena_off, p->arena_len);
     wb->in_use -= p->arena_len;
+    wb->npending--;
     pending_t **link = &wb->head, *prev = NULL;
     while (*link != p) {
         prev = *link;
@@ -246,7 +264,7 @@ static void reap_locked(gds_file_t *file, gds_wb_t *wb)
         retire_locked(file, wb, wb->head);
 }
 
-int gds_wb_before(gds_file_t *file, const gds_segment_t *segs, size_t nseg, gds_status_t *st)
+int gds_wb_before(gds_file_t *file, bool raw, const gds_segment_t *segs, size_t nseg, gds_status_t *st)
 {
     gds_wb_t *wb = file->wb;
     pthread_mutex_lock(&wb->lock);
@@ -256,9 +274,19 @@ int gds_wb_before(gds_file_t *file, const gds_segment_t *segs, size_t nseg, gds_
         if (overlaps(p, segs, nseg))
             retire_locked(file, wb, p);
     }
-    int rc = wb->failed ? sticky_error(wb, st) : 0;
+    int rc = wb->failed && raw ? sticky_error(wb, st) : 0;
     pthread_mutex_unlock(&wb->lock);
     return rc;
+}
+
+bool gds_wb_idle(gds_file_t *file)
+{
+    gds_wb_t *wb = file->wb;
+    pthread_mutex_lock(&wb->lock);
+    reap_locked(file, wb);
+    bool idle = wb->head == NULL;
+    pthread_mutex_unlock(&wb->lock);
+    return idle;
 }
 
 int gds_wb_drain(gds_file_t *file, gds_status_t *st)
@@ -295,18 +323,23 @@ static void make_arena_locked(gds_file_t *file, gds_wb_t *wb, const gds_buffer_i
         kept_arena_t k;
         if (want_device && take_kept(true, size, ctx, &k)) {
             wb->arena.base = k.base;
+            wb->arena.held = k.size;
             wb->arena.device = true;
         }
         else if (want_device && cu->MemAlloc(&d, size) == CUDA_SUCCESS) {
             wb->arena.base = (char *)(uintptr_t)d;
+            wb->arena.held = size;
             wb->arena.device = true;
         }
         else if (take_kept(false, size, ctx, &k) && (k.pinned || (free_memory(&k), false))) {
             wb->arena.base = k.base; /* (a kept plain-host arena is freed: a CUDA process wants pinned) */
+            wb->arena.held = k.size;
             wb->arena.pinned = true;
         }
-        else if (cu->MemHostAlloc((void **)&wb->arena.base, size, CU_MEMHOSTALLOC_PORTABLE) == CUDA_SUCCESS)
+        else if (cu->MemHostAlloc((void **)&wb->arena.base, size, CU_MEMHOSTALLOC_PORTABLE) == CUDA_SUCCESS) {
+            wb->arena.held = size;
             wb->arena.pinned = true;
+        }
         else
             wb->arena.base = NULL;
     }
@@ -314,10 +347,13 @@ static void make_arena_locked(gds_file_t *file, gds_wb_t *wb, const gds_buffer_i
         gds_cuda_restore(previous); /* the application's thread: its context back */
     if (!wb->arena.base && gds_memory_is_host(first->kind)) {
         kept_arena_t k;
-        if (take_kept(false, size, NULL, &k) && !k.pinned)
-            wb->arena.base = k.base;
-        else
-            wb->arena.base = malloc(size); /* no CUDA in the process: plain host memory */
+        if (take_kept(false, size, NULL, &k)) {
+            wb->arena.base = k.base; /* pinned memory is host memory too */
+            wb->arena.held = k.size;
+            wb->arena.pinned = k.pinned;
+        }
+        else if ((wb->arena.base = malloc(size))) /* no CUDA in the process: plain host memory */
+            wb->arena.held = size;
     }
     if (!wb->arena.base) {
         gds_file_log(file, "write-behind: no %zu-byte snapshot memory could be allocated; writing through", size);
@@ -326,7 +362,7 @@ static void make_arena_locked(gds_file_t *file, gds_wb_t *wb, const gds_buffer_i
     wb->arena.size = size;
     wb->arena.free = malloc(16 * sizeof *wb->arena.free);
     if (!wb->arena.free) {
-        keep(&(kept_arena_t){wb->arena.base, size, wb->arena.device, wb->arena.pinned, wb->ctx});
+        keep(&(kept_arena_t){wb->arena.base, wb->arena.held, wb->arena.device, wb->arena.pinned, wb->ctx});
         memset(&wb->arena, 0, sizeof wb->arena);
         gds_file_log(file, "write-behind: out of memory for the snapshot bookkeeping; writing through");
         return;
@@ -334,16 +370,21 @@ static void make_arena_locked(gds_file_t *file, gds_wb_t *wb, const gds_buffer_i
     wb->arena.cap = 16;
     wb->arena.free[0] = (extent_t){0, size};
     wb->arena.nfree = 1;
-    gds_stat_add(&file->stats.wb_arena_bytes, size);
-    gds_file_log(file, "write-behind: %zu bytes of %s snapshot memory", size,
-                 wb->arena.device ? "device" : wb->arena.pinned ? "pinned host" : "host");
+    gds_stat_add(&file->stats.wb_arena_bytes, wb->arena.held);
+    gds_file_log(file, "write-behind: %zu bytes of %s snapshot memory (%zu held)", size,
+                 wb->arena.device ? "device" : wb->arena.pinned ? "pinned host" : "host", wb->arena.held);
 }
 
 /* Copies the request's buffers into the arena at `dst`, ordered against
- * the application's stream as the request says; done when it returns. */
+ * the application's stream as the request says. Device data into the
+ * device arena with a stream to order against: the copy is only queued,
+ * the application's stream waits for it, and `*copied` is the event
+ * recorded after it (the background write waits for it). Otherwise the
+ * copy is complete when it returns (`*copied` NULL). */
 static int snapshot_locked(gds_wb_t *wb, const gds_request_t *req, const gds_buffer_info_t *info, char *dst,
-                           gds_status_t *st)
+                           CUevent *copied, gds_status_t *st)
 {
+    *copied = NULL;
     bool any_device = false;
     for (size_t i = 0; i < req->nseg; i++)
         any_device |= !gds_memory_is_host(info[i].kind);
@@ -355,29 +396,63 @@ static int snapshot_locked(gds_wb_t *wb, const gds_request_t *req, const gds_buf
     const gds_cuda_api_t *cu = gds_cuda_if_loaded();
     CUresult rc;
     void *previous = gds_cuda_enter(wb->ctx, &rc); /* the application's thread: put back below */
-    CUevent after = NULL;
-    if (rc == CUDA_SUCCESS && req->order != GDS_ORDER_NONE) {
+    bool ordered = req->order == GDS_ORDER_LEGACY || req->order == GDS_ORDER_STREAM;
+    CUstream app = req->order == GDS_ORDER_STREAM ? (CUstream)req->stream : NULL; /* NULL: the legacy stream */
+    /* Without the CPU: only device data into device memory (the arena is
+     * device memory only for device data), and only with a stream that
+     * later work is ordered on. */
+    bool gpu_ordered = ordered && wb->arena.device;
+    CUevent after = NULL, done = NULL;
+    if (rc == CUDA_SUCCESS && ordered) {
         rc = cu->EventCreate(&after, CU_EVENT_DISABLE_TIMING);
         if (rc == CUDA_SUCCESS)
-            rc = cu->EventRecord(after, req->order == GDS_ORDER_STREAM ? (CUstream)req->stream : NULL);
+            rc = cu->EventRecord(after, app);
         if (rc == CUDA_SUCCESS)
             rc = cu->StreamWaitEvent(wb->stream, after, 0);
     }
     for (size_t i = 0, at = 0; rc == CUDA_SUCCESS && i < req->nseg; at += req->segs[i].size, i++)
         rc = cu->MemcpyAsync((CUdeviceptr)(uintptr_t)(dst + at), (CUdeviceptr)(uintptr_t)req->segs[i].buf,
                              req->segs[i].size, wb->stream);
-    if (rc == CUDA_SUCCESS)
+    if (rc == CUDA_SUCCESS && gpu_ordered) {
+        /* The application's later work on its stream comes after the copy;
+         * this thread does not wait. */
+        rc = cu->EventCreate(&done, CU_EVENT_DISABLE_TIMING);
+        if (rc == CUDA_SUCCESS)
+            rc = cu->EventRecord(done, wb->stream);
+        if (rc == CUDA_SUCCESS)
+            rc = cu->StreamWaitEvent(app, done, 0);
+    }
+    else if (rc == CUDA_SUCCESS)
         rc = cu->StreamSynchronize(wb->stream);
-    else
+    if (rc != CUDA_SUCCESS) {
         cu->StreamSynchronize(wb->stream); /* no copy may still run into memory we give back */
+        if (done)
+            cu->EventDestroy(done);
+        done = NULL;
+    }
     if (after)
-        cu->EventDestroy(after);
+        cu->EventDestroy(after); /* released once the work waiting on it has run */
     gds_cuda_restore(previous);
     if (rc != CUDA_SUCCESS) {
         gds_status_set(st, 0, "write-behind snapshot copy failed: %s", gds_cuda_error_text(rc));
         return -1;
     }
+    *copied = done;
     return 0;
+}
+
+/* A snapshot that will not be written: no copy may still run into its
+ * memory when it is given back. */
+static void abandon_copy(gds_wb_t *wb, CUevent copied)
+{
+    const gds_cuda_api_t *cu = gds_cuda_if_loaded();
+    if (!copied || !cu)
+        return;
+    CUresult rc;
+    void *previous = gds_cuda_enter(wb->ctx, &rc);
+    cu->EventSynchronize(copied);
+    cu->EventDestroy(copied);
+    gds_cuda_restore(previous);
 }
 
 int gds_wb_write(gds_file_t *file, const gds_request_t *req, gds_status_t *st)
@@ -447,7 +522,8 @@ int gds_wb_write(gds_file_t *file, const gds_request_t *req, gds_status_t *st)
     }
     p->arena_len = need;
     char *dst = wb->arena.base + p->arena_off;
-    if (snapshot_locked(wb, req, info, dst, st) != 0) {
+    CUevent copied = NULL;
+    if (snapshot_locked(wb, req, info, dst, &copied, st) != 0) {
         arena_release(&wb->arena, p->arena_off, need);
         rc = -1;
         goto out;
@@ -458,19 +534,24 @@ int gds_wb_write(gds_file_t *file, const gds_request_t *req, gds_status_t *st)
                               wb->arena.device ? wb->ctx : NULL, -1, 0};
     gds_buffer_info_t *snap_info = malloc(req->nseg * sizeof *snap_info);
     if (!snap_info) {
+        abandon_copy(wb, copied);
         arena_release(&wb->arena, p->arena_off, need);
         goto out; /* written through */
     }
     for (size_t i = 0; i < req->nseg; i++)
         snap_info[i] = snap;
     gds_request_t bg = {.write = true, .data = GDS_DATA_RAW, .nseg = req->nseg, .segs = segs,
-                        .order = GDS_ORDER_NONE, .known = snap_info};
+                        .order = copied ? GDS_ORDER_EVENT : GDS_ORDER_NONE, .stream = copied, .known = snap_info};
     rc = gds_submit_unordered(file, &bg, &p->io, st);
     free(snap_info);
     if (rc != 0) {
+        abandon_copy(wb, copied);
         arena_release(&wb->arena, p->arena_off, need);
         goto out;
     }
+    p->copied = copied;
+    if (copied)
+        gds_stat_add(&file->stats.wb_stream_ordered, 1);
     p->segs = segs;
     p->nseg = req->nseg;
     segs = NULL;
@@ -480,6 +561,8 @@ int gds_wb_write(gds_file_t *file, const gds_request_t *req, gds_status_t *st)
         wb->head = p;
     wb->tail = p;
     p = NULL;
+    wb->npending++;
+    gds_stat_max(&file->stats.wb_peak_pending, wb->npending);
     wb->in_use += need;
     gds_stat_add(&file->stats.wb_snapshots, 1);
     gds_stat_add(&file->stats.wb_bytes, total);

@@ -12,12 +12,29 @@
  * writer waits for the oldest background write (back-pressure, counted in
  * the statistics). A request larger than the budget is written through.
  *
+ * Device snapshots of a request ordered against a stream (LEGACY or
+ * STREAM) do not make the CPU wait for the copy: the copy is queued after
+ * the application's work on that stream, an event is recorded after it,
+ * and the application's stream waits for that event. The write returns at
+ * once; GPU work queued afterwards on that stream (or on streams that
+ * synchronise with it: blocking streams for LEGACY) runs after the copy, so
+ * it may overwrite the buffer; cudaFree (synchronous) may free it. NOT
+ * ordered: work on streams that do not synchronise with the ordering
+ * stream (non-blocking streams, another thread's per-thread default
+ * stream) and CPU writes through mapped or managed memory, until the
+ * application synchronises with the ordering stream. The background write
+ * waits for the event on the GPU (staged) or on its worker thread
+ * (cuFile), so reads and drains still see the bytes. Ordering NONE, host
+ * sources, and snapshots into host memory are complete when the call
+ * returns.
+ *
  * Order and coherence: every other request of the file (reads, writes that
  * are not taken, metadata) first waits for the background writes that
  * overlap it; a new snapshot that overlaps a pending one waits for it too,
  * so writes land in the order they were made and reads see every earlier
- * write. A background failure is kept: it fails every later request of the
- * file and every drain, so the file is never reported durable after it.
+ * write. A background failure is kept: it fails every later raw-data
+ * request of the file and every drain, so the file is never reported
+ * durable after it.
  */
 #ifndef H5GDS_WRITE_BEHIND_H
 #define H5GDS_WRITE_BEHIND_H
@@ -38,8 +55,13 @@ void gds_wb_release_kept(void);
  * writes it synchronously, after gds_wb_before), or failed (-1). */
 int gds_wb_write(gds_file_t *file, const gds_request_t *req, gds_status_t *st);
 /* Before any other request: waits for the overlapping background writes;
- * -1 when a background write has failed. */
-int gds_wb_before(gds_file_t *file, const gds_segment_t *segs, size_t nseg, gds_status_t *st);
+ * -1 when a background write has failed and the request is raw data (its
+ * bytes may be the ones lost). The file's own metadata still goes out after
+ * a failure, as with sec2 after a failed raw write: the file stays openable;
+ * the failure is reported by the next raw request, drain, flush and close. */
+int gds_wb_before(gds_file_t *file, bool raw, const gds_segment_t *segs, size_t nseg, gds_status_t *st);
+/* Whether no background write is in flight (finished ones are retired). */
+bool gds_wb_idle(gds_file_t *file);
 /* Waits for every background write; -1 with the first failure (kept). */
 int gds_wb_drain(gds_file_t *file, gds_status_t *st);
 

@@ -164,6 +164,10 @@ void gds_stats_to_public(const gds_engine_stats_t *in, H5FD_gds_stats_t *out)
     out->wb_peak_bytes = in->wb_peak_bytes;
     out->wb_memory_bytes = in->wb_arena_bytes;
     out->wb_failures = in->wb_failures;
+    out->wb_peak_pending = in->wb_peak_pending;
+    out->wb_stream_ordered = in->wb_stream_ordered;
+    out->workers_peak = in->workers_peak;
+    out->reserved_bytes = in->reserved_bytes;
 }
 
 const char *H5FD_gds_route_name(H5FD_gds_route_t route)

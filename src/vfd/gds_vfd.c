@@ -586,6 +586,21 @@ static bool may_defer(gds_vfd_file_t *file, haddr_t addr, size_t size)
 #endif
 }
 
+/* Large raw writes: the file's space up to the end of allocation is
+ * reserved first (gds_file_reserve), so that the engine's direct writes of
+ * this and of the following datasets run side by side. Creating every
+ * dataset before writing any (h5gds.save does) makes that one call. */
+#define GDS_RESERVE_MIN ((size_t)1 << 20)
+
+static void reserve_ahead(gds_vfd_file_t *file, size_t size, haddr_t end)
+{
+    if (size < GDS_RESERVE_MIN || end <= file->eof)
+        return;
+    uint64_t set = gds_file_reserve(file->engine, end, file->eoa);
+    if (set > file->eof)
+        file->eof = set;
+}
+
 static herr_t gds_write(H5FD_t *_file, H5FD_mem_t type, hid_t dxpl, haddr_t addr, size_t size, const void *buf)
 {
     gds_vfd_file_t *file = (gds_vfd_file_t *)_file;
@@ -615,6 +630,8 @@ static herr_t gds_write(H5FD_t *_file, H5FD_mem_t type, hid_t dxpl, haddr_t addr
         if (!raw)
             (void)gds_sieve_flush(&file->sieve, file->engine, &st);
         rc = gds_sieve_before_other(&file->sieve, file->engine, addr, size, true, &st);
+        if (rc == 0 && raw)
+            reserve_ahead(file, size, addr + size);
         if (rc == 0)
             rc = engine_transfer(file, true, dxpl, addr, size, (void *)buf, raw, &info, &st);
     }
@@ -813,6 +830,15 @@ static herr_t gds_io_vector(gds_vfd_file_t *file, bool write, hid_t dxpl, uint32
             break;
         }
         segs[nseg++] = (gds_segment_t){addrs[i], size, bufs[i]};
+    }
+    if (ret == 0 && nseg && write) {
+        haddr_t end = 0;
+        size_t total = 0;
+        for (size_t k = 0; k < nseg; k++) {
+            end = segs[k].offset + segs[k].size > end ? segs[k].offset + segs[k].size : end;
+            total += segs[k].size;
+        }
+        reserve_ahead(file, total, end);
     }
     if (ret == 0 && nseg) {
         gds_request_t req = {.write = write, .data = GDS_DATA_RAW, .nseg = nseg, .segs = segs, .known = info};

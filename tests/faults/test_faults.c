@@ -449,9 +449,21 @@ static int case_malformed(void)
  * `filler` is written until the file system is full, so that only what the
  * driver still holds meets the full disk (at H5Fclose). Reports what
  * succeeded: "written=<pieces>", "closed=<0|1>". */
+static void fill_disk(const char *filler)
+{
+    int fd = open(filler, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    char block[4096];
+    memset(block, 1, sizeof block);
+    while (fd >= 0 && write(fd, block, sizeof block) > 0)
+        ;
+    if (fd >= 0)
+        close(fd);
+}
+
 static int role_write(const char *driver, const char *path, long piece, long pieces, const char *filler)
 {
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    if (!getenv("H5GDS_FAULTS_SHOW")) /* set it to see the error stacks when debugging a case */
+        H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     signal(SIGXFSZ, SIG_IGN);
     const char *limit = getenv("H5GDS_FAULTS_FSIZE");
     if (limit) {
@@ -469,6 +481,13 @@ static int role_write(const char *driver, const char *path, long piece, long pie
     hid_t space = H5Screate_simple(1, &n, NULL), mem = H5Screate_simple(1, &count, NULL);
     hid_t d = H5Dcreate2(f, "x", H5T_NATIVE_INT64, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     int64_t *buf = malloc((size_t)piece * sizeof *buf);
+    /* H5GDS_FAULTS_FILL_FIRST: the disk is full while the data is written
+     * and has room again at close (the metadata fits): only the write
+     * calls themselves, or the driver's memory of a failure, can say that
+     * data is missing. */
+    bool fill_first = filler && getenv("H5GDS_FAULTS_FILL_FIRST");
+    if (fill_first)
+        fill_disk(filler);
     long written = 0;
     for (long p = 0; d >= 0 && p < pieces; p++) {
         for (long i = 0; i < piece; i++)
@@ -481,15 +500,10 @@ static int role_write(const char *driver, const char *path, long piece, long pie
     }
     printf("written=%ld\n", written);
     fflush(stdout);
-    if (filler) {
-        int fd = open(filler, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        char block[4096];
-        memset(block, 1, sizeof block);
-        while (fd >= 0 && write(fd, block, sizeof block) > 0)
-            ;
-        if (fd >= 0)
-            close(fd);
-    }
+    if (fill_first)
+        unlink(filler);
+    else if (filler)
+        fill_disk(filler);
     herr_t rc = 0;
     if (d >= 0 && H5Dclose(d) < 0)
         rc = -1;
@@ -498,6 +512,7 @@ static int role_write(const char *driver, const char *path, long piece, long pie
     if (H5Fclose(f) < 0)
         rc = -1;
     printf("closed=%d\n", rc >= 0);
+    fflush(stdout); /* before HDF5's exit handler (HDF5 1.10 may crash there after a failed close) */
     free(buf);
     H5Pclose(fapl);
     return 0;
@@ -562,7 +577,8 @@ static write_report_t write_and_check(const char *driver, const char *dir, long 
     w.written = read_long_file(out, "written");
     w.closed = read_long_file(out, "closed");
     unlink(fill);
-    if (w.child.outcome == OUT_OK)
+    /* a crash after H5Fclose returned (closed= printed): the file is final */
+    if (w.child.outcome == OUT_OK || (w.child.outcome == OUT_CRASH && w.closed >= 0))
         w.intact = intact_pieces(path, piece, w.written);
     return w;
 }
@@ -570,8 +586,28 @@ static write_report_t write_and_check(const char *driver, const char *dir, long 
 /* gds no worse than sec2: no crash or hang; its file opens if sec2's does;
  * and whatever a driver reported written (every call succeeded, close
  * included) reads back. */
-static void compare_writes(const char *label, const write_report_t *s, const write_report_t *g)
+/* HDF5 1.10 crashes at exit after an H5Fclose that failed inside the file's
+ * destruction (the file id is left dangling; fixed in 1.14). Write-behind's
+ * background failure makes that close fail, as it must: there a crash after
+ * closed=0 is HDF5's, the failure having been reported. */
+static bool exit_crash_of_hdf5_110(const write_report_t *w)
 {
+#if H5_VERSION_GE(1, 14, 0)
+    (void)w;
+    return false;
+#else
+    return w->child.outcome == OUT_CRASH && w->closed == 0;
+#endif
+}
+
+static void compare_writes(const char *label, const write_report_t *s, const write_report_t *g_in, bool wb)
+{
+    write_report_t g_ok = *g_in;
+    if (wb && exit_crash_of_hdf5_110(g_in)) {
+        printf("%s: gds crashed at exit after its failed H5Fclose (HDF5 1.10's dangling file id)\n", label);
+        g_ok.child.outcome = OUT_OK;
+    }
+    const write_report_t *g = &g_ok;
     printf("%s: sec2 %s written %ld closed %ld intact %ld | gds %s written %ld closed %ld intact %ld\n", label,
            outcome_names[s->child.outcome], s->written, s->closed, s->intact, outcome_names[g->child.outcome],
            g->written, g->closed, g->intact);
@@ -609,6 +645,14 @@ static int role_disk_full(const char *dir)
     /* "no fallocate": as on a file system where the driver cannot reserve
      * room for the bytes it defers, so that they meet the full disk at close. */
     static const char *const no_fallocate[] = {"H5GDS_TEST_NO_FALLOCATE=1", NULL};
+    /* Write-behind: the writes return after a snapshot and meet the full
+     * disk in the background; the failure must reach a later write or the
+     * close (never closed=1 with pieces missing). 128 KiB writes are not
+     * reserved ahead (below the driver's 1 MiB); 1 MiB writes are, and the
+     * reservation itself finds the disk full. */
+    static const char *const write_behind[] = {"H5GDS_CONFIG=write_behind=4MiB", NULL};
+    static const char *const write_behind_fill_first[] = {"H5GDS_CONFIG=write_behind=4MiB",
+                                                          "H5GDS_FAULTS_FILL_FIRST=1", NULL};
     static const struct {
         const char *label;
         long piece;
@@ -620,14 +664,23 @@ static int role_disk_full(const char *dir)
                  {"disk-full 8KiB writes, disk filled before close", 256, true, NULL},
                  {"disk-full 8KiB writes, no fallocate", 1024, false, no_fallocate},
                  {"disk-full 256B writes, disk filled before close, no fallocate", 32, true, no_fallocate},
-                 {"disk-full 8KiB writes, disk filled before close, no fallocate", 256, true, no_fallocate}};
+                 {"disk-full 8KiB writes, disk filled before close, no fallocate", 256, true, no_fallocate},
+                 {"disk-full 128KiB writes, write-behind", 16384, false, write_behind},
+                 {"disk-full 1MiB writes, write-behind", 131072, false, write_behind},
+                 {"disk-full 8KiB writes, disk filled before close, write-behind", 1024, true, write_behind},
+                 {"disk-full 128KiB writes, disk full while writing, room at close, write-behind", 16384, true,
+                  write_behind_fill_first}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         write_report_t s = write_and_check("sec2", dir, cases[c].piece, cases[c].filler, cases[c].env, fresh_tmpfs);
         write_report_t g = write_and_check("gds", dir, cases[c].piece, cases[c].filler, cases[c].env, fresh_tmpfs);
-        compare_writes(cases[c].label, &s, &g);
+        bool wb = cases[c].env == write_behind || cases[c].env == write_behind_fill_first;
+        compare_writes(cases[c].label, &s, &g, wb);
         if (cases[c].filler)
             CHECK_MSG(g.closed == 0 || g.intact == g.written, "%s: gds's deferred bytes were lost silently",
                       cases[c].label);
+        if (cases[c].env == write_behind_fill_first) /* the background ENOSPC itself must have been reported */
+            CHECK_MSG(g.written > 0 && g.closed == 0, "%s: gds: %ld writes returned, closed %ld", cases[c].label,
+                      g.written, g.closed);
     }
     umount2(dir, MNT_DETACH);
     return test_finish("disk-full");
@@ -667,7 +720,7 @@ static int case_fsize(void)
         const char *env[] = {env_s, NULL};
         write_report_t s = write_and_check("sec2", dir, cases[c].piece, false, env, NULL);
         write_report_t g = write_and_check("gds", dir, cases[c].piece, false, env, NULL);
-        compare_writes(label, &s, &g);
+        compare_writes(label, &s, &g, false);
     }
     return 0;
 }

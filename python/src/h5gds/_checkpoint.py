@@ -34,7 +34,7 @@ from h5py._objects import phil
 
 from . import _arrays
 from ._io import _dxpl, gds_dcpl
-from ._lib import errbuf, hdf5, hdf5_error_text, native
+from ._lib import errbuf, hdf5_error_text, native
 
 __all__ = ["CheckpointHandle", "save", "load"]
 
@@ -90,6 +90,16 @@ def _leaves(state: Any, path: str) -> Iterator[tuple[str, Any]]:
             yield from _leaves(v, f"{path}/{i}")
 
 
+_TYPES: dict[Any, Any] = {}  # HDF5 file type per dtype, made once
+
+
+def _file_type(key: Any, make: Any) -> Any:
+    t = _TYPES.get(key)
+    if t is None:
+        t = _TYPES[key] = make()
+    return t
+
+
 def _array_info(obj: Any) -> tuple[str, str, tuple[int, ...], Any, int]:
     """(array kind, dtype name, shape, HDF5 type, bytes) of a leaf."""
     mod = type(obj).__module__.split(".")[0]
@@ -97,14 +107,14 @@ def _array_info(obj: Any) -> tuple[str, str, tuple[int, ...], Any, int]:
         import torch
         name = str(obj.dtype).replace("torch.", "")
         if obj.dtype == torch.bfloat16:
-            return "torch", name, tuple(obj.shape), _bf16_type(), obj.numel() * 2
+            return "torch", name, tuple(obj.shape), _file_type("bf16", _bf16_type), obj.numel() * 2
         dt = _arrays.numpy_dtype_of_torch(obj)
-        return "torch", name, tuple(obj.shape), h5t.py_create(dt), obj.numel() * dt.itemsize
+        return "torch", name, tuple(obj.shape), _file_type(dt, lambda: h5t.py_create(dt)), obj.numel() * dt.itemsize
     kind = "numpy" if isinstance(obj, np.ndarray) else "cupy"
     dt = np.dtype(obj.dtype)
     if dt.kind not in "biufc":
         raise TypeError(f"arrays of dtype {dt} cannot be checkpointed (numeric types only)")
-    return kind, dt.name, tuple(obj.shape), h5t.py_create(dt), int(np.prod(obj.shape, dtype=np.int64)) * dt.itemsize
+    return kind, dt.name, tuple(obj.shape), _file_type(dt, lambda: h5t.py_create(dt)), int(obj.size) * dt.itemsize
 
 
 def _raw_view(obj: Any) -> Any:
@@ -129,6 +139,13 @@ class CheckpointHandle:
         self.durable_s: float | None = None
         self.peak_snapshot_bytes = 0
         self.snapshot_memory_bytes = 0
+        # how the drain went: background writes in flight and pool workers
+        # busy at once (at most), snapshots the application's stream waited
+        # for (no CPU wait), file space reserved ahead
+        self.peak_background_writes = 0
+        self.peak_busy_workers = 0
+        self.stream_ordered_snapshots = 0
+        self.reserved_bytes = 0
         self._error: BaseException | None = None
         self._done = threading.Event()
         self._thread: threading.Thread | None = None
@@ -159,11 +176,15 @@ def _finish(handle: CheckpointHandle, f: h5py.File, tmp: str, path: str, t0: flo
         err = errbuf()
         if native.h5gds_py_sync(engine, err, len(err)) != 0:  # no GIL, no h5py lock
             raise OSError(f"checkpoint {path!r}: writing the data failed: {err.value.decode(errors='replace')}")
-        stats = (ctypes.c_uint64 * 6)()
+        stats = (ctypes.c_uint64 * 10)()
         with phil:
             if native.h5gds_py_wb_stats(f.id.id, stats) == 0:
                 handle.peak_snapshot_bytes = int(stats[3])
                 handle.snapshot_memory_bytes = int(stats[4])
+                handle.peak_background_writes = int(stats[6])
+                handle.peak_busy_workers = int(stats[7])
+                handle.stream_ordered_snapshots = int(stats[8])
+                handle.reserved_bytes = int(stats[9])
         f.close()  # HDF5's metadata; the driver fsyncs at the flush
         os.replace(tmp, path)
         dfd = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY)
@@ -195,7 +216,9 @@ def save(state: Any, path: str | os.PathLike[str], *, async_: bool = True, memor
     memory for device arrays when it can be had, "host" = pinned host
     memory; ``budget``: its size, by default the state's size); the file
     becomes durable, and appears at ``path``, in the background. Without
-    ``async_`` it returns once the checkpoint is durable. Other keywords are
+    ``async_`` it returns once the checkpoint is durable; it takes the same
+    path with a snapshot pool of at most 1 GiB (unless ``budget`` is given),
+    so that many leaves are written side by side. Other keywords are
     driver options (``threads=``, ...)."""
     path = os.fspath(path)
     t0 = time.perf_counter()
@@ -204,36 +227,18 @@ def save(state: Any, path: str | os.PathLike[str], *, async_: bool = True, memor
     total = sum(i[4] for i in infos)
     if budget is None:
         budget = max(total + 256 * len(infos), 1 << 20)
+        if not async_:
+            # Synchronous saves take the same path (snapshots written side by
+            # side, many leaves in flight); a bounded pool is enough for that.
+            budget = min(budget, _SYNC_BUDGET)
     tmp = f"{path}.h5gds-tmp-{os.getpid()}-{threading.get_ident()}"
     opts: dict[str, Any] = dict(options)
-    if async_:
-        opts.update(write_behind=int(budget), write_behind_memory=memory)
+    opts.update(write_behind=int(budget), write_behind_memory=memory)
     f = h5py.File(tmp, "w", driver="gds", **opts)
     handle = CheckpointHandle(path)
     try:
         _write_structure(f, state)
-        arrays: dict[str, list[str]] = {}
-        dxpls: dict[int | None, Any] = {}  # one transfer list per stream
-        dcpl = gds_dcpl()
-        for (name, arr), (kind, dtype_name, shape, ftype, nbytes) in zip(leaves, infos):
-            dset_path = name or "/__root__"
-            arrays[dset_path] = [kind, dtype_name]
-            parent, _, leaf = dset_path.rpartition("/")
-            grp = f.require_group(parent) if parent else f
-            with phil:
-                space = h5py.h5s.create_simple(shape) if shape else h5py.h5s.create(h5py.h5s.SCALAR)
-                dsid = h5py.h5d.create(grp.id, leaf.encode(), ftype, space, dcpl=dcpl)
-                if nbytes:
-                    v = _raw_view(arr)
-                    if v.stream not in dxpls:
-                        dxpls[v.stream] = _dxpl(v)
-                    # Contiguous, allocated, no fill, memory type = file type,
-                    # a gds file: HDF5 hands the buffer to the driver as it is
-                    # (no need for H5Dwrite_gds's checks).
-                    rc = hdf5.H5Dwrite(dsid.id, ftype.id, _H5S_ALL, _H5S_ALL, dxpls[v.stream].id, v.ptr)
-                    if rc < 0:
-                        raise OSError(f"checkpoint {path!r}: writing {name or '/'} failed ({hdf5_error_text()})")
-        f.attrs["h5gds_arrays"] = json.dumps(arrays)
+        _write_leaves(f, path, leaves, infos)
     except BaseException:
         try:
             f.close()
@@ -253,6 +258,51 @@ def save(state: Any, path: str | os.PathLike[str], *, async_: bool = True, memor
         handle.wait()
         handle.stall_s = handle.durable_s or 0.0  # the caller waited until durable
     return handle
+
+
+_SYNC_BUDGET = 1 << 30
+
+
+def _write_leaves(f: h5py.File, path: str, leaves: list[tuple[str, Any]], infos: list[Any]) -> None:
+    """Every array as a dataset, in one native call (h5gds_py_save_leaves):
+    all created first, then all written, no Python per HDF5 call."""
+    n = len(leaves)
+    names = (ctypes.c_char_p * max(n, 1))()
+    types = (ctypes.c_int64 * max(n, 1))()
+    ranks = (ctypes.c_int32 * max(n, 1))()
+    addrs = (ctypes.c_uint64 * max(n, 1))()
+    sizes = (ctypes.c_uint64 * max(n, 1))()
+    dxpl_ids = (ctypes.c_int64 * max(n, 1))()
+    dims: list[int] = []
+    arrays: dict[str, list[str]] = {}
+    keep = []  # views (contiguous copies among them) live until written
+    dxpls: dict[int | None, Any] = {}  # one transfer list per stream
+    for i, ((name, arr), (kind, dtype_name, shape, ftype, nbytes)) in enumerate(zip(leaves, infos)):
+        dset_path = name or "/__root__"
+        arrays[dset_path] = [kind, dtype_name]
+        names[i] = dset_path.encode()
+        types[i] = ftype.id
+        ranks[i] = len(shape)
+        dims.extend(shape)
+        sizes[i] = nbytes
+        if nbytes:
+            v = _raw_view(arr)
+            keep.append(v)
+            addrs[i] = v.ptr
+            dxpl = dxpls.get(v.stream)
+            if dxpl is None:
+                dxpl = dxpls[v.stream] = _dxpl(v)
+            dxpl_ids[i] = dxpl.id
+    dim_arr = (ctypes.c_uint64 * max(len(dims), 1))(*dims)
+    err = errbuf()
+    dcpl = gds_dcpl()
+    with phil:  # HDF5 is not thread-safe; the GIL is released for the call
+        rc = native.h5gds_py_save_leaves(f.id.id, n, names, types, ranks, dim_arr, addrs, sizes, dxpl_ids, dcpl.id,
+                                         err, len(err))
+    if rc != 0:
+        raise OSError(f"checkpoint {path!r}: {err.value.decode(errors='replace')}")
+    del keep
+    f.attrs["h5gds_arrays"] = json.dumps(arrays)
 
 
 def _write_structure(f: h5py.File, state: Any, where: str = "/") -> None:

@@ -420,7 +420,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--every", type=int, default=120, help="train-loop: a checkpoint every this many steps")
     p.add_argument("--step-matmuls", type=int, default=20, help="train-loop: 8192^2 fp16 products per step")
     p.add_argument("--verify", action="store_true", help="checkpoint: load the h5gds checkpoint back and compare")
-    p.add_argument("--states", default="fp16,bf16", help="checkpoint: which states (fp16, bf16)")
+    p.add_argument("--states", default="fp16,bf16",
+                   help="checkpoint: which states (fp16, bf16: 3.13 GiB; 16g: 16.1 GiB fp16, where memory allows)")
     p.add_argument("--loop-repeat", type=int, default=3, help="train-loop: repeats")
     args = p.parse_args(argv)
     parts = args.parts.split(",")

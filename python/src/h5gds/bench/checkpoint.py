@@ -5,7 +5,9 @@ is durable, saving a PyTorch state, beside the floors and the peers.
 
 checkpoint: the state of the round-2 anchors (96 x 4096x4096 fp16, 32 x 1M
    fp32, 64 x 4096 fp32 = 3.13 GiB; and the same with bf16 in place of
-   fp16), methods in one run, interleaved by repeat:
+   fp16; `--states 16g`: 512 layers, 16.1 GiB, where memory allows: a
+   method that runs out of memory gets a row with NaN and the reason in
+   `note`), methods in one run, interleaved by repeat:
      floor-d2h       copy of every tensor into preallocated pinned host memory
      floor-d2d       clone of every tensor on the device
      h5gds-async     h5gds.save(async_=True): stall = until save returns (the
@@ -20,7 +22,9 @@ checkpoint: the state of the round-2 anchors (96 x 4096x4096 fp16, 32 x 1M
      dcp.async_save  its async_save: stall = until the call returns (it stages
                      to host memory inside the call), durable = its future
    Columns: bench,method,state,memory,bytes,repeat,stall_s,durable_s,
-   peak_host_bytes,peak_device_bytes (host: growth of the resident set, sampled
+   peak_host_bytes,peak_device_bytes,note (h5gds rows: background writes
+   in flight and workers busy at most, stream-ordered snapshots, bytes
+   reserved; host: growth of the resident set, sampled
    every 5 ms; device: torch's peak allocation above the state, or the
    snapshot memory h5gds reports).
 train-loop: N steps of a fixed GPU compute (matrix products, about 30 ms),
@@ -76,10 +80,17 @@ class _PeakRss:
         return max(0, self.peak - self.base)
 
 
-def make_state(torch: Any, half: Any) -> dict[str, Any]:
+NOTES: dict[str, str] = {}
+
+# name -> (layers of 4096x4096 in the half type); embeddings and norms as in the anchors
+STATES = {"fp16": ("fp16-3.13GiB", "float16", 96), "bf16": ("bf16-3.13GiB", "bfloat16", 96),
+          "16g": ("fp16-16.1GiB", "float16", 512)}
+
+
+def make_state(torch: Any, half: Any, layers: int = 96) -> dict[str, Any]:
     g = torch.Generator(device="cuda").manual_seed(0)
     state: dict[str, Any] = {}
-    for i in range(96):
+    for i in range(layers):
         state[f"layers.{i}.weight"] = torch.randn(4096, 4096, device="cuda", generator=g).to(half)
     for i in range(32):
         state[f"embed.{i}"] = torch.randn(1 << 20, device="cuda", generator=g)
@@ -135,7 +146,12 @@ def checkpoint_methods(torch: Any, state: dict[str, Any], d: Path) -> list[tuple
             h = h5gds.save(state, path, async_=async_, memory=memory)
             stall = time.perf_counter() - t0
             h.wait()
-            return stall, time.perf_counter() - t0, h.snapshot_memory_bytes if memory != "host" else 0
+            durable = time.perf_counter() - t0
+            # how the drain went (column note)
+            NOTES["last"] = (f"background writes at once {h.peak_background_writes}; busy workers at most "
+                             f"{h.peak_busy_workers}; stream-ordered snapshots {h.stream_ordered_snapshots}; "
+                             f"reserved {h.reserved_bytes}")
+            return stall, durable, h.snapshot_memory_bytes if memory != "host" else 0
         return run
 
     def torch_save() -> tuple[float, float, int]:
@@ -220,22 +236,31 @@ def bench_checkpoint(args: argparse.Namespace, rows: list[dict[str, Any]]) -> No
     import torch
     d = Path(args.dir) / "ckpt"
     d.mkdir(parents=True, exist_ok=True)
-    states = [(n, h) for n, h in (("fp16-3.13GiB", torch.float16), ("bf16-3.13GiB", torch.bfloat16))
-              if n.split("-")[0] in args.states.split(",")]
-    for state_name, half in states:
-        state = make_state(torch, half)
+    states = [STATES[k] for k in args.states.split(",") if k in STATES]
+    for state_name, half_name, layers in states:
+        state = make_state(torch, getattr(torch, half_name), layers)
         nbytes = sum(v.numel() * v.element_size() for v in state.values())
         methods = checkpoint_methods(torch, state, d)
         for rep in range(args.repeat):
             for method, memory, fn in methods:
                 torch.cuda.reset_peak_memory_stats()
                 base = torch.cuda.memory_allocated()
+                NOTES.pop("last", None)
+                note = ""
                 with _PeakRss() as rss:
-                    stall, durable, dev_bytes = fn()
+                    try:
+                        stall, durable, dev_bytes = fn()
+                    except (RuntimeError, MemoryError, OSError) as exc:  # the large state: where memory allows
+                        if layers == 96:
+                            raise
+                        stall = durable = float("nan")
+                        dev_bytes = 0
+                        note = f"failed: {str(exc).splitlines()[0][:200]}"
+                        torch.cuda.empty_cache()
                 peak_dev = max(dev_bytes, torch.cuda.max_memory_allocated() - base)
                 r = dict(bench="checkpoint", method=method, state=state_name, memory=memory, bytes=nbytes,
                          repeat=rep, stall_s=f"{stall:.4f}", durable_s=f"{durable:.4f}", peak_host_bytes=rss.growth,
-                         peak_device_bytes=peak_dev)
+                         peak_device_bytes=peak_dev, note=note or NOTES.get("last", ""))
                 rows.append(r)
                 print(f"checkpoint {state_name:13s} {method:15s} {memory:6s} stall {stall:7.3f} s  durable "
                       f"{durable:7.3f} s  host +{rss.growth / 2**30:5.2f} GiB  device +{peak_dev / 2**30:5.2f} GiB",
