@@ -173,7 +173,7 @@ def bench_whole(args: argparse.Namespace, dev: Device, rows: list[Row]) -> None:
                 peer_out[:] = [dev.from_host(f["x"][()])]
 
         for method, write, read in (("h5gds", gds_write, gds_read), ("h5py+cupy", peer_write, peer_read)):
-            for rep in range(args.repeats):
+            for rep in range(args.repeat):
                 if path.exists():
                     path.unlink()
                 t = timed(write, dev)
@@ -257,10 +257,16 @@ def bench_loader(args: argparse.Namespace, dev: Device, rows: list[Row]) -> None
         batches = [np.sort(order[i:i + bsz]) for i in range(0, len(order), bsz)]
         total = len(order) * sample
 
+        open_iters: list[Any] = []
+
         def m_loader() -> None:
-            for k, b in enumerate(loader):
-                if k + 1 == nbatches:
-                    break
+            # The clock stops when the last measured batch is on the device;
+            # the prefetched batches after it are collected outside the
+            # timing (they are not part of the bytes counted).
+            it = iter(loader)
+            open_iters.append(it)
+            for _ in range(nbatches):
+                next(it)
 
         def m_fancy() -> None:
             with h5py.File(path, "r") as f:
@@ -297,11 +303,14 @@ def bench_loader(args: argparse.Namespace, dev: Device, rows: list[Row]) -> None
             return secs.value
 
         methods: list[tuple[str, Callable[[], None]]] = [("h5gds-loader", m_loader), ("h5py-fancy", m_fancy)]
+        if args.methods:
+            methods = [m for m in methods if m[0] in args.methods]
         try:
             import torch  # noqa: F401
             if dev.name == "numpy":
                 raise ImportError
-            methods.append(("torch-dataloader-h5py", m_torch))
+            if not args.methods or "torch-dataloader-h5py" in args.methods:
+                methods.append(("torch-dataloader-h5py", m_torch))
         except ImportError:
             rows.append(row("loader", "torch-dataloader-h5py", sample, "-", float("nan"), float("nan"),
                             note="skipped: torch not importable"))
@@ -312,20 +321,25 @@ def bench_loader(args: argparse.Namespace, dev: Device, rows: list[Row]) -> None
                     kvikio_defaults.set({"num_threads": 16})
                 else:
                     kvikio_defaults.num_threads_reset(16)
-                if dev.name == "cupy":
+                if dev.name == "cupy" and (not args.methods or "kvikio-pread" in args.methods):
                     methods.append(("kvikio-pread", m_kvikio))
             except Exception as exc:  # noqa: BLE001 - reported in the CSV
                 rows.append(row("loader", "kvikio-pread", sample, "-", float("nan"), float("nan"),
                                 note=f"skipped: kvikio threads could not be set ({exc})"))
         for cache in ("cold", "warm"):
-            for rep in range(args.repeats):
+            for rep in range(args.repeat):
                 for name, fn in methods:
                     note = drop_cache(path) if cache == "cold" else ""
                     if cache == "warm":
                         warm(path)
                     t = timed(fn, dev)
+                    for it in open_iters:
+                        it.close()
+                    open_iters.clear()
                     rows.append(row("loader", name, sample, cache, total / t, len(order) / t, rep, note))
                     print_row(rows[-1:])
+                if args.methods and not any(m.startswith("ceiling") for m in args.methods):
+                    continue
                 if cache == "cold":
                     best = None
                     for threads in (16, 64):
@@ -371,6 +385,21 @@ def h2d_time(dev: Device, nbytes: int) -> float:
     return best
 
 
+def median_rows(rows: list[Row]) -> list[Row]:
+    """One row per (bench, method, size, cache): the median over repeats."""
+    groups: dict[tuple[Any, ...], list[Row]] = {}
+    for r in rows:
+        groups.setdefault((r["bench"], r["method"], r["sample_bytes"], r["cache"]), []).append(r)
+    out = []
+    for (bench, method, sample, cache), rs in groups.items():
+        gb = [r["GBps"] for r in rs]
+        med = float(np.median(gb)) if gb else float("nan")
+        out.append({"bench": bench, "method": method, "sample_bytes": sample, "cache": cache, "GBps": round(med, 4),
+                    "samples_per_s": round(float(np.median([r["samples_per_s"] for r in rs])), 1),
+                    "repeats": len(rs), "note": rs[len(rs) // 2]["note"]})
+    return out
+
+
 def plot(rows: list[Row], png: Path) -> None:
     try:
         import matplotlib
@@ -411,11 +440,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--file-size", default="2GiB")
     p.add_argument("--batch", default="16MiB")
     p.add_argument("--read-bytes", default="512MiB", help="bytes each loader method reads per measurement")
-    p.add_argument("--repeats", type=int, default=1)
     p.add_argument("--prefetch", type=int, default=4)
     p.add_argument("--config", default="", help="gds configuration keys for the loader's engine")
     p.add_argument("--host", action="store_true", help="host arrays only (checks the benchmark without a GPU)")
-    p.add_argument("--repeat", type=int, default=3, help="checkpoint, train-loop: repeats (median reported)")
+    p.add_argument("--repeat", "--repeats", dest="repeat", type=int, default=3,
+                   help="repeats of every measurement, interleaved across methods (medians printed and in "
+                        "bench-median.csv)")
+    p.add_argument("--methods", default="", help="loader: only these methods (comma list; default all)")
     p.add_argument("--steps", type=int, default=360, help="train-loop: steps per run")
     p.add_argument("--every", type=int, default=120, help="train-loop: a checkpoint every this many steps")
     p.add_argument("--step-matmuls", type=int, default=20, help="train-loop: 8192^2 fp16 products per step")
@@ -423,6 +454,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--states", default="fp16,bf16", help="checkpoint: which states (fp16, bf16)")
     p.add_argument("--loop-repeat", type=int, default=3, help="train-loop: repeats")
     args = p.parse_args(argv)
+    args.methods = [m for m in args.methods.split(",") if m]
     parts = args.parts.split(",")
     ckpt_parts = [x for x in parts if x in ("checkpoint", "train-loop")]
     if ckpt_parts:
@@ -447,6 +479,14 @@ def main(argv: list[str] | None = None) -> int:
             w.writeheader()
             w.writerows(rows)
         print(f"csv: {csv_path}", flush=True)
+        medians = median_rows(rows)
+        with open(Path(args.out) / "bench-median.csv", "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=["bench", "method", "sample_bytes", "cache", "GBps", "samples_per_s",
+                                              "repeats", "note"])
+            w.writeheader()
+            w.writerows(medians)
+        print("medians:", flush=True)
+        print_row([{**m, "repeat": 0} for m in medians])
         if rows:
             plot(rows, Path(args.out) / "bench.png")
     return 0
