@@ -53,6 +53,8 @@ static inline void gds_stat_add(uint64_t *counter, uint64_t n)
     __atomic_add_fetch(counter, n, __ATOMIC_RELAXED);
 }
 void gds_file_count(gds_file_t *file, bool write, gds_route_t route, size_t size, uint64_t ns);
+/* The same for `calls` pieces of `size` bytes in all. */
+void gds_file_count_calls(gds_file_t *file, bool write, gds_route_t route, size_t size, size_t calls, uint64_t ns);
 
 uint64_t gds_now_ns(void);
 

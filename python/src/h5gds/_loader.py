@@ -141,14 +141,21 @@ def _layout(dset: h5py.Dataset) -> _FileLayout:
     return out
 
 
-def _segments(lay: _FileLayout, rows: np.ndarray, slots: np.ndarray, row_bytes: int
+def _segments(lay: _FileLayout, rows: np.ndarray, slots: np.ndarray | None, row_bytes: int
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """File offsets, sizes and batch-buffer offsets of local `rows` going to
-    batch `slots`, sorted by file offset."""
+    batch `slots` (None: 0, 1, 2...), sorted by file offset (uint64)."""
+    if slots is None:
+        slots = np.arange(len(rows), dtype=np.int64)
     if lay.contiguous_base is not None:
-        off = lay.contiguous_base + rows.astype(np.int64) * row_bytes
-        size = np.full(len(rows), row_bytes, np.int64)
-        mem = slots.astype(np.int64) * row_bytes
+        # Rows of a contiguous dataset: sorting the rows sorts the offsets.
+        order = np.argsort(rows)
+        off = rows[order].astype(np.uint64)
+        off *= np.uint64(row_bytes)
+        off += np.uint64(lay.contiguous_base)
+        mem = slots[order].astype(np.uint64)
+        mem *= np.uint64(row_bytes)
+        return off, np.full(len(rows), row_bytes, np.uint64), mem
     else:
         assert lay.addr is not None
         base = lay.addr[rows // lay.c0][:, lay.tmpl_tile]                     # (m, T)
@@ -211,11 +218,14 @@ def _wait(ticket: int, path: str) -> None:
 
 
 class _Slot:
-    """Host memory for one batch in flight (pinned when a GPU is used)."""
+    """Host memory for one batch in flight (pinned when a GPU is used), and
+    the event after the last copy out of it: the slot is read into again
+    only once that copy is done, so no batch waits for its own copy."""
 
     def __init__(self, nbytes: int, module: str):
         self.nbytes = nbytes
         self.torch_buf: Any = None
+        self.copied: Any = None  # CUDA event recorded after the copy to the device
         if module == "cupy":
             import cupy
             mem = cupy.cuda.alloc_pinned_memory(max(nbytes, 1))
@@ -228,6 +238,11 @@ class _Slot:
         else:
             self.host = np.empty(max(nbytes, 1), np.uint8)
         self.addr = int(self.host.ctypes.data)
+
+    def wait_copied(self) -> None:
+        if self.copied is not None:
+            self.copied.synchronize()
+            self.copied = None
 
 
 @dataclass
@@ -343,6 +358,8 @@ class Loader:
         tickets: list[tuple[int, str]] = []
         outputs: list[Any] = []
         offset = 0
+        if slot is not None:
+            slot.wait_copied()
         try:
             for col in self.columns:
                 shape = (len(rows),) + col.row_shape
@@ -356,18 +373,24 @@ class Loader:
                 else:
                     assert slot is not None
                     nbytes = len(rows) * col.row_bytes
-                    keep = slot.host[offset:offset + nbytes].view(col.dtype).reshape(shape)
+                    keep = (slot, offset, nbytes, col.dtype, shape)
                     base = slot.addr + offset
                     offset += -(-nbytes // 4096) * 4096
                 outputs.append(keep)
+                if len(col.layouts) == 1:  # one file: no partition by file
+                    lay = col.layouts[0]
+                    off, size, mem = _segments(lay, rows, None, col.row_bytes)
+                    mem += np.uint64(base)
+                    tickets.append((self._files[lay.path].submit(off, size, mem, base), lay.path))
+                    continue
                 fidx = np.searchsorted(col.starts, rows, side="right") - 1
                 slots = np.arange(len(rows), dtype=np.int64)
                 for fi in np.unique(fidx):
                     lay = col.layouts[fi]
                     sel = fidx == fi
                     off, size, mem = _segments(lay, rows[sel] - col.starts[fi], slots[sel], col.row_bytes)
-                    addr = mem + np.uint64(base)
-                    tickets.append((self._files[lay.path].submit(off, size, addr, base), lay.path))
+                    mem += np.uint64(base)
+                    tickets.append((self._files[lay.path].submit(off, size, mem, base), lay.path))
         except BaseException:
             for t, p in tickets:  # buffers must outlive every request that uses them
                 try:
@@ -390,25 +413,38 @@ class Loader:
         if self.module == "numpy" or self.staging == "device":
             outs = batch.outputs
         else:
-            outs = [self._to_device(h) for h in batch.outputs]
+            outs = [self._to_device(*h) for h in batch.outputs]
+            assert batch.slot is not None
+            batch.slot.copied = self._record()
         return tuple(outs) if self._tuple else outs[0]
 
-    def _to_device(self, host: np.ndarray) -> Any:
-        # One copy per batch from the pinned slot, synchronised before the
-        # slot is reused (16 MiB at PCIe speed: a fraction of a millisecond).
+    def _to_device(self, slot: _Slot, offset: int, nbytes: int, dtype: np.dtype, shape: tuple[int, ...]) -> Any:
+        # One asynchronous copy per batch from the pinned slot, on the
+        # current stream: work the caller queues on that stream runs after
+        # it (as with DataLoader's pin_memory and .cuda(non_blocking=True));
+        # the slot is reused only after the event recorded behind it.
         if self.module == "cupy":
             import cupy
-            dev = cupy.empty(host.shape, host.dtype)
-            stream = cupy.cuda.get_current_stream()
-            dev.set(host, stream=stream)
-            stream.synchronize()
+            dev = cupy.empty(shape, dtype)
+            dev.set(slot.host[offset:offset + nbytes].view(dtype).reshape(shape),
+                    stream=cupy.cuda.get_current_stream())
             return dev
         import torch
-        src = torch.from_numpy(host)
-        dev = torch.empty(host.shape, dtype=src.dtype, device="cuda")
+        src = slot.torch_buf[offset:offset + nbytes].view(_torch_dtype(dtype)).reshape(shape)
+        dev = torch.empty(shape, dtype=src.dtype, device="cuda")
         dev.copy_(src, non_blocking=True)
-        torch.cuda.current_stream().synchronize()
         return dev
+
+    def _record(self) -> Any:
+        if self.module == "cupy":
+            import cupy
+            ev = cupy.cuda.Event(block=False, disable_timing=True)
+            ev.record(cupy.cuda.get_current_stream())
+            return ev
+        import torch
+        ev = torch.cuda.Event()
+        ev.record(torch.cuda.current_stream())
+        return ev
 
     def __iter__(self) -> Iterator[Any]:
         if self._closed:
@@ -418,34 +454,40 @@ class Loader:
         slots: list[_Slot] = []
         if self.module != "numpy" and self.staging == "pinned":
             nbytes = sum(-(-self.batch_size * c.row_bytes // 4096) * 4096 for c in self.columns)
-            slots = [_Slot(nbytes, self.module) for _ in range(min(self.prefetch, max(1, len(starts))))]
+            # one slot more than batches in flight: the slot of the batch just
+            # yielded is still being copied to the device while the next read
+            # starts in another
+            slots = [_Slot(nbytes, self.module) for _ in range(min(self.prefetch + 1, max(1, len(starts))))]
         pending: list[_Batch] = []
         free = list(slots)
         nxt = 0
         try:
             while nxt < len(starts) and len(pending) < self.prefetch:
                 pending.append(self._submit(order[starts[nxt]:starts[nxt] + self.batch_size],
-                                            free.pop() if free else None))
+                                            free.pop(0) if free else None))
                 nxt += 1
             while pending:
                 batch = pending.pop(0)
                 result = self._finish(batch)
                 if batch.slot is not None:
-                    free.append(batch.slot)
+                    free.append(batch.slot)  # last in line: its copy is still running
                 if nxt < len(starts):
                     pending.append(self._submit(order[starts[nxt]:starts[nxt] + self.batch_size],
-                                                free.pop() if free else None))
+                                                free.pop(0) if free else None))
                     nxt += 1
                 yield result
         finally:
             # Leaving early (break, exception, garbage collection): collect
-            # every request still writing into our buffers before they go.
+            # every request still writing into our buffers, and every copy
+            # still reading from them, before they go.
             for batch in pending:
                 for t, p in batch.tickets:
                     try:
                         _wait(t, p)
                     except OSError:
                         pass
+            for slot in slots:
+                slot.wait_copied()
 
     def close(self) -> None:
         """Closes the loader's engine files (iterators must be finished)."""
@@ -479,6 +521,11 @@ class Loader:
             native.h5gds_py_file_stats(f.handle, arr, 5)
             out[path] = {native.h5gds_py_route_name(i).decode(): int(arr[i]) for i in range(5) if arr[i]}
         return out
+
+
+def _torch_dtype(dtype: np.dtype) -> Any:
+    import torch
+    return torch.from_numpy(np.empty(0, dtype)).dtype
 
 
 class _LazyDataset:
