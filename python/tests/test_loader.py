@@ -241,3 +241,23 @@ def test_samples_past_the_end_of_the_file_read_as_zeros(tmp_path):
                 want[max(0, cut - base - int(yi) * 1024):] = 0
             np.testing.assert_array_equal(xi, want)
     loader.close()
+
+
+def test_host_batches_kept_by_the_caller_are_never_reused(src):
+    """Host batches reuse arrays the caller has let go of; batches kept
+    whole, or through a view or a memoryview, keep their rows."""
+    f, data = src
+    loader = h5gds.Loader((f["x"], f["y"]), 48, seed=2, like="numpy", prefetch=2)
+    kept = list(loader)  # every batch kept
+    for x, y in kept:
+        np.testing.assert_array_equal(x, data[y])
+    assert len({id(x) for x, _ in kept}) == len(kept)
+    views = [(x[1:], memoryview(y)) for x, y in loader]  # only views kept
+    for xv, yv in views:
+        y = np.asarray(yv)
+        np.testing.assert_array_equal(xv, data[y[1:]])
+    ids_seen = set()
+    for x, y in loader:  # nothing kept: arrays are reused
+        np.testing.assert_array_equal(x, data[y])
+        ids_seen.add(id(x))
+    assert len(ids_seen) < len(loader)
