@@ -282,7 +282,10 @@ class Loader:
 
     ``like``: "cupy", "torch" or "numpy" (default: as :func:`h5gds.read`).
     ``staging``: "pinned" (engine reads into pinned slots, one host-to-device
-    copy per batch) or "device" (the engine writes device memory itself).
+    copy per batch, queued on the current stream: work queued on that stream
+    afterwards sees the batch; another stream must wait for it, as with
+    DataLoader's ``.cuda(non_blocking=True)``) or "device" (the engine writes
+    device memory itself; the batch is complete when yielded).
     ``config``: driver configuration keys for the engine ("threads=16,...").
     """
 
