@@ -179,6 +179,21 @@ def _segments(lay: _FileLayout, rows: np.ndarray, slots: np.ndarray | None, row_
             np.ascontiguousarray(mem[order], np.uint64))
 
 
+def _loader_config(config: str) -> str:
+    """The engine settings of the loader's files: the caller's, with
+    `threads` one less than the cores (at least 4, at most 16) unless the
+    caller or H5GDS_CONFIG sets it. Warm batches are copies out of the page
+    cache that keep every worker busy; a worker per core would take the
+    core of the thread that runs the training loop (and submits the next
+    batch) at every batch."""
+    def sets_threads(text: str) -> bool:
+        return any(kv.split("=", 1)[0].strip() == "threads" for kv in text.split(",") if "=" in kv)
+    if sets_threads(config) or sets_threads(os.environ.get("H5GDS_CONFIG", "")):
+        return config
+    threads = max(4, min(16, (os.cpu_count() or 1) - 1))
+    return f"threads={threads}" + ("," + config if config else "")
+
+
 class _Column:
     """One logical dataset: the same row shape and dtype in one or more files."""
 
@@ -315,6 +330,8 @@ class Loader:
             raise ValueError(f"the datasets have different lengths {sorted(lengths)}: they must have one per sample")
         self.columns = columns
         self.num_samples = columns[0].rows
+        if staging == "pinned" or self.module == "numpy":  # host requests (device ones keep autotuning)
+            config = _loader_config(config)
         self._config = config
         for c in columns:
             for lay in c.layouts:
