@@ -3,10 +3,13 @@
 # into the machine's Python (3.12 with torch, cupy, h5py 3.16, numpy, pytest),
 # runs its tests with the GPU ones, then the benchmarks into $OUT.
 #   device tool, carry: build/deps/hdf5-1.14.5 (headers), .whl-py (build backend wheels)
-#   bash scripts/gpu-python-check.sh [PARTS]     # PARTS: whole,loader,loader-train (default) or "none"
+#   bash scripts/gpu-python-check.sh [PARTS]     # PARTS: whole,loader,loader-train,loader-ab (default) or "none"
 # whole also builds the C h5gds-bench (build/gpu-h14) and runs its GDS figures in the same run
-# (rows c-h5gds-bench-gds); loader and loader-train: medians of 3 repeats (LOADER_REPEAT), 256 MiB
-# read per measurement (LOADER_READ). About 5-6 minutes in all on the H100.
+# (rows c-h5gds-bench-gds; $OUT/whole); loader and loader-train: medians of 3 repeats
+# (LOADER_REPEAT), 256 MiB read per measurement (LOADER_READ) ($OUT/loader); loader-ab: h5gds-loader
+# alone with the previous settings, for comparison on the same files: threads=16 ($OUT/loader-t16)
+# and without the read-ahead of uncached samples ($OUT/loader-nolookahead).
+# About 6 minutes in all on the H100 (split into two calls, whole and the rest, if needed).
 # .whl-py/ holds, downloaded beforehand with network:
 #   pip download -d .whl-py --only-binary=:all: --python-version 3.12 --platform manylinux_2_28_x86_64 scikit-build-core pathspec packaging
 #   (scikit-build-core's own dependencies on 3.12 are packaging and pathspec; kvikio's wheels are optional,
@@ -17,7 +20,7 @@ cd "$root"
 out="${OUT:-$root/build/gpu-out}"
 mkdir -p "$out"
 exec > >(tee -a "$out/gpu-python-check.log") 2>&1
-parts=${1:-whole,loader,loader-train}
+parts=${1:-whole,loader,loader-train,loader-ab}
 status=0
 py=${PYTHON:-python3}
 step() { printf '\n== %s\n' "$*"; }
@@ -70,6 +73,13 @@ if [ "$parts" != none ]; then
     step "benchmark $lparts (medians of ${LOADER_REPEAT:-3})"
     $py -m h5gds.bench "$lparts" --repeat "${LOADER_REPEAT:-3}" --read-bytes "${LOADER_READ:-256MiB}" \
       --dir "$root/build/bench-py" --out "$out/loader" || status=1
+  fi
+  if [[ ",$parts," == *",loader-ab,"* ]]; then
+    step "benchmark loader A/B: threads=16, and no read-ahead (h5gds-loader only)"
+    $py -m h5gds.bench loader --methods h5gds-loader --config threads=16 --repeat "${LOADER_REPEAT:-3}" \
+      --read-bytes "${LOADER_READ:-256MiB}" --dir "$root/build/bench-py" --out "$out/loader-t16" || status=1
+    H5GDS_TEST_NO_LOOKAHEAD=1 $py -m h5gds.bench loader --methods h5gds-loader --repeat "${LOADER_REPEAT:-3}" \
+      --read-bytes "${LOADER_READ:-256MiB}" --dir "$root/build/bench-py" --out "$out/loader-nolookahead" || status=1
   fi
   rm -rf build/bench-py
 fi
