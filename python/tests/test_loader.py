@@ -261,3 +261,84 @@ def test_host_batches_kept_by_the_caller_are_never_reused(src):
         np.testing.assert_array_equal(x, data[y])
         ids_seen.add(id(x))
     assert len(ids_seen) < len(loader)
+
+
+class _FakeStream:
+    """A CUDA stream that runs its copies only when something waits for
+    them: a slot overwritten before its copy ran is seen at once."""
+
+    def __init__(self):
+        self.ops, self.done = [], 0
+
+    def run(self, upto):
+        while self.done < upto:
+            self.ops[self.done]()
+            self.done += 1
+
+
+class _FakeCupy:
+    """Just what the pinned-slot path of the loader calls."""
+
+    def __init__(self):
+        stream = _FakeStream()
+
+        class Array:
+            def __init__(self, shape, dtype):
+                self.a = np.zeros(shape, dtype)
+
+            def set(self, arr, stream):
+                stream.ops.append(lambda: self.a.__setitem__(Ellipsis, arr))  # reads the slot later
+
+            def get(self):
+                stream.run(len(stream.ops))
+                return self.a.copy()
+
+        class FakeEvent:
+            def __init__(self, block=False, disable_timing=False):
+                self.at = None
+
+            def record(self, s):
+                self.at = len(s.ops)
+
+            def synchronize(self):
+                stream.run(self.at)
+
+        class Cuda:
+            Event = staticmethod(FakeEvent)
+
+            @staticmethod
+            def get_current_stream():
+                return stream
+
+            @staticmethod
+            def alloc_pinned_memory(n):
+                return bytearray(n)
+
+        self.cuda = Cuda
+        self.empty = Array
+        self.stream = stream
+
+
+@pytest.mark.parametrize("prefetch", [1, 2, 4])
+def test_pinned_slots_are_reused_only_after_their_copy(src, monkeypatch, prefetch):
+    """The pinned path on a stand-in for CuPy whose copies run late: every
+    batch kept until the end still holds its own rows, so no slot was read
+    into while its copy to the device was pending."""
+    import sys
+    fake = _FakeCupy()
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    f, data = src
+    loader = h5gds.Loader((f["x"], f["y"]), 48, seed=4, like="cupy", prefetch=prefetch)
+    kept = []
+    for batch in loader:
+        # the batch's copy is queued, not waited for, when it is yielded
+        assert fake.stream.done < len(fake.stream.ops)
+        kept.append(batch)
+    assert len(kept) == len(loader)
+    seen = []
+    for x, y in kept:
+        yh = y.get()
+        np.testing.assert_array_equal(x.get(), data[yh])
+        seen += list(yh)
+    assert sorted(seen) == list(range(len(data)))
+    loader.close()
