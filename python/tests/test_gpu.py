@@ -180,3 +180,36 @@ def test_torch_loader_in_training_loop(tmp_path):
                 loss.backward()
                 opt.step()
         assert len(loader) == 8
+
+
+@pytest.mark.parametrize("prefetch", [1, 3])
+def test_loader_slot_reuse_waits_for_the_copy(tmp_path, module, prefetch):
+    """Pinned batches are copied to the device asynchronously on the current
+    stream; a slot is read into again only after its copy. A long kernel
+    queued first delays every copy: batches kept until the end must still
+    hold their own rows."""
+    p = tmp_path / "r.h5"
+    data = np.random.default_rng(1).integers(0, 1 << 30, (600, 257)).astype("i4")
+    with h5py.File(p, "w") as f:
+        f.create_dataset("x", data=data)
+        f.create_dataset("y", data=np.arange(600))
+    with h5py.File(p, "r") as f:
+        loader = h5gds.Loader((f["x"], f["y"]), 32, like=module, prefetch=prefetch)
+        for epoch in range(2):
+            loader.set_epoch(epoch)
+            if module == "torch":
+                import torch
+                torch.cuda._sleep(200_000_000)  # ~0.1 s on the current stream
+            else:
+                import cupy
+                spin = cupy.RawKernel(r'''extern "C" __global__ void spin(long long n)
+                    { long long t = clock64(); while (clock64() - t < n) {} }''', "spin")
+                spin((1,), (1,), (np.int64(200_000_000),))
+            kept = list(loader)
+            seen = []
+            for x, y in kept:
+                yh = to_host(y)
+                np.testing.assert_array_equal(to_host(x), data[yh])
+                seen += list(yh)
+            assert sorted(seen) == list(range(600))
+        loader.close()

@@ -171,3 +171,174 @@ def test_single_dataset_yields_arrays(src):
     (b,) = list(h5gds.Loader(f["x"], 1000, shuffle=False, like="numpy"))
     np.testing.assert_array_equal(b, data)
     assert h5gds.Loader(f["x"], 1000, like="numpy").sampler.set_epoch(3) is None
+
+
+def _drop_from_cache(path):
+    import os
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.parametrize("row,chunks", [((4096,), None), ((1000,), None), ((3, 777), None), ((4096,), (5, 4096)),
+                                        ((3, 777), (4, 2, 300))])
+def test_partly_cached_file_unaligned_samples(tmp_path, row, chunks):
+    """Samples not in the page cache take the read-ahead path (probe, hint,
+    read later), cached ones are read by the probe; a file dropped from the
+    cache and then partly re-read mixes both inside every batch. Sample
+    sizes and the dataset's offset make samples straddle page boundaries;
+    the last batch is partial."""
+    p = tmp_path / "u.h5"
+    n = 1203
+    rng = np.random.default_rng(3)
+    data = rng.integers(0, 255, (n,) + row, dtype=np.uint8)
+    with h5py.File(p, "w") as f:
+        f.create_dataset("x", data=data, chunks=chunks)
+        f.create_dataset("y", data=np.arange(n, dtype="i8"))
+    for epoch in range(2):
+        _drop_from_cache(p)
+        with open(p, "rb") as fh:  # every other 64 KiB of the file back into the cache
+            size = fh.seek(0, 2)
+            for off in range(0, size, 128 << 10):
+                fh.seek(off)
+                fh.read(64 << 10)
+        with h5py.File(p, "r") as f:
+            loader = h5gds.Loader((f["x"], f["y"]), 100, seed=epoch, like="numpy", config="threads=4")
+            seen = []
+            for x, y in loader:
+                np.testing.assert_array_equal(x, data[y])
+                seen += list(y)
+            assert len(y) == n % 100  # the last, partial batch
+            assert sorted(seen) == list(range(n))
+            loader.close()
+
+
+def test_samples_past_the_end_of_the_file_read_as_zeros(tmp_path):
+    """A truncated file (the layout still says where the rows were): rows
+    past the end come back as zeros, as the driver's reads do, and rows
+    before it are intact."""
+    p = tmp_path / "t.h5"
+    data = np.arange(400 * 1024, dtype=np.uint8).reshape(400, 1024)
+    with h5py.File(p, "w") as f:
+        f.create_dataset("y", data=np.arange(400, dtype="i8"))
+        f.create_dataset("x", data=data)  # last in the file
+        base = f["x"].id.get_offset()
+    with h5py.File(p, "r") as f:
+        loader = h5gds.Loader((f["x"], f["y"]), 64, seed=1, like="numpy")
+    import os
+    cut = base + 300 * 1024 + 100  # inside row 300
+    if os.path.getsize(p) > base + 400 * 1024:
+        pytest.skip("the dataset is not at the end of the file")
+    os.truncate(p, cut)
+    _drop_from_cache(p)
+    for x, y in loader:
+        for xi, yi in zip(x, y):
+            want = data[yi].copy()
+            if yi >= 300:
+                want[max(0, cut - base - int(yi) * 1024):] = 0
+            np.testing.assert_array_equal(xi, want)
+    loader.close()
+
+
+def test_host_batches_kept_by_the_caller_are_never_reused(src):
+    """Host batches reuse arrays the caller has let go of; batches kept
+    whole, or through a view or a memoryview, keep their rows."""
+    f, data = src
+    loader = h5gds.Loader((f["x"], f["y"]), 48, seed=2, like="numpy", prefetch=2)
+    kept = list(loader)  # every batch kept
+    for x, y in kept:
+        np.testing.assert_array_equal(x, data[y])
+    assert len({id(x) for x, _ in kept}) == len(kept)
+    views = [(x[1:], memoryview(y)) for x, y in loader]  # only views kept
+    for xv, yv in views:
+        y = np.asarray(yv)
+        np.testing.assert_array_equal(xv, data[y[1:]])
+    ids_seen = set()
+    for x, y in loader:  # nothing kept: arrays are reused
+        np.testing.assert_array_equal(x, data[y])
+        ids_seen.add(id(x))
+    assert len(ids_seen) < len(loader)
+
+
+class _FakeStream:
+    """A CUDA stream that runs its copies only when something waits for
+    them: a slot overwritten before its copy ran is seen at once."""
+
+    def __init__(self):
+        self.ops, self.done = [], 0
+
+    def run(self, upto):
+        while self.done < upto:
+            self.ops[self.done]()
+            self.done += 1
+
+
+class _FakeCupy:
+    """Just what the pinned-slot path of the loader calls."""
+
+    def __init__(self):
+        stream = _FakeStream()
+
+        class Array:
+            def __init__(self, shape, dtype):
+                self.a = np.zeros(shape, dtype)
+
+            def set(self, arr, stream):
+                stream.ops.append(lambda: self.a.__setitem__(Ellipsis, arr))  # reads the slot later
+
+            def get(self):
+                stream.run(len(stream.ops))
+                return self.a.copy()
+
+        class FakeEvent:
+            def __init__(self, block=False, disable_timing=False):
+                self.at = None
+
+            def record(self, s):
+                self.at = len(s.ops)
+
+            def synchronize(self):
+                stream.run(self.at)
+
+        class Cuda:
+            Event = staticmethod(FakeEvent)
+
+            @staticmethod
+            def get_current_stream():
+                return stream
+
+            @staticmethod
+            def alloc_pinned_memory(n):
+                return bytearray(n)
+
+        self.cuda = Cuda
+        self.empty = Array
+        self.stream = stream
+
+
+@pytest.mark.parametrize("prefetch", [1, 2, 4])
+def test_pinned_slots_are_reused_only_after_their_copy(src, monkeypatch, prefetch):
+    """The pinned path on a stand-in for CuPy whose copies run late: every
+    batch kept until the end still holds its own rows, so no slot was read
+    into while its copy to the device was pending."""
+    import sys
+    fake = _FakeCupy()
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    f, data = src
+    loader = h5gds.Loader((f["x"], f["y"]), 48, seed=4, like="cupy", prefetch=prefetch)
+    kept = []
+    for batch in loader:
+        # the batch's copy is queued, not waited for, when it is yielded
+        assert fake.stream.done < len(fake.stream.ops)
+        kept.append(batch)
+    assert len(kept) == len(loader)
+    seen = []
+    for x, y in kept:
+        yh = y.get()
+        np.testing.assert_array_equal(x.get(), data[yh])
+        seen += list(yh)
+    assert sorted(seen) == list(range(len(data)))
+    loader.close()

@@ -114,13 +114,18 @@ int gds_file_direct_fd(gds_file_t *file)
     return dfd;
 }
 
-void gds_file_count(gds_file_t *file, bool write, gds_route_t route, size_t size, uint64_t ns)
+void gds_file_count_calls(gds_file_t *file, bool write, gds_route_t route, size_t size, size_t calls, uint64_t ns)
 {
     gds_engine_stats_t *s = &file->stats;
     gds_stat_add(write ? &s->write_bytes[route] : &s->read_bytes[route], size);
-    gds_stat_add(write ? &s->write_calls[route] : &s->read_calls[route], 1);
+    gds_stat_add(write ? &s->write_calls[route] : &s->read_calls[route], calls);
     if (ns)
         gds_stat_add(write ? &s->write_ns : &s->read_ns, ns);
+}
+
+void gds_file_count(gds_file_t *file, bool write, gds_route_t route, size_t size, uint64_t ns)
+{
+    gds_file_count_calls(file, write, route, size, 1, ns);
 }
 
 void gds_file_count_host(gds_file_t *file, bool write, size_t size)

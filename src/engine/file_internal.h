@@ -73,6 +73,8 @@ static inline void gds_file_worker_leave(gds_file_t *file)
     __atomic_sub_fetch(&file->stats.workers_busy, 1, __ATOMIC_RELAXED);
 }
 void gds_file_count(gds_file_t *file, bool write, gds_route_t route, size_t size, uint64_t ns);
+/* The same for `calls` pieces of `size` bytes in all. */
+void gds_file_count_calls(gds_file_t *file, bool write, gds_route_t route, size_t size, size_t calls, uint64_t ns);
 
 uint64_t gds_now_ns(void);
 

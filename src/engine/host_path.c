@@ -5,6 +5,7 @@
  * thread); asynchronous host requests run entirely on the pool.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -15,13 +16,115 @@
 typedef struct host_job {
     gds_file_t *file;
     bool write;
+    bool lookahead;  /* asynchronous reads: probe, and read ahead what is not cached */
+    int no_nowait;   /* atomic: RWF_NOWAIT is refused here, do not probe again */
     gds_task_map_t tasks;
 } host_job_t;
+
+static int read_rest(const host_job_t *job, char *p, size_t len, uint64_t lo, gds_status_t *st)
+{
+    ssize_t n = gds_pread_full(job->file->fd, p, len, lo);
+    if (n < 0) {
+        gds_status_set(st, errno, "read of %zu bytes at offset %llu failed", len, (unsigned long long)lo);
+        return -1;
+    }
+    if ((size_t)n < len)
+        memset(p + n, 0, len - (size_t)n); /* past end of file */
+    return 0;
+}
+
+/* Asynchronous reads of many small pieces (a loader's samples): each piece
+ * is first read with RWF_NOWAIT, which copies it if it is in the page cache
+ * (warm data: that one call is the read) and fails at once if not. A piece
+ * that missed gets POSIX_FADV_WILLNEED, which starts its disk read without
+ * waiting, and waits in a short list while the worker goes on probing: so
+ * each worker keeps up to HOST_LOOKAHEAD pieces (HOST_LOOKAHEAD_BYTES, at
+ * least two pieces) in flight on the disk instead of one: blocking preads
+ * give a queue depth of `threads`, and random 4 KiB reads need far more
+ * (measured on the 2-core machine, 16 threads: 0.21 -> 0.45 GB/s at 4 KiB,
+ * 0.89 -> 1.34 at 64 KiB; deeper per-worker queues were slower at 64 KiB).
+ * Missed pieces are then read normally, from the page cache the read-ahead
+ * filled; the data stays cached for the next epoch, as with any buffered
+ * read (O_DIRECT would not leave it there, and a RWF_NOWAIT miss already
+ * starts a buffered read of the piece on current kernels). */
+#define HOST_LOOKAHEAD 16
+#define HOST_LOOKAHEAD_BYTES ((size_t)256 << 10)
+
+typedef struct pending_read {
+    char *p;
+    size_t len;
+    uint64_t lo;
+} pending_read_t;
+
+static int lookahead_worker(gds_job_t *gjob, host_job_t *job, gds_status_t *st)
+{
+    int fd = job->file->fd;
+    pending_read_t pend[HOST_LOOKAHEAD];
+    size_t head = 0, count = 0, bytes = 0;
+    bool more = true;
+    for (;;) {
+        size_t task;
+        bool room = count < HOST_LOOKAHEAD && (count < 2 || bytes < HOST_LOOKAHEAD_BYTES);
+        if (more && room && (more = gds_job_next(gjob, &task))) {
+            uint64_t lo, hi;
+            const gds_segment_t *seg = gds_task_map_range(&job->tasks, task, &lo, &hi);
+            char *p = (char *)seg->buf + (lo - seg->offset);
+            size_t len = (size_t)(hi - lo), done = 0;
+            if (!__atomic_load_n(&job->no_nowait, __ATOMIC_RELAXED)) {
+                struct iovec iov = {p, len};
+                ssize_t n;
+                do
+                    n = preadv2(fd, &iov, 1, (off_t)lo, RWF_NOWAIT);
+                while (n < 0 && errno == EINTR);
+                if (n == (ssize_t)len)
+                    continue; /* cached: read */
+                if (n > 0)
+                    done = (size_t)n;
+                else if (n < 0 && errno != EAGAIN)
+                    __atomic_store_n(&job->no_nowait, 1, __ATOMIC_RELAXED); /* EOPNOTSUPP, EINVAL: old kernel */
+                else if (n == 0) {
+                    memset(p, 0, len); /* at or past end of file */
+                    continue;
+                }
+            }
+            /* a hint: its errors are ignored (the read below reports real ones) */
+            posix_fadvise(fd, (off_t)(lo + done), (off_t)(len - done), POSIX_FADV_WILLNEED);
+            pend[(head + count++) % HOST_LOOKAHEAD] = (pending_read_t){p + done, len - done, lo + done};
+            bytes += len - done;
+            continue;
+        }
+        if (!count)
+            return 0;
+        pending_read_t *r = &pend[head];
+        head = (head + 1) % HOST_LOOKAHEAD;
+        count--;
+        bytes -= r->len;
+        if (read_rest(job, r->p, r->len, r->lo, st) != 0)
+            return -1;
+        /* a failure elsewhere stops claiming; the pieces already hinted are still read, the job fails anyway */
+    }
+}
+
+/* H5GDS_TEST_NO_LOOKAHEAD=1: plain preads, for tests and measurements that
+ * compare the two. */
+static bool lookahead_off(void)
+{
+    static int off = -1; /* atomic: computed once, same value from any thread */
+    int v = __atomic_load_n(&off, __ATOMIC_RELAXED);
+    if (v < 0) {
+        const char *e = getenv("H5GDS_TEST_NO_LOOKAHEAD");
+        v = e && *e && *e != '0';
+        __atomic_store_n(&off, v, __ATOMIC_RELAXED);
+    }
+    return v != 0;
+}
 
 static int host_worker_run(gds_job_t *gjob, void *arg, gds_worker_t *worker, gds_status_t *st)
 {
     (void)worker;
-    const host_job_t *job = arg;
+    host_job_t *job = arg;
+    if (job->lookahead)
+        return lookahead_worker(gjob, job, st);
     size_t task;
     while (gds_job_next(gjob, &task)) {
         uint64_t lo, hi;
@@ -34,14 +137,8 @@ static int host_worker_run(gds_job_t *gjob, void *arg, gds_worker_t *worker, gds
                 return -1;
             }
         }
-        else {
-            ssize_t n = gds_pread_full(job->file->fd, p, len, lo);
-            if (n < 0) {
-                gds_status_set(st, errno, "read of %zu bytes at offset %llu failed", len, (unsigned long long)lo);
-                return -1;
-            }
-            if ((size_t)n < len)
-                memset(p + n, 0, len - (size_t)n); /* past end of file */
+        else if (read_rest(job, p, len, lo, st) != 0) {
+            return -1;
         }
     }
     return 0;
@@ -94,6 +191,7 @@ int gds_host_submit(gds_file_t *file, bool write, const gds_segment_t *segs, siz
     }
     job->file = file;
     job->write = write;
+    job->lookahead = !write && !lookahead_off();
     /* Asynchronous host requests are many independent pieces (a loader's
      * samples, write-behind's drains): their workers mostly wait for the
      * disk, so all `threads` take part (the cap above is for copies out of

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Sequence
 
@@ -29,6 +30,17 @@ from . import _arrays
 from ._lib import errbuf, native
 
 __all__ = ["Loader", "TorchLoader"]
+
+
+def _free_refs() -> int:
+    # What sys.getrefcount says of an array only a list refers to, measured
+    # the way Loader._host_array asks (the count's own reference varies
+    # between Python versions).
+    probe = [np.empty(0)]
+    return sys.getrefcount(probe[0])
+
+
+_FREE_REFS = _free_refs()
 
 
 @dataclass
@@ -141,14 +153,21 @@ def _layout(dset: h5py.Dataset) -> _FileLayout:
     return out
 
 
-def _segments(lay: _FileLayout, rows: np.ndarray, slots: np.ndarray, row_bytes: int
+def _segments(lay: _FileLayout, rows: np.ndarray, slots: np.ndarray | None, row_bytes: int
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """File offsets, sizes and batch-buffer offsets of local `rows` going to
-    batch `slots`, sorted by file offset."""
+    batch `slots` (None: 0, 1, 2...), sorted by file offset (uint64)."""
+    if slots is None:
+        slots = np.arange(len(rows), dtype=np.int64)
     if lay.contiguous_base is not None:
-        off = lay.contiguous_base + rows.astype(np.int64) * row_bytes
-        size = np.full(len(rows), row_bytes, np.int64)
-        mem = slots.astype(np.int64) * row_bytes
+        # Rows of a contiguous dataset: sorting the rows sorts the offsets.
+        order = np.argsort(rows)
+        off = rows[order].astype(np.uint64)
+        off *= np.uint64(row_bytes)
+        off += np.uint64(lay.contiguous_base)
+        mem = slots[order].astype(np.uint64)
+        mem *= np.uint64(row_bytes)
+        return off, np.full(len(rows), row_bytes, np.uint64), mem
     else:
         assert lay.addr is not None
         base = lay.addr[rows // lay.c0][:, lay.tmpl_tile]                     # (m, T)
@@ -158,6 +177,21 @@ def _segments(lay: _FileLayout, rows: np.ndarray, slots: np.ndarray, row_bytes: 
     order = np.argsort(off, kind="stable")
     return (np.ascontiguousarray(off[order], np.uint64), np.ascontiguousarray(size[order], np.uint64),
             np.ascontiguousarray(mem[order], np.uint64))
+
+
+def _loader_config(config: str) -> str:
+    """The engine settings of the loader's files: the caller's, with
+    `threads` one less than the cores (at least 4, at most 16) unless the
+    caller or H5GDS_CONFIG sets it. Warm batches are copies out of the page
+    cache that keep every worker busy; a worker per core would take the
+    core of the thread that runs the training loop (and submits the next
+    batch) at every batch."""
+    def sets_threads(text: str) -> bool:
+        return any(kv.split("=", 1)[0].strip() == "threads" for kv in text.split(",") if "=" in kv)
+    if sets_threads(config) or sets_threads(os.environ.get("H5GDS_CONFIG", "")):
+        return config
+    threads = max(4, min(16, (os.cpu_count() or 1) - 1))
+    return f"threads={threads}" + ("," + config if config else "")
 
 
 class _Column:
@@ -211,11 +245,14 @@ def _wait(ticket: int, path: str) -> None:
 
 
 class _Slot:
-    """Host memory for one batch in flight (pinned when a GPU is used)."""
+    """Host memory for one batch in flight (pinned when a GPU is used), and
+    the event after the last copy out of it: the slot is read into again
+    only once that copy is done, so no batch waits for its own copy."""
 
     def __init__(self, nbytes: int, module: str):
         self.nbytes = nbytes
         self.torch_buf: Any = None
+        self.copied: Any = None  # CUDA event recorded after the copy to the device
         if module == "cupy":
             import cupy
             mem = cupy.cuda.alloc_pinned_memory(max(nbytes, 1))
@@ -228,6 +265,11 @@ class _Slot:
         else:
             self.host = np.empty(max(nbytes, 1), np.uint8)
         self.addr = int(self.host.ctypes.data)
+
+    def wait_copied(self) -> None:
+        if self.copied is not None:
+            self.copied.synchronize()
+            self.copied = None
 
 
 @dataclass
@@ -255,7 +297,10 @@ class Loader:
 
     ``like``: "cupy", "torch" or "numpy" (default: as :func:`h5gds.read`).
     ``staging``: "pinned" (engine reads into pinned slots, one host-to-device
-    copy per batch) or "device" (the engine writes device memory itself).
+    copy per batch, queued on the current stream: work queued on that stream
+    afterwards sees the batch; another stream must wait for it, as with
+    DataLoader's ``.cuda(non_blocking=True)``) or "device" (the engine writes
+    device memory itself; the batch is complete when yielded).
     ``config``: driver configuration keys for the engine ("threads=16,...").
     """
 
@@ -277,6 +322,7 @@ class Loader:
         self.staging = staging
         self.epoch = 0
         self._files: dict[str, _EngineFile] = {}
+        self._recycle: dict[int, list[np.ndarray]] = {}
         self._closed = False
         self._tuple, columns = self._columns(source, dataset)
         lengths = {c.rows for c in columns}
@@ -284,6 +330,8 @@ class Loader:
             raise ValueError(f"the datasets have different lengths {sorted(lengths)}: they must have one per sample")
         self.columns = columns
         self.num_samples = columns[0].rows
+        if staging == "pinned" or self.module == "numpy":  # host requests (device ones keep autotuning)
+            config = _loader_config(config)
         self._config = config
         for c in columns:
             for lay in c.layouts:
@@ -343,11 +391,13 @@ class Loader:
         tickets: list[tuple[int, str]] = []
         outputs: list[Any] = []
         offset = 0
+        if slot is not None:
+            slot.wait_copied()
         try:
-            for col in self.columns:
+            for ci, col in enumerate(self.columns):
                 shape = (len(rows),) + col.row_shape
                 if self.module == "numpy":
-                    out = np.empty(shape, col.dtype)
+                    out = self._host_array(ci, shape, col.dtype)
                     base, keep = int(out.ctypes.data), out
                 elif self.staging == "device":
                     out = _arrays.empty(shape, col.dtype, self.module)  # type: ignore[arg-type]
@@ -356,18 +406,24 @@ class Loader:
                 else:
                     assert slot is not None
                     nbytes = len(rows) * col.row_bytes
-                    keep = slot.host[offset:offset + nbytes].view(col.dtype).reshape(shape)
+                    keep = (slot, offset, nbytes, col.dtype, shape)
                     base = slot.addr + offset
                     offset += -(-nbytes // 4096) * 4096
                 outputs.append(keep)
+                if len(col.layouts) == 1:  # one file: no partition by file
+                    lay = col.layouts[0]
+                    off, size, mem = _segments(lay, rows, None, col.row_bytes)
+                    mem += np.uint64(base)
+                    tickets.append((self._files[lay.path].submit(off, size, mem, base), lay.path))
+                    continue
                 fidx = np.searchsorted(col.starts, rows, side="right") - 1
                 slots = np.arange(len(rows), dtype=np.int64)
                 for fi in np.unique(fidx):
                     lay = col.layouts[fi]
                     sel = fidx == fi
                     off, size, mem = _segments(lay, rows[sel] - col.starts[fi], slots[sel], col.row_bytes)
-                    addr = mem + np.uint64(base)
-                    tickets.append((self._files[lay.path].submit(off, size, addr, base), lay.path))
+                    mem += np.uint64(base)
+                    tickets.append((self._files[lay.path].submit(off, size, mem, base), lay.path))
         except BaseException:
             for t, p in tickets:  # buffers must outlive every request that uses them
                 try:
@@ -376,6 +432,24 @@ class Loader:
                     pass
             raise
         return _Batch(rows, tickets, outputs, slot)
+
+    def _host_array(self, column: int, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+        """An output array for host batches: one the caller has let go of
+        (nothing but this list refers to it, so nobody can see it change),
+        else a new one. Reusing them saves a 16 MiB allocation per batch and
+        the page faults of filling it (the workers' copies into fresh memory
+        cost as much as the copies themselves)."""
+        pool = self._recycle.setdefault(column, [])
+        for i in range(len(pool)):
+            if sys.getrefcount(pool[i]) <= _FREE_REFS and pool[i].shape == shape:
+                out = pool.pop(i)
+                pool.append(out)
+                return out
+        out = np.empty(shape, dtype)
+        pool.append(out)
+        if len(pool) > self.prefetch + 2:
+            del pool[0]
+        return out
 
     def _finish(self, batch: _Batch) -> Any:
         first_error: OSError | None = None
@@ -390,25 +464,38 @@ class Loader:
         if self.module == "numpy" or self.staging == "device":
             outs = batch.outputs
         else:
-            outs = [self._to_device(h) for h in batch.outputs]
+            outs = [self._to_device(*h) for h in batch.outputs]
+            assert batch.slot is not None
+            batch.slot.copied = self._record()
         return tuple(outs) if self._tuple else outs[0]
 
-    def _to_device(self, host: np.ndarray) -> Any:
-        # One copy per batch from the pinned slot, synchronised before the
-        # slot is reused (16 MiB at PCIe speed: a fraction of a millisecond).
+    def _to_device(self, slot: _Slot, offset: int, nbytes: int, dtype: np.dtype, shape: tuple[int, ...]) -> Any:
+        # One asynchronous copy per batch from the pinned slot, on the
+        # current stream: work the caller queues on that stream runs after
+        # it (as with DataLoader's pin_memory and .cuda(non_blocking=True));
+        # the slot is reused only after the event recorded behind it.
         if self.module == "cupy":
             import cupy
-            dev = cupy.empty(host.shape, host.dtype)
-            stream = cupy.cuda.get_current_stream()
-            dev.set(host, stream=stream)
-            stream.synchronize()
+            dev = cupy.empty(shape, dtype)
+            dev.set(slot.host[offset:offset + nbytes].view(dtype).reshape(shape),
+                    stream=cupy.cuda.get_current_stream())
             return dev
         import torch
-        src = torch.from_numpy(host)
-        dev = torch.empty(host.shape, dtype=src.dtype, device="cuda")
+        src = slot.torch_buf[offset:offset + nbytes].view(_torch_dtype(dtype)).reshape(shape)
+        dev = torch.empty(shape, dtype=src.dtype, device="cuda")
         dev.copy_(src, non_blocking=True)
-        torch.cuda.current_stream().synchronize()
         return dev
+
+    def _record(self) -> Any:
+        if self.module == "cupy":
+            import cupy
+            ev = cupy.cuda.Event(block=False, disable_timing=True)
+            ev.record(cupy.cuda.get_current_stream())
+            return ev
+        import torch
+        ev = torch.cuda.Event()
+        ev.record(torch.cuda.current_stream())
+        return ev
 
     def __iter__(self) -> Iterator[Any]:
         if self._closed:
@@ -418,34 +505,40 @@ class Loader:
         slots: list[_Slot] = []
         if self.module != "numpy" and self.staging == "pinned":
             nbytes = sum(-(-self.batch_size * c.row_bytes // 4096) * 4096 for c in self.columns)
-            slots = [_Slot(nbytes, self.module) for _ in range(min(self.prefetch, max(1, len(starts))))]
+            # one slot more than batches in flight: the slot of the batch just
+            # yielded is still being copied to the device while the next read
+            # starts in another
+            slots = [_Slot(nbytes, self.module) for _ in range(min(self.prefetch + 1, max(1, len(starts))))]
         pending: list[_Batch] = []
         free = list(slots)
         nxt = 0
         try:
             while nxt < len(starts) and len(pending) < self.prefetch:
                 pending.append(self._submit(order[starts[nxt]:starts[nxt] + self.batch_size],
-                                            free.pop() if free else None))
+                                            free.pop(0) if free else None))
                 nxt += 1
             while pending:
                 batch = pending.pop(0)
                 result = self._finish(batch)
                 if batch.slot is not None:
-                    free.append(batch.slot)
+                    free.append(batch.slot)  # last in line: its copy is still running
                 if nxt < len(starts):
                     pending.append(self._submit(order[starts[nxt]:starts[nxt] + self.batch_size],
-                                                free.pop() if free else None))
+                                                free.pop(0) if free else None))
                     nxt += 1
                 yield result
         finally:
             # Leaving early (break, exception, garbage collection): collect
-            # every request still writing into our buffers before they go.
+            # every request still writing into our buffers, and every copy
+            # still reading from them, before they go.
             for batch in pending:
                 for t, p in batch.tickets:
                     try:
                         _wait(t, p)
                     except OSError:
                         pass
+            for slot in slots:
+                slot.wait_copied()
 
     def close(self) -> None:
         """Closes the loader's engine files (iterators must be finished)."""
@@ -479,6 +572,11 @@ class Loader:
             native.h5gds_py_file_stats(f.handle, arr, 5)
             out[path] = {native.h5gds_py_route_name(i).decode(): int(arr[i]) for i in range(5) if arr[i]}
         return out
+
+
+def _torch_dtype(dtype: np.dtype) -> Any:
+    import torch
+    return torch.from_numpy(np.empty(0, dtype)).dtype
 
 
 class _LazyDataset:

@@ -145,7 +145,43 @@ def timed(fn: Callable[[], Any], dev: Device | None = None) -> float:
 
 # ---- whole datasets ---------------------------------------------------------------
 
+def c_bench_whole(args: argparse.Namespace, dev: Device, rows: list[Row]) -> None:
+    """The C benchmark's GDS figures (h5gds-bench --methods GDS), run here so
+    that they and the Python API's share the machine's state and the disk's
+    drift: rows method=c-h5gds-bench-gds."""
+    import subprocess
+    import tempfile
+    exe = args.c_bench or os.environ.get("H5GDS_C_BENCH", "")
+    if not exe:
+        rows.append(row("whole", "c-h5gds-bench-gds", 0, "-", float("nan"), float("nan"),
+                        note="skipped: no --c-bench (path of tools/h5gds-bench)"))
+        print("whole: the C bench skipped (no --c-bench)", flush=True)
+        return
+    memory = "host" if dev.name == "numpy" else "device"
+    with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
+        out_csv = Path(tmp) / "c.csv"
+        cmd = [exe, "--sizes", args.sizes, "--methods", "GDS", "--repeat", str(args.repeat), "--no-ceilings",
+               "--memory", memory, "--dir", tmp, "--csv", str(out_csv)]
+        print("whole: " + " ".join(cmd), flush=True)
+        done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if done.returncode != 0 or not out_csv.exists():
+            tail = " | ".join(done.stdout.strip().splitlines()[-5:])
+            raise SystemExit(f"whole: {exe} failed ({done.returncode}): {tail}")
+        phases = {"write": "durable-write", "cold_read": "cold", "warm_read": "warm"}
+        with open(out_csv, newline="") as f:
+            for r in csv.DictReader(f):
+                if r["method"] != "GDS" or r["phase"] not in phases:
+                    continue
+                secs = float(r["seconds"])
+                rows.append(row("whole", "c-h5gds-bench-gds", int(r["size_bytes"]), phases[r["phase"]],
+                                float(r["rate_GBps"]) * 1e9, 1 / secs if secs else float("nan"), int(r["repeat"]),
+                                f"C bench, {r['memory']} memory, {r['driver_config']}"
+                                + (f", {r['cold_cache']}" if r["phase"] == "cold_read" else "")))
+                print_row(rows[-1:])
+
+
 def bench_whole(args: argparse.Namespace, dev: Device, rows: list[Row]) -> None:
+    c_bench_whole(args, dev, rows)
     for nbytes in [size(s) for s in args.sizes.split(",")]:
         path = Path(args.dir) / f"whole-{nbytes}.h5"
         data = dev.random(nbytes)
@@ -173,7 +209,7 @@ def bench_whole(args: argparse.Namespace, dev: Device, rows: list[Row]) -> None:
                 peer_out[:] = [dev.from_host(f["x"][()])]
 
         for method, write, read in (("h5gds", gds_write, gds_read), ("h5py+cupy", peer_write, peer_read)):
-            for rep in range(args.repeats):
+            for rep in range(args.repeat):
                 if path.exists():
                     path.unlink()
                 t = timed(write, dev)
@@ -257,10 +293,16 @@ def bench_loader(args: argparse.Namespace, dev: Device, rows: list[Row]) -> None
         batches = [np.sort(order[i:i + bsz]) for i in range(0, len(order), bsz)]
         total = len(order) * sample
 
+        open_iters: list[Any] = []
+
         def m_loader() -> None:
-            for k, b in enumerate(loader):
-                if k + 1 == nbatches:
-                    break
+            # The clock stops when the last measured batch is on the device;
+            # the prefetched batches after it are collected outside the
+            # timing (they are not part of the bytes counted).
+            it = iter(loader)
+            open_iters.append(it)
+            for _ in range(nbatches):
+                next(it)
 
         def m_fancy() -> None:
             with h5py.File(path, "r") as f:
@@ -297,11 +339,14 @@ def bench_loader(args: argparse.Namespace, dev: Device, rows: list[Row]) -> None
             return secs.value
 
         methods: list[tuple[str, Callable[[], None]]] = [("h5gds-loader", m_loader), ("h5py-fancy", m_fancy)]
+        if args.methods:
+            methods = [m for m in methods if m[0] in args.methods]
         try:
             import torch  # noqa: F401
             if dev.name == "numpy":
                 raise ImportError
-            methods.append(("torch-dataloader-h5py", m_torch))
+            if not args.methods or "torch-dataloader-h5py" in args.methods:
+                methods.append(("torch-dataloader-h5py", m_torch))
         except ImportError:
             rows.append(row("loader", "torch-dataloader-h5py", sample, "-", float("nan"), float("nan"),
                             note="skipped: torch not importable"))
@@ -312,20 +357,25 @@ def bench_loader(args: argparse.Namespace, dev: Device, rows: list[Row]) -> None
                     kvikio_defaults.set({"num_threads": 16})
                 else:
                     kvikio_defaults.num_threads_reset(16)
-                if dev.name == "cupy":
+                if dev.name == "cupy" and (not args.methods or "kvikio-pread" in args.methods):
                     methods.append(("kvikio-pread", m_kvikio))
             except Exception as exc:  # noqa: BLE001 - reported in the CSV
                 rows.append(row("loader", "kvikio-pread", sample, "-", float("nan"), float("nan"),
                                 note=f"skipped: kvikio threads could not be set ({exc})"))
-        for cache in ("cold", "warm"):
-            for rep in range(args.repeats):
+        for cache in ("cold", "warm") if "loader" in args.loader_parts else ():
+            for rep in range(args.repeat):
                 for name, fn in methods:
                     note = drop_cache(path) if cache == "cold" else ""
                     if cache == "warm":
                         warm(path)
                     t = timed(fn, dev)
+                    for it in open_iters:
+                        it.close()
+                    open_iters.clear()
                     rows.append(row("loader", name, sample, cache, total / t, len(order) / t, rep, note))
                     print_row(rows[-1:])
+                if args.methods and not any(m.startswith("ceiling") for m in args.methods):
+                    continue
                 if cache == "cold":
                     best = None
                     for threads in (16, 64):
@@ -350,7 +400,75 @@ def bench_loader(args: argparse.Namespace, dev: Device, rows: list[Row]) -> None
                     print_row(rows[-2:])
                     continue
                 print_row(rows[-1:])
+        if "train" in args.loader_parts:
+            bench_loader_train(args, dev, rows, loader, path, sample, bsz)
         loader.close()
+
+
+class _Compute:
+    """A training step's compute: a GPU kernel that spins for `ms` on the
+    current stream (host: a sleep), then a read of the batch, then a
+    synchronisation (as `loss.item()` does)."""
+
+    def __init__(self, dev: Device, ms: float):
+        self.dev, self.ms = dev, ms
+        if dev.name == "numpy":
+            return
+        if dev.name == "cupy":
+            cp = dev.cp
+            kern = cp.RawKernel(r'''extern "C" __global__ void spin(long long n)
+                { long long t = clock64(); while (clock64() - t < n) {} }''', "spin")
+            self.spin = lambda n: kern((1,), (1,), (np.int64(n),))
+        else:
+            self.spin = dev.torch.cuda._sleep
+        probe = 50_000_000
+        self.spin(probe)  # compile / warm up
+        dev.sync()
+        t = timed(lambda: self.spin(probe), dev)
+        self.cycles = int(probe * (ms / 1e3) / t)
+
+    def step(self, batch: Any) -> None:
+        if self.dev.name == "numpy":
+            time.sleep(self.ms / 1e3)
+            return
+        self.spin(self.cycles)
+        x = batch[0] if isinstance(batch, tuple) else batch
+        float(x[0, :64].sum()) if self.dev.name == "cupy" else float(x[0, :64].float().sum())
+
+
+def bench_loader_train(args: argparse.Namespace, dev: Device, rows: list[Row], loader: Any, path: Path,
+                       sample: int, bsz: int) -> None:
+    """Loader overhead in a training loop: an epoch of --train-batches steps
+    of --train-step-ms compute each, fed by the loader, against the same
+    steps on one batch already on the device (compute only). The epoch time
+    includes waiting for the first batch."""
+    nb = min(args.train_batches, len(loader))
+    compute = _Compute(dev, args.train_step_ms)
+    consume = bsz * sample / (args.train_step_ms / 1e3)
+    first = next(iter(loader))
+    for rep in range(args.repeat):
+        t_compute = timed(lambda: [compute.step(first) for _ in range(nb)], dev)
+        rows.append(row("loader-train", "compute-only", sample, "-", nb * bsz * sample / t_compute,
+                        nb * bsz / t_compute, rep, f"{nb} steps of {args.train_step_ms:g} ms"))
+        print_row(rows[-1:])
+        for cache in ("cold", "warm"):
+            note = drop_cache(path) if cache == "cold" else ""
+            if cache == "warm":
+                warm(path)
+
+            def epoch() -> None:
+                it = iter(loader)
+                for _ in range(nb):
+                    compute.step(next(it))
+                it.close()
+
+            t = timed(epoch, dev)
+            over = (t / t_compute - 1) * 100
+            rows.append(row("loader-train", "h5gds-loader", sample, cache, nb * bsz * sample / t, nb * bsz / t, rep,
+                            f"{note + ', ' if note else ''}epoch {t:.3f} s vs compute-only {t_compute:.3f} s: "
+                            f"{over:+.1f}%; consumption {consume / 1e9:.3f} GB/s"))
+            rows[-1]["overhead_pct"] = round(over, 2)
+            print_row(rows[-1:])
 
 
 def h2d_time(dev: Device, nbytes: int) -> float:
@@ -369,6 +487,36 @@ def h2d_time(dev: Device, nbytes: int) -> float:
         for _ in range(10):
             best = min(best, timed(lambda: d.copy_(host, non_blocking=True), dev))
     return best
+
+
+def whole_vs_c(medians: list[Row]) -> None:
+    """Python API / C benchmark, GDS, same run (the goal: within 10%)."""
+    c = {(m["sample_bytes"], m["cache"]): m["GBps"] for m in medians
+         if m["bench"] == "whole" and m["method"] == "c-h5gds-bench-gds"}
+    for m in medians:
+        key = (m["sample_bytes"], m["cache"])
+        if m["bench"] == "whole" and m["method"] == "h5gds" and c.get(key):
+            print(f"whole {m['sample_bytes'] >> 20} MiB {m['cache']}: Python {m['GBps']:.3f} / C {c[key]:.3f} GB/s "
+                  f"= {m['GBps'] / c[key]:.2f}", flush=True)
+
+
+def median_rows(rows: list[Row]) -> list[Row]:
+    """One row per (bench, method, size, cache): the median over repeats."""
+    groups: dict[tuple[Any, ...], list[Row]] = {}
+    for r in rows:
+        groups.setdefault((r["bench"], r["method"], r["sample_bytes"], r["cache"]), []).append(r)
+    out = []
+    for (bench, method, sample, cache), rs in groups.items():
+        gb = [r["GBps"] for r in rs]
+        med = float(np.median(gb)) if gb else float("nan")
+        m: Row = {"bench": bench, "method": method, "sample_bytes": sample, "cache": cache, "GBps": round(med, 4),
+                  "samples_per_s": round(float(np.median([r["samples_per_s"] for r in rs])), 1),
+                  "repeats": len(rs), "note": rs[len(rs) // 2]["note"]}
+        over = [r["overhead_pct"] for r in rs if "overhead_pct" in r]
+        if over:
+            m["overhead_pct"] = round(float(np.median(over)), 2)
+        out.append(m)
+    return out
 
 
 def plot(rows: list[Row], png: Path) -> None:
@@ -411,11 +559,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--file-size", default="2GiB")
     p.add_argument("--batch", default="16MiB")
     p.add_argument("--read-bytes", default="512MiB", help="bytes each loader method reads per measurement")
-    p.add_argument("--repeats", type=int, default=1)
     p.add_argument("--prefetch", type=int, default=4)
     p.add_argument("--config", default="", help="gds configuration keys for the loader's engine")
     p.add_argument("--host", action="store_true", help="host arrays only (checks the benchmark without a GPU)")
-    p.add_argument("--repeat", type=int, default=3, help="checkpoint, train-loop: repeats (median reported)")
+    p.add_argument("--repeat", "--repeats", dest="repeat", type=int, default=3,
+                   help="repeats of every measurement, interleaved across methods (medians printed and in "
+                        "bench-median.csv)")
+    p.add_argument("--methods", default="", help="loader: only these methods (comma list; default all)")
+    p.add_argument("--c-bench", default="", help="whole: path of the C h5gds-bench, run first in the same run "
+                                                  "(default: $H5GDS_C_BENCH; none: its rows say skipped)")
+    p.add_argument("--train-batches", type=int, default=32, help="loader-train: batches per epoch")
+    p.add_argument("--train-step-ms", type=float, default=20.0, help="loader-train: compute per batch (ms)")
     p.add_argument("--steps", type=int, default=360, help="train-loop: steps per run")
     p.add_argument("--every", type=int, default=120, help="train-loop: a checkpoint every this many steps")
     p.add_argument("--step-matmuls", type=int, default=20, help="train-loop: 8192^2 fp16 products per step")
@@ -424,6 +578,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="checkpoint: which states (fp16, bf16: 3.13 GiB; 16g: 16.1 GiB fp16, where memory allows)")
     p.add_argument("--loop-repeat", type=int, default=3, help="train-loop: repeats")
     args = p.parse_args(argv)
+    args.methods = [m for m in args.methods.split(",") if m]
     parts = args.parts.split(",")
     ckpt_parts = [x for x in parts if x in ("checkpoint", "train-loop")]
     if ckpt_parts:
@@ -437,6 +592,13 @@ def main(argv: list[str] | None = None) -> int:
     dev = Device(args.host)
     rows: list[Row] = []
     print(f"h5gds {h5gds.__version__}, HDF5 {h5gds.hdf5_version}, arrays: {dev.name}, files in {args.dir}", flush=True)
+    # loader-train runs inside the loader part (same files); alone, it runs
+    # the loader's setup with no loader methods
+    args.loader_parts = [x for x in parts if x in ("loader", "loader-train")]
+    if args.loader_parts:
+        parts = [x for x in parts if x not in ("loader", "loader-train")] + ["loader"]
+        if "loader-train" in args.loader_parts:
+            args.loader_parts.append("train")
     try:
         for part in parts:
             {"whole": bench_whole, "loader": bench_loader}[part](args, dev, rows)
@@ -444,10 +606,19 @@ def main(argv: list[str] | None = None) -> int:
         csv_path = Path(args.out) / "bench.csv"
         with open(csv_path, "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=["bench", "method", "sample_bytes", "cache", "GBps", "samples_per_s",
-                                              "repeat", "note"])
+                                              "repeat", "note", "overhead_pct"])
             w.writeheader()
             w.writerows(rows)
         print(f"csv: {csv_path}", flush=True)
+        medians = median_rows(rows)
+        with open(Path(args.out) / "bench-median.csv", "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=["bench", "method", "sample_bytes", "cache", "GBps", "samples_per_s",
+                                              "repeats", "note", "overhead_pct"])
+            w.writeheader()
+            w.writerows(medians)
+        print("medians:", flush=True)
+        print_row([{**m, "repeat": 0} for m in medians])
+        whole_vs_c(medians)
         if rows:
             plot(rows, Path(args.out) / "bench.png")
     return 0
