@@ -48,7 +48,7 @@ cp -a "$work/hdf5-1.14.5-parallel/include" "$out/"
 cp -a "$work"/hdf5-1.14.5-parallel/lib/libhdf5.so* "$out/lib/"
 b="$work/hdf5-1.14.5-parallel-build/bin"
 for t in $tests h5perf; do cp -a "$b/$t" "$out/testpar/"; done
-cp -a "$b"/libh5test.so* "$b"/libhdf5_tools.so* "$out/testpar/" 2>/dev/null || true
+cp -a "$b"/libhdf5_test.so* "$b"/libhdf5_tools.so* "$out/testpar/"
 strip --strip-unneeded "$out"/lib/libhdf5.so.* "$out"/testpar/* 2>/dev/null || true
 say "parallel HDF5 for the device in $out"
 du -sh "$ompi" "$out"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, builds h5gds against the
-# distribution's HDF5 (1.10) and against HDF5 1.14.5 built from Debian's
-# source package, runs every test with CTest (GPU tests skip without a GPU),
+# distribution's HDF5 (1.10), against HDF5 1.14.5 built from Debian's
+# source package, and against that HDF5 built with MPI (the gds_mpio
+# driver), runs every test with CTest (GPU tests skip without a GPU),
 # then the Python package's tests (pytest) in a fresh venv with PyPI's h5py.
 #   bash scripts/test.sh            # everything
 #   H5GDS_CTEST_ARGS="-LE large" bash scripts/test.sh   # pass options to ctest
@@ -23,6 +24,19 @@ for cfg in h10 h14; do
   echo "== tests (build/$cfg)"
   (cd "build/$cfg" && ctest --output-on-failure -j "$jobs" ${H5GDS_CTEST_ARGS:-}) || status=1
 done
+
+# Parallel HDF5 1.14.5 (the distribution's Open MPI) and the gds_mpio driver
+# built against it (build/par): its tests, HDF5's parallel test programs on
+# it at 2 and 3 ranks among them (label mpio; a few minutes on 2 cores).
+bash scripts/build-hdf5.sh --parallel "$root/build/deps"
+echo "== build against parallel HDF5 1.14.5 (build/par)"
+cmake -S . -B build/par -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  "-DHDF5_ROOT=$root/build/deps/hdf5-1.14.5-parallel" \
+  "-DH5GDS_HDF5_BUILD_TREE=$root/build/deps/hdf5-1.14.5-parallel-build" >build/cmake-par.log || { cat build/cmake-par.log; exit 1; }
+ninja -C build/par -j "$jobs" | grep -v '^\[' || true
+[ "${PIPESTATUS[0]}" -eq 0 ] || exit 1
+echo "== tests (build/par, label mpio)"
+(cd build/par && ctest --output-on-failure -j "$jobs" -L mpio) || status=1
 
 # The Python package, as a user installs it: a fresh venv, h5py's wheel from
 # PyPI (its own HDF5), then `pip install ./python` (headers: HDF5 1.14.5 above).

@@ -114,8 +114,9 @@ herr_t H5Pget_fapl_gds_mpio(hid_t fapl_id, MPI_Comm *comm, MPI_Info *info)
         MPIO_ERROR(H5E_PLIST, H5E_CANTGET, "cannot get the MPI communicator and info");
         failed = true;
     }
-    if (!failed && c == MPI_COMM_NULL && MPI_Comm_dup(MPI_COMM_WORLD, &c) != MPI_SUCCESS) {
-        /* HDF5_DRIVER=gds_mpio: MPI_COMM_WORLD, as the files use */
+    if (!failed && (c == MPI_COMM_NULL || c == MPI_COMM_WORLD) && MPI_Comm_dup(MPI_COMM_WORLD, &c) != MPI_SUCCESS) {
+        /* HDF5_DRIVER=gds_mpio: MPI_COMM_WORLD, as the files use (a
+         * duplicate: the caller frees it) */
         MPIO_ERROR(H5E_PLIST, H5E_MPI, "MPI_Comm_dup failed");
         failed = true;
     }

@@ -9,7 +9,16 @@
  * H5Pset_fapl_mpio(fapl, comm, info) becomes H5Pset_fapl_gds_mpio(fapl, comm,
  * info), same communicator and info; H5Pget_fapl_mpio answers for a fapl of
  * either driver (HDF5's own refuses any driver but mpio). Engine settings:
- * H5GDS_CONFIG. H5GDS_MPIO_PRELOAD=off passes both calls to HDF5 unchanged.
+ * H5GDS_CONFIG.
+ *
+ * H5Dwrite / H5Dread with a device buffer go through the checked calls of
+ * src/vfd/gds_dataset.c (compiled here for gds_mpio): the buffer reaches the
+ * driver when HDF5 will not touch it with the CPU (same types, no filters,
+ * no transform, selection I/O on, ...), and is otherwise staged through
+ * pinned host memory on that rank, so a type conversion or a filter never
+ * makes HDF5's CPU read device memory. Staging changes nothing in the
+ * calls' collective structure: every rank makes the same H5Dwrite.
+ * H5GDS_MPIO_PRELOAD=off passes every call to HDF5 unchanged.
  */
 #include <dlfcn.h>
 #include <stdbool.h>
@@ -17,6 +26,7 @@
 #include <string.h>
 
 #include "H5FDgds_mpio.h"
+#include "../engine/engine.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -51,4 +61,44 @@ EXPORT herr_t H5Pget_fapl_mpio(hid_t fapl_id, MPI_Comm *comm, MPI_Info *info)
         return H5Pget_fapl_gds_mpio(fapl_id, comm, info);
     get_fapl_mpio_t next = (get_fapl_mpio_t)next_symbol("H5Pget_fapl_mpio");
     return next ? next(fapl_id, comm, info) : -1;
+}
+
+typedef herr_t (*dwrite_t)(hid_t, hid_t, hid_t, hid_t, hid_t, const void *);
+typedef herr_t (*dread_t)(hid_t, hid_t, hid_t, hid_t, hid_t, void *);
+
+/* The checked calls call H5Dwrite/H5Dread again: those reach HDF5's. */
+static _Thread_local bool inside;
+
+static bool device_buffer(const void *buf)
+{
+    gds_buffer_info_t info;
+    return buf && gds_classify_buffer(buf, &info) && info.kind == GDS_MEMORY_DEVICE;
+}
+
+EXPORT herr_t H5Dwrite(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_space, hid_t dxpl, const void *buf)
+{
+    static dwrite_t next;
+    if (!next)
+        next = (dwrite_t)next_symbol("H5Dwrite");
+    if (!inside && !preload_off() && device_buffer(buf)) {
+        inside = true;
+        herr_t rc = H5Dwrite_gds(dset, mem_type, mem_space, file_space, dxpl, buf);
+        inside = false;
+        return rc;
+    }
+    return next ? next(dset, mem_type, mem_space, file_space, dxpl, buf) : -1;
+}
+
+EXPORT herr_t H5Dread(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_space, hid_t dxpl, void *buf)
+{
+    static dread_t next;
+    if (!next)
+        next = (dread_t)next_symbol("H5Dread");
+    if (!inside && !preload_off() && device_buffer(buf)) {
+        inside = true;
+        herr_t rc = H5Dread_gds(dset, mem_type, mem_space, file_space, dxpl, buf);
+        inside = false;
+        return rc;
+    }
+    return next ? next(dset, mem_type, mem_space, file_space, dxpl, buf) : -1;
 }

@@ -12,10 +12,10 @@
  * Raw data (H5FD_MEM_DRAW) goes through the engine, host and device buffers
  * alike, so every rank takes the same path in a collective call whatever its
  * buffer kind, and no device pointer ever reaches MPI-IO:
- *   - vector calls (selection I/O, which HDF5 uses with this driver by
- *     default: HDF5 turns a selection into one vector per call) and plain
+ *   - selection calls (HDF5 keeps selection I/O on with this driver: one
+ *     call per H5Dwrite/H5Dread on every rank), raw-data vectors, and plain
  *     calls whose MPI datatypes are MPI_BYTE (contiguous) are one engine
- *     request; in collective mode the ranks then agree on the outcome
+ *     request each; in collective mode the ranks then agree on the outcome
  *     (MPI_Allreduce), so a failure on one rank fails the call on all;
  *   - a collective plain call with MPI derived datatypes (selection I/O off:
  *     type conversion, H5Pset_selection_io off, collective chunk fill) is
@@ -45,6 +45,15 @@
 #include "../vfd/gds_transfer.h"
 
 static hid_t mpio_error_class = H5I_INVALID_HID;
+
+/* A communicator H5Pget_mpi_params handed out: a duplicate, or (no
+ * communicator set: the plugin route) a predefined one, not ours to free. */
+static void free_comm(MPI_Comm *comm)
+{
+    if (*comm != MPI_COMM_NULL && *comm != MPI_COMM_WORLD && *comm != MPI_COMM_SELF)
+        MPI_Comm_free(comm);
+    *comm = MPI_COMM_NULL;
+}
 
 void gds_mpio_error(const char *func, int line, hid_t major, hid_t minor, const char *fmt, ...)
 {
@@ -224,17 +233,32 @@ static H5FD_t *mpio_open(const char *name, unsigned flags, hid_t fapl_id, haddr_
     }
     file->fd = -1;
     file->agree = MPI_COMM_NULL;
-    if (gds_mpio_config_from_fapl(fapl_id, &file->config, &file->config_from_info) < 0)
-        goto fail;
-    if (!(file->name = strdup(name))) {
-        MPIO_ERROR(H5E_RESOURCE, H5E_NOSPACE, "out of memory");
-        goto fail;
-    }
-
     /* mpio underneath, with the fapl's communicator and info; the plugin
      * route (HDF5_DRIVER=gds_mpio) sets none: MPI_COMM_WORLD. */
     if (H5Pget_mpi_params(fapl_id, &comm, &info) < 0) {
         MPIO_ERROR(H5E_PLIST, H5E_CANTGET, "cannot get the MPI communicator and info of the fapl");
+        goto fail;
+    }
+    /* The settings (H5GDS_CONFIG, HDF5_DRIVER_CONFIG may differ by rank):
+     * every rank learns whether all can go on before mpio's collective open. */
+    bool config_ok = gds_mpio_config_from_fapl(fapl_id, &file->config, &file->config_from_info) == 0;
+    if (config_ok && file->config.write_behind) {
+        /* Its background writes would fail outside the collective calls
+         * whose outcome the ranks agree on. */
+        MPIO_ERROR(H5E_VFL, H5E_UNSUPPORTED, "write_behind is not supported by the gds_mpio driver");
+        config_ok = false;
+    }
+    if (config_ok && !(file->name = strdup(name))) {
+        MPIO_ERROR(H5E_RESOURCE, H5E_NOSPACE, "out of memory");
+        config_ok = false;
+    }
+    int mine_ok = config_ok, all_ok = 0;
+    if (MPI_Allreduce(&mine_ok, &all_ok, 1, MPI_INT, MPI_LAND, comm == MPI_COMM_NULL ? MPI_COMM_WORLD : comm) !=
+        MPI_SUCCESS)
+        all_ok = 0;
+    if (!all_ok) {
+        if (config_ok)
+            MPIO_ERROR(H5E_VFL, H5E_CANTOPENFILE, "another rank refused the gds_mpio settings for %s", name);
         goto fail;
     }
     if ((inner_fapl = H5Pcopy(fapl_id)) < 0 ||
@@ -299,7 +323,7 @@ static H5FD_t *mpio_open(const char *name, unsigned flags, hid_t fapl_id, haddr_
         goto fail;
     }
     H5Pclose(inner_fapl);
-    MPI_Comm_free(&comm);
+    free_comm(&comm);
     if (info != MPI_INFO_NULL)
         MPI_Info_free(&info);
     return &file->pub;
@@ -323,8 +347,7 @@ fail:
     }
     if (inner_fapl >= 0)
         H5Pclose(inner_fapl);
-    if (comm != MPI_COMM_NULL)
-        MPI_Comm_free(&comm);
+    free_comm(&comm);
     if (info != MPI_INFO_NULL)
         MPI_Info_free(&info);
     return NULL;
@@ -768,13 +791,9 @@ static herr_t mpio_truncate(H5FD_t *_file, hid_t dxpl, hbool_t closing)
 {
     gds_mpio_file_t *file = (gds_mpio_file_t *)_file;
     /* Rank 0 asks the file's size inside mpio's truncate: every rank's
-     * background writes must have landed (a barrier, only with write-behind:
-     * otherwise the engine's writes completed before H5Dwrite returned). */
+     * writes have landed: they completed before the raw-data calls
+     * returned (write-behind is refused at open). */
     herr_t rc = drain(file);
-    if (file->config.write_behind && MPI_Barrier(file->agree) != MPI_SUCCESS) {
-        MPIO_ERROR(H5E_VFL, H5E_MPI, "MPI_Barrier failed");
-        rc = -1;
-    }
     if (file->icls->truncate(file->inner, dxpl, closing) < 0) {
         MPIO_ERROR(H5E_IO, H5E_WRITEERROR, "the mpio driver underneath failed to truncate %s", file->name);
         return -1;
@@ -799,8 +818,7 @@ static herr_t mpio_delete(const char *name, hid_t fapl)
         MPIO_ERROR(H5E_VFL, H5E_CANTDELETEFILE, "the mpio driver underneath cannot delete %s", name);
     if (inner_fapl >= 0)
         H5Pclose(inner_fapl);
-    if (comm != MPI_COMM_NULL)
-        MPI_Comm_free(&comm);
+    free_comm(&comm);
     if (info != MPI_INFO_NULL)
         MPI_Info_free(&info);
     return rc;

@@ -24,6 +24,16 @@
 #include "../cuda/cuda_loader.h"
 #include "../engine/engine.h"
 
+/* The driver whose files get the buffer passed through: gds here; the
+ * gds_mpio preload library compiles this file again for its own driver
+ * (GDS_DATASET_MPIO: src/mpio/CMakeLists.txt). */
+#ifdef GDS_DATASET_MPIO
+#include "H5FDgds_mpio.h"
+#define GDS_DATASET_DRIVER_ID() H5FD_gds_mpio_init()
+#else
+#define GDS_DATASET_DRIVER_ID() H5FD_gds_init()
+#endif
+
 static _Thread_local H5FD_gds_route_t last_route = H5FD_GDS_ROUTE_NONE;
 
 H5FD_gds_route_t H5FD_gds_last_route(void)
@@ -97,15 +107,24 @@ static bool passes_through(hid_t dset, hid_t mem_type, hid_t dxpl, bool write)
                 H5Tdetect_class(mem_type, H5T_REFERENCE) != 0)
                 break;
             if ((fid = H5Iget_file_id(dset)) < 0 || (fapl = H5Fget_access_plist(fid)) < 0 ||
-                H5Pget_driver(fapl) != H5FD_gds_init())
+                H5Pget_driver(fapl) != GDS_DATASET_DRIVER_ID())
                 break;
+#ifdef GDS_DATASET_MPIO
+            /* Selection I/O off: a collective transfer would reach the
+             * driver with MPI derived datatypes, which gds_mpio refuses for
+             * device memory. */
+            H5D_selection_io_mode_t sel = H5D_SELECTION_IO_MODE_DEFAULT;
+            if (dxpl != H5P_DEFAULT && (H5Pget_selection_io(dxpl, &sel) < 0 || sel == H5D_SELECTION_IO_MODE_OFF))
+                break;
+#endif
             if ((dcpl = H5Dget_create_plist(dset)) < 0)
                 break;
             H5D_layout_t layout = H5Pget_layout(dcpl);
-#if H5_VERSION_GE(1, 14, 0)
+#if H5_VERSION_GE(1, 14, 0) && !defined(GDS_DATASET_MPIO)
             /* Compact data is copied between the object header and the
              * user's buffer by the driver (H5FD_CTL_MEM_COPY, with the CUDA
-             * driver for device memory): no CPU touches it. */
+             * driver for device memory): no CPU touches it. (gds_mpio does
+             * not make that copy: staged.) */
             if (layout == H5D_COMPACT) {
                 ok = true;
                 break;

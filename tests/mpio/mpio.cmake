@@ -56,3 +56,24 @@ if(h5gds_mpio_is_ompi)
   h5gds_mpio_test(gpu_mpio_preload_np4 4 PRELOAD LABELS "gpu;mpio" ARGS --device --fapl mpio)
   h5gds_mpio_test(gpu_mpio_preload_mixed_np2 2 PRELOAD LABELS "gpu;mpio" ARGS --mixed --fapl mpio)
 endif()
+
+# HDF5's own parallel test programs under the preload library, 2 and 3
+# ranks, host buffers (label mpio): the build tree of scripts/build-hdf5.sh
+# --parallel, or H5GDS_HDF5_TESTPAR_DIR (the GPU machine's carried copy).
+set(H5GDS_HDF5_TESTPAR_DIR "" CACHE PATH "HDF5's parallel test programs (default: <H5GDS_HDF5_BUILD_TREE>/bin)")
+set(testpar_dir "${H5GDS_HDF5_TESTPAR_DIR}")
+if(NOT testpar_dir AND H5GDS_HDF5_BUILD_TREE)
+  set(testpar_dir "${H5GDS_HDF5_BUILD_TREE}/bin")
+endif()
+if(h5gds_mpio_is_ompi AND testpar_dir AND EXISTS "${testpar_dir}/testphdf5")
+  foreach(np 2 3)
+    add_test(NAME hdf5_testpar_np${np}
+             COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/mpio/run-hdf5-testpar.sh ${testpar_dir} ${h5gds_mpio_preload} ${np}
+                     ${CMAKE_CURRENT_BINARY_DIR}/scratch/hdf5_testpar_np${np})
+    set_tests_properties(hdf5_testpar_np${np} PROPERTIES LABELS mpio PROCESSORS ${np} TIMEOUT 1800
+                         ENVIRONMENT "MPIEXEC=${MPIEXEC_EXECUTABLE}")
+  endforeach()
+elseif(NOT testpar_dir OR NOT EXISTS "${testpar_dir}/testphdf5")
+  message(STATUS "h5gds: HDF5's parallel test programs not found (H5GDS_HDF5_BUILD_TREE / H5GDS_HDF5_TESTPAR_DIR): "
+                 "hdf5_testpar tests not defined")
+endif()

@@ -189,15 +189,22 @@ static hid_t select_mine(decomp_t d, const layout_t *l, hid_t space, uint64_t *c
 
 /* ---- one decomposition: write, read back, sec2 check ---- */
 
-static uint64_t engine_bytes(hid_t file, bool write)
+/* Raw bytes the engine moved for this rank: all routes, or the device ones
+ * (staged, cuFile, bounce). */
+static uint64_t engine_bytes_of(hid_t file, bool write, bool device_only)
 {
     H5FD_gds_stats_t s;
     memset(&s, 0, sizeof s);
     CHECK(H5FD_gds_mpio_get_stats(file, &s) >= 0);
     uint64_t b = 0;
-    for (int r = 0; r < H5FD_GDS_NROUTES; r++)
+    for (int r = device_only ? H5FD_GDS_ROUTE_STAGED : 0; r <= H5FD_GDS_ROUTE_POSIX_BOUNCE; r++)
         b += write ? s.write_bytes[r] : s.read_bytes[r];
     return b;
+}
+
+static uint64_t engine_bytes(hid_t file, bool write)
+{
+    return engine_bytes_of(file, write, false);
 }
 
 /* Rank 0 reads the dataset with sec2 and compares every element. */
@@ -266,11 +273,20 @@ static void run_decomp(decomp_t d, bool chunked, bool collective)
     hid_t dxpl = H5Pcreate(H5P_DATASET_XFER);
     H5Pset_dxpl_mpio(dxpl, collective ? H5FD_MPIO_COLLECTIVE : H5FD_MPIO_INDEPENDENT);
 
-    uint64_t w0 = engine_bytes(file, true);
+    uint64_t w0 = engine_bytes(file, true), wd0 = engine_bytes_of(file, true, true);
     CHECK(H5Dwrite(ds, H5T_NATIVE_UINT32, mspace, fspace, dxpl, b.ptr) >= 0);
+    CHECK(H5FD_gds_mpio_sync(file) >= 0); /* with write-behind: the bytes are counted once written */
     uint64_t wrote = engine_bytes(file, true) - w0;
     CHECK_MSG(wrote == mine * 4, "%s rank %d: the engine wrote %llu bytes, the selection has %llu", name, rank,
               (unsigned long long)wrote, (unsigned long long)(mine * 4));
+    /* Device memory handed to the driver takes a device route (under the
+     * preload library, chunks that fit HDF5's chunk cache are staged by the
+     * checked calls: host bytes then). */
+    if (my_kind() == MEM_DEVICE && fapl_kind != FAPL_MPIO) {
+        uint64_t dev = engine_bytes_of(file, true, true) - wd0;
+        CHECK_MSG(dev == mine * 4, "%s rank %d: %llu bytes took a device route, expected %llu", name, rank,
+                  (unsigned long long)dev, (unsigned long long)(mine * 4));
+    }
 
     /* Read back into a buffer of sentinels: the selection comes back, the
      * rest is untouched. */
@@ -316,7 +332,12 @@ typedef struct variant {
     hid_t file_type;
     bool deflate;
     bool selection_off;
-    bool expect_fail_with_device; /* the call must fail on every rank when any rank has device memory */
+    /* With device memory on some rank: HDF5 would touch it with the CPU
+     * (conversion, filters): run only under the preload library, whose
+     * H5Dwrite stages it; or the driver itself refuses it on every rank
+     * (selection I/O off: MPI derived datatypes), unless preloaded. */
+    bool device_needs_preload;
+    bool device_refused_unless_preloaded;
 } variant_t;
 
 static void run_variant(const variant_t *v)
@@ -351,13 +372,29 @@ static void run_variant(const variant_t *v)
     if (v->selection_off)
         H5Pset_selection_io(dxpl, H5D_SELECTION_IO_MODE_OFF);
     bool any_device = !all_true(my_kind() != MEM_DEVICE);
+    bool preloaded = fapl_kind == FAPL_MPIO;
+    if (any_device && v->device_needs_preload && !preloaded) {
+        if (rank == 0)
+            printf("skip %s (device memory: needs the preload library's staging)\n", v->name);
+        H5Dclose(ds);
+        H5Pclose(dcpl);
+        H5Sclose(space);
+        H5Fclose(file);
+        H5Pclose(fapl);
+        H5Sclose(fspace);
+        H5Sclose(mspace);
+        H5Pclose(dxpl);
+        buffer_free(&b);
+        free(host);
+        return;
+    }
     herr_t rc;
     H5E_BEGIN_TRY
     {
         rc = H5Dwrite(ds, H5T_NATIVE_UINT32, mspace, fspace, dxpl, b.ptr);
     }
     H5E_END_TRY;
-    bool must_fail = v->expect_fail_with_device && any_device;
+    bool must_fail = v->device_refused_unless_preloaded && any_device && !preloaded;
     CHECK_MSG((rc < 0) == must_fail, "%s rank %d: H5Dwrite returned %d, expected %s", v->name, rank, (int)rc,
               must_fail ? "a failure" : "success");
     H5Pclose(dxpl);
@@ -513,6 +550,17 @@ static void run_queries(void)
     CHECK(size == nranks && cmp == MPI_CONGRUENT);
     if (info != MPI_INFO_NULL)
         MPI_Info_free(&info);
+    if (fapl_kind == FAPL_MPIO) {
+        /* the program's own H5Pget_fapl_mpio, answered by the preload library */
+        comm = MPI_COMM_NULL;
+        CHECK(H5Pget_fapl_mpio(acc, &comm, NULL) >= 0);
+        size = 0;
+        if (comm != MPI_COMM_NULL) {
+            MPI_Comm_size(comm, &size);
+            MPI_Comm_free(&comm);
+        }
+        CHECK(size == nranks);
+    }
     H5Pclose(acc);
     /* a fapl of another driver is refused, cleanly */
     hid_t other = H5Pcreate(H5P_FILE_ACCESS);
@@ -530,6 +578,32 @@ static void run_queries(void)
     bool ok = all_true(test_failures == failures_before);
     if (rank == 0)
         printf("%-4s queries (atomicity, H5Pget_fapl_gds_mpio)\n", ok ? "ok" : "FAIL");
+}
+
+/* Settings one rank refuses (write_behind, set on rank 1 only): the open
+ * fails on every rank, before mpio's collective open, without a hang. */
+static void run_config_mismatch(void)
+{
+    char path[512];
+    path_of(path, sizeof path, "config-mismatch");
+    int failures_before = test_failures;
+    hid_t fapl = make_fapl();
+    if (rank == nranks - 1 && fapl_kind != FAPL_PLUGIN)
+        CHECK(H5Pset_fapl_gds_mpio_config(fapl, "write_behind=1MiB") >= 0);
+    hid_t file;
+    H5E_BEGIN_TRY
+    {
+        file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    }
+    H5E_END_TRY;
+    bool expect_fail = nranks > 0 && fapl_kind != FAPL_PLUGIN;
+    CHECK_MSG((file < 0) == expect_fail, "rank %d: H5Fcreate returned %lld", rank, (long long)file);
+    if (file >= 0)
+        H5Fclose(file);
+    H5Pclose(fapl);
+    bool ok = all_true(test_failures == failures_before);
+    if (rank == 0)
+        printf("%-4s settings refused by one rank: the open fails on every rank\n", ok ? "ok" : "FAIL");
 }
 
 static bool wanted(int argc, char **argv, int first, const char *name)
@@ -581,9 +655,9 @@ int main(int argc, char **argv)
                 for (int coll = 0; coll < 2; coll++)
                     run_decomp((decomp_t)d, chunked, coll);
     const variant_t variants[] = {
-        {"convert", H5T_STD_U64LE, false, false, false},
-        {"deflate", H5T_NATIVE_UINT32, true, false, true},
-        {"selection-off", H5T_NATIVE_UINT64, false, true, true},
+        {"convert", H5T_STD_U64LE, false, false, true, false},
+        {"deflate", H5T_NATIVE_UINT32, true, false, true, false},
+        {"selection-off", H5T_NATIVE_UINT64, false, true, false, true},
     };
     for (size_t i = 0; i < sizeof variants / sizeof variants[0]; i++)
         if (wanted(argc, argv, first, variants[i].name))
@@ -594,6 +668,8 @@ int main(int argc, char **argv)
         run_failing_rank();
     if (wanted(argc, argv, first, "queries"))
         run_queries();
+    if (wanted(argc, argv, first, "config-mismatch"))
+        run_config_mismatch();
 
     int mine = test_failures, all = 0;
     MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
