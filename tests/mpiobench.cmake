@@ -28,8 +28,10 @@ add_test(NAME bench_shared_np2
                  ${CMAKE_CURRENT_BINARY_DIR}/scratch/bench_shared ${h5gds_mpiobench_launch})
 set_tests_properties(bench_shared_np2 PROPERTIES LABELS "mpio;bench" PROCESSORS 2 TIMEOUT 600)
 
-# h5perf of the parallel HDF5 built against (its install or build tree).
-find_program(H5GDS_H5PERF h5perf PATHS ${HDF5_ROOT}/bin ${H5GDS_HDF5_BUILD_TREE}/bin NO_DEFAULT_PATH)
+# h5perf of the parallel HDF5 built against (its install or build tree, or
+# the GPU machine's carried copy of its programs: H5GDS_HDF5_TESTPAR_DIR).
+find_program(H5GDS_H5PERF h5perf PATHS ${HDF5_ROOT}/bin ${H5GDS_HDF5_BUILD_TREE}/bin ${H5GDS_HDF5_TESTPAR_DIR}
+             NO_DEFAULT_PATH)
 if(H5GDS_H5PERF)
   add_test(NAME h5perf_preload_np2
            COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test_h5perf_preload.sh ${H5GDS_H5PERF}
