@@ -1,6 +1,13 @@
 # Benchmark clients of the gds_mpio driver (label mpio), included from
 # tests/CMakeLists.txt: h5gds-bench's shared-file methods and HDF5's h5perf
 # under the preload library, 2 ranks, host buffers, seconds each.
+# The parallel-file-system model of docs/shared-file-mode.md: its per-stripe
+# counting against a brute-force enumeration (any build, a second).
+find_package(Python3 COMPONENTS Interpreter)
+if(Python3_FOUND)
+  add_test(NAME shared_file_model_check COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tools/shared_file_model.py --check)
+  set_tests_properties(shared_file_model_check PROPERTIES LABELS bench)
+endif()
 if(NOT TARGET h5gds-bench)
   return()
 endif()
