@@ -15,7 +15,8 @@
 #     PARTS: comma list of np4,boundary,np1,h5perf,h5bench (default: all)
 #   H5GDS_BENCH_SIZE (default 1GiB per rank), H5GDS_BENCH_REPEAT (2), H5GDS_BENCH_NP (4 ranks sharing the
 #   node's GPUs), H5GDS_BOUNDARY_SIZE (128MiB per rank), H5GDS_BENCH_MEMORY (device; host on a CPU machine,
-#   to check the script). Results in $OUT (else build/gpu-out-mpio), at most 8 files:
+#   to check the script). About 4-5 minutes on the H100 machine with the defaults (estimated: not run
+#   there yet); split it over two calls with PARTS (np4,boundary,np1 then h5perf,h5bench) if needed. Results in $OUT (else build/gpu-out-mpio), at most 8 files:
 #     np4.csv  np1.csv  serial.csv  boundary-4096.csv  boundary-4099.csv  h5perf.txt  h5bench.txt  summary.md
 #   (summary.md: the goals of issue 16 from the CSVs, then every command run).
 set -uo pipefail
