@@ -65,6 +65,12 @@ H5GDS_API herr_t H5Pget_fapl_gds_mpio_config(hid_t fapl_id, H5FD_gds_config_t *c
  * not counted). Not collective. */
 H5GDS_API herr_t H5FD_gds_mpio_get_stats(hid_t file_id, H5FD_gds_stats_t *stats /*out*/);
 
+/* Whether an open file uses the gds_mpio driver (positive), another driver
+ * (0), or the id is not an open file (negative). Not collective: it asks no
+ * property list of the file (H5Fget_access_plist duplicates the MPI
+ * communicator, which is collective). */
+H5GDS_API htri_t H5FD_gds_mpio_is_file(hid_t file_id);
+
 /* Makes the raw data this rank wrote so far durable (engine drain + fsync of
  * its descriptor), without HDF5's metadata. Not collective. */
 H5GDS_API herr_t H5FD_gds_mpio_sync(hid_t file_id);

@@ -23,6 +23,9 @@ mkdir -p "$out"
 export OPAL_PREFIX="$ompi" PATH="$ompi/bin:$PATH"
 export LD_LIBRARY_PATH="$ompi/lib:$h5/lib:$h5/testpar:${LD_LIBRARY_PATH:-}"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
+# The engine's tuning cache of these test runs stays here, apart from the
+# one benchmarks use (~/.cache/h5gds/tune.json).
+export XDG_CACHE_HOME="$out/cache"
 nvidia-smi --query-gpu=index,name --format=csv,noheader 2>/dev/null | tee "$out/gpus.txt" || echo "no nvidia-smi"
 
 cmake -S . -B build/gpu-mpio -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHDF5_ROOT="$h5" \

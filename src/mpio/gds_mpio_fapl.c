@@ -173,28 +173,51 @@ herr_t H5Pget_fapl_gds_mpio_config(hid_t fapl_id, H5FD_gds_config_t *config)
     return API_LEAVE(failed);
 }
 
+/* ---- the driver's struct behind a file id ---- */
+
+/* H5Fget_vfd_handle with a scratch fapl that carries this property: a
+ * gds_mpio file (of any copy of the library: linked, or loaded as the
+ * plugin) writes its struct's address into it (mpio_get_handle); other
+ * drivers leave it NULL. Not collective, unlike H5Fget_access_plist. */
+static gds_mpio_file_t *lookup(hid_t file_id, bool *is_file)
+{
+    gds_mpio_file_t *file = NULL;
+    void *handle = NULL;
+    herr_t got = -1;
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    H5E_BEGIN_TRY
+    {
+        if (fapl >= 0 && H5Pinsert2(fapl, GDS_MPIO_SELF_PROP, sizeof file, &file, NULL, NULL, NULL, NULL, NULL,
+                                    NULL) >= 0)
+            got = H5Fget_vfd_handle(file_id, fapl, &handle);
+        if (got >= 0 && H5Pget(fapl, GDS_MPIO_SELF_PROP, &file) < 0)
+            file = NULL;
+    }
+    H5E_END_TRY;
+    if (fapl >= 0)
+        H5Pclose(fapl);
+    *is_file = got >= 0;
+    return file;
+}
+
 gds_mpio_file_t *gds_mpio_file_of(hid_t file_id)
 {
-    hid_t fapl = H5Fget_access_plist(file_id);
-    if (fapl < 0) {
+    bool is_file;
+    gds_mpio_file_t *file = lookup(file_id, &is_file);
+    if (!file)
+        MPIO_ERROR(H5E_FILE, H5E_BADVALUE, is_file ? "the file does not use the gds_mpio driver" : "not an open file");
+    return file;
+}
+
+htri_t H5FD_gds_mpio_is_file(hid_t file_id)
+{
+    gds_api_enter();
+    bool is_file;
+    gds_mpio_file_t *file = lookup(file_id, &is_file);
+    if (!is_file)
         MPIO_ERROR(H5E_ARGS, H5E_BADTYPE, "not an open file");
-        return NULL;
-    }
-    hid_t driver = gds_mpio_driver_id();
-    bool ours = driver >= 0 && H5Pget_driver(fapl) == driver;
-    void *handle = NULL;
-    herr_t got = ours ? H5Fget_vfd_handle(file_id, fapl, &handle) : -1;
-    H5Pclose(fapl);
-    if (!ours) {
-        MPIO_ERROR(H5E_FILE, H5E_BADVALUE, "the file does not use the gds_mpio driver");
-        return NULL;
-    }
-    if (got < 0 || !handle) {
-        MPIO_ERROR(H5E_FILE, H5E_CANTGET, "cannot get the driver handle of the file");
-        return NULL;
-    }
-    /* get_handle hands out &f of the driver's own struct. */
-    return (gds_mpio_file_t *)((char *)handle - offsetof(gds_mpio_file_t, f));
+    gds_api_leave(!is_file);
+    return is_file ? (file != NULL) : -1;
 }
 
 herr_t H5FD_gds_mpio_get_stats(hid_t file_id, H5FD_gds_stats_t *stats)

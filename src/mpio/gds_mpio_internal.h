@@ -68,7 +68,12 @@ hid_t gds_mpio_driver_id(void);
  * H5GDS_CONFIG + HDF5_DRIVER_CONFIG. */
 herr_t gds_mpio_config_from_fapl(hid_t fapl_id, H5FD_gds_config_t *config, bool *from_info);
 
-/* The open file of a file id that uses this driver (NULL + error otherwise). */
+/* The open file of a file id that uses this driver (NULL + error otherwise).
+ * Not collective (no property list of the file is made). */
 gds_mpio_file_t *gds_mpio_file_of(hid_t file_id);
+
+/* A fapl property that get_handle fills with the file's struct (the same
+ * layout in every copy of this library built from one source). */
+#define GDS_MPIO_SELF_PROP "h5gds_mpio_file"
 
 #endif

@@ -12,7 +12,7 @@
  * H5GDS_CONFIG.
  *
  * H5Dwrite / H5Dread with a device buffer go through the checked calls of
- * src/vfd/gds_dataset.c (compiled here for gds_mpio): the buffer reaches the
+ * src/vfd/gds_dataset.c (a copy compiled in here): the buffer reaches the
  * driver when HDF5 will not touch it with the CPU (same types, no filters,
  * no transform, selection I/O on, ...), and is otherwise staged through
  * pinned host memory on that rank, so a type conversion or a filter never

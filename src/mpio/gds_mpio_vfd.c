@@ -40,6 +40,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../cuda/cuda_loader.h"
+#include "../engine/autotune.h"
 #include "../vfd/gds_config.h"
 #include "../vfd/gds_error.h"
 #include "../vfd/gds_transfer.h"
@@ -165,7 +167,9 @@ static bool is_device(const void *buf)
     return info.kind == GDS_MEMORY_DEVICE;
 }
 
-/* Waits for the engine's background writes (write-behind) of this rank. */
+/* Waits for the engine's background writes of this rank (none while
+ * write-behind is refused at open; kept so that mpio never runs ahead of
+ * the engine's bytes). */
 static herr_t drain(gds_mpio_file_t *file)
 {
     gds_status_t st;
@@ -187,13 +191,15 @@ static int engine_transfer(gds_mpio_file_t *file, hid_t dxpl, bool write, size_t
     return gds_file_transfer(file->engine, &req, st);
 }
 
-/* The engine request, then (collective mode) agreement on the outcome. */
+/* The engine request, then (collective mode) agreement on the outcome.
+ * `prepared` false: this rank failed before it could issue the request (an
+ * error is already pushed), and still joins the agreement. */
 static herr_t raw_transfer(gds_mpio_file_t *file, hid_t dxpl, bool write, size_t n, const gds_segment_t *segs,
-                           bool collective)
+                           bool collective, bool prepared)
 {
     gds_status_t st = {0};
-    int rc = engine_transfer(file, dxpl, write, n, segs, &st);
-    if (rc < 0)
+    int rc = -1;
+    if (prepared && (rc = engine_transfer(file, dxpl, write, n, segs, &st)) < 0)
         engine_error(file, write ? H5E_WRITEERROR : H5E_READERROR, &st);
     if (!collective)
         return rc < 0 ? -1 : 0;
@@ -203,6 +209,38 @@ static herr_t raw_transfer(gds_mpio_file_t *file, hid_t dxpl, bool write, size_t
                    "collective raw-data %s failed on rank %d (this rank %d succeeded)", write ? "write" : "read",
                    first, file->mpi_rank);
     return first >= 0 ? -1 : 0;
+}
+
+/* With threads/io_block_size auto, the engine measures the file system at
+ * a file's first device request, unless its cache already knows it. Ranks
+ * measuring at once would each see a share of the disk and cache that: one
+ * rank per node measures first (or finds the cache), alone, while the others
+ * wait; their own first device requests then read its result from the cache
+ * (same host, file system and GPU name). Collective (a barrier per node);
+ * nothing is measured without a CUDA context (host data is not tuned). */
+static void tune_once_per_node(gds_mpio_file_t *file)
+{
+    MPI_Comm node = MPI_COMM_NULL;
+    if (MPI_Comm_split_type(file->agree, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) != MPI_SUCCESS)
+        return;
+    int node_rank = 0;
+    MPI_Comm_rank(node, &node_rank);
+    bool autotuned = file->config.threads == 0 || file->config.io_block_size == 0;
+    const gds_cuda_api_t *cu = gds_cuda_if_loaded();
+    CUcontext ctx = NULL;
+    CUdevice dev;
+    char gpu[128];
+    if (node_rank == 0 && autotuned && file->config.mode != H5FD_GDS_MODE_POSIX && cu &&
+        cu->CtxGetCurrent(&ctx) == CUDA_SUCCESS && ctx && cu->CtxGetDevice(&dev) == CUDA_SUCCESS &&
+        cu->DeviceGetName(gpu, (int)sizeof gpu, dev) == CUDA_SUCCESS) {
+        gds_tuning_t t;
+        gds_autotune(file->name, gpu, gds_default_threads(), GDS_DEFAULT_IO_BLOCK, &t);
+        if (file->config.log)
+            fprintf(stderr, "h5gds-mpio: %s: tuned once for this node (rank %d): %s\n", file->name, file->mpi_rank,
+                    t.why);
+    }
+    MPI_Barrier(node);
+    MPI_Comm_free(&node);
 }
 
 /* ---- open / close ---- */
@@ -322,6 +360,7 @@ static H5FD_t *mpio_open(const char *name, unsigned flags, hid_t fapl_id, haddr_
             MPIO_ERROR(H5E_VFL, H5E_CANTOPENFILE, "rank %d could not open %s for the engine", first, name);
         goto fail;
     }
+    tune_once_per_node(file);
     H5Pclose(inner_fapl);
     free_comm(&comm);
     if (info != MPI_INFO_NULL)
@@ -439,14 +478,15 @@ static haddr_t mpio_get_eof(const H5FD_t *_file, H5FD_mem_t type)
 static herr_t mpio_get_handle(H5FD_t *_file, hid_t fapl, void **handle)
 {
     gds_mpio_file_t *file = (gds_mpio_file_t *)_file;
-    (void)fapl;
     if (!handle) {
         MPIO_ERROR(H5E_ARGS, H5E_BADVALUE, "file handle not valid");
         return -1;
     }
-    /* The MPI file, as mpio hands out (&file->f: also how
-     * gds_mpio_file_of finds this struct). */
+    /* The MPI file, as mpio hands out; and this struct to gds_mpio_file_of,
+     * when it asks with its property. */
     *handle = &file->f;
+    if (fapl != H5P_DEFAULT && H5Pexist(fapl, GDS_MPIO_SELF_PROP) > 0 && H5Pset(fapl, GDS_MPIO_SELF_PROP, &file) < 0)
+        return -1;
     return 0;
 }
 
@@ -511,7 +551,7 @@ static herr_t plain_raw(gds_mpio_file_t *file, bool write, hid_t dxpl, haddr_t a
         }
     }
     gds_segment_t seg = {.offset = addr, .size = size, .buf = buf};
-    return raw_transfer(file, dxpl, write, size ? 1 : 0, &seg, collective);
+    return raw_transfer(file, dxpl, write, size ? 1 : 0, &seg, collective, true);
 }
 
 static herr_t mpio_read(H5FD_t *_file, H5FD_mem_t type, hid_t dxpl, haddr_t addr, size_t size, void *buf)
@@ -595,22 +635,7 @@ static herr_t vector_io(gds_mpio_file_t *file, bool write, hid_t dxpl, uint32_t 
         if (size)
             segs[n++] = (gds_segment_t){.offset = addrs[i], .size = size, .buf = bufs[i]};
     }
-    herr_t rc;
-    if (collective) {
-        /* Every rank reaches the agreement, also one that failed here. */
-        gds_status_t st = {0};
-        int erc = ok ? engine_transfer(file, dxpl, write, n, segs, &st) : -1;
-        if (ok && erc < 0)
-            engine_error(file, write ? H5E_WRITEERROR : H5E_READERROR, &st);
-        int first = agree_failure(file, erc == 0);
-        if (first >= 0 && erc == 0)
-            MPIO_ERROR(H5E_IO, write ? H5E_WRITEERROR : H5E_READERROR,
-                       "collective raw-data %s failed on rank %d (this rank %d succeeded)",
-                       write ? "write" : "read", first, file->mpi_rank);
-        rc = first >= 0 ? -1 : 0;
-    }
-    else
-        rc = ok ? raw_transfer(file, dxpl, write, n, segs, false) : -1;
+    herr_t rc = raw_transfer(file, dxpl, write, n, segs, collective, ok);
     if (segs != stack_segs)
         free(segs);
     return rc;
@@ -735,21 +760,7 @@ static herr_t selection_io(gds_mpio_file_t *file, bool write, H5FD_mem_t type, h
             buf = bufs[i];
         ok = selection_pieces(&l, mem_spaces[i], file_spaces[i], offsets[i], esize, buf) == 0;
     }
-    herr_t rc;
-    if (collective) {
-        gds_status_t st = {0};
-        int erc = ok ? engine_transfer(file, dxpl, write, l.n, l.v, &st) : -1;
-        if (ok && erc < 0)
-            engine_error(file, write ? H5E_WRITEERROR : H5E_READERROR, &st);
-        int first = agree_failure(file, erc == 0);
-        if (first >= 0 && erc == 0)
-            MPIO_ERROR(H5E_IO, write ? H5E_WRITEERROR : H5E_READERROR,
-                       "collective raw-data %s failed on rank %d (this rank %d succeeded)",
-                       write ? "write" : "read", first, file->mpi_rank);
-        rc = first >= 0 ? -1 : 0;
-    }
-    else
-        rc = ok ? raw_transfer(file, dxpl, write, l.n, l.v, false) : -1;
+    herr_t rc = raw_transfer(file, dxpl, write, l.n, l.v, collective, ok);
     free(l.v);
     return rc;
 }

@@ -14,8 +14,9 @@
  *   - chunked data with filters, or chunks small enough for the chunk cache;
  *   - reads of storage not yet allocated (HDF5 fills the buffer itself);
  *   - writes of unallocated chunks that need a fill value;
- *   - the file does not use the gds driver.
+ *   - the file uses neither the gds driver nor gds_mpio.
  */
+#include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,15 +25,30 @@
 #include "../cuda/cuda_loader.h"
 #include "../engine/engine.h"
 
-/* The driver whose files get the buffer passed through: gds here; the
- * gds_mpio preload library compiles this file again for its own driver
- * (GDS_DATASET_MPIO: src/mpio/CMakeLists.txt). */
-#ifdef GDS_DATASET_MPIO
-#include "H5FDgds_mpio.h"
-#define GDS_DATASET_DRIVER_ID() H5FD_gds_mpio_init()
-#else
-#define GDS_DATASET_DRIVER_ID() H5FD_gds_init()
-#endif
+/* The drivers whose files get the buffer passed through: gds, and the
+ * parallel gds_mpio when a program has libh5gds_mpio loaded (linked, or
+ * its preload library, which compiles this file again: src/mpio/). A
+ * gds_mpio file is recognised with H5FD_gds_mpio_is_file, found at run
+ * time: H5Fget_access_plist, which tells the driver of other files,
+ * duplicates the communicator of a parallel file, which is collective, and
+ * only ranks with device buffers get here. gds_mpio needs other rules, too:
+ * HDF5 does not ask it to copy compact data; with selection I/O off a
+ * collective call would reach it with MPI datatypes, which it refuses for
+ * device memory; and its unfiltered datasets are always allocated (parallel
+ * HDF5 allocates early), so no allocation status is asked (that reads
+ * metadata, collectively when the file asks for collective metadata reads). */
+typedef htri_t (*is_mpio_file_t)(hid_t);
+
+static bool is_gds_mpio_file(hid_t fid)
+{
+    static is_mpio_file_t probe;
+    static bool looked;
+    if (!looked) {
+        probe = (is_mpio_file_t)dlsym(RTLD_DEFAULT, "H5FD_gds_mpio_is_file");
+        looked = true;
+    }
+    return probe && probe(fid) > 0;
+}
 
 static _Thread_local H5FD_gds_route_t last_route = H5FD_GDS_ROUTE_NONE;
 
@@ -106,26 +122,24 @@ static bool passes_through(hid_t dset, hid_t mem_type, hid_t dxpl, bool write)
             if (H5Tdetect_class(mem_type, H5T_VLEN) != 0 || H5Tis_variable_str(mem_type) != 0 ||
                 H5Tdetect_class(mem_type, H5T_REFERENCE) != 0)
                 break;
-            if ((fid = H5Iget_file_id(dset)) < 0 || (fapl = H5Fget_access_plist(fid)) < 0 ||
-                H5Pget_driver(fapl) != GDS_DATASET_DRIVER_ID())
+            if ((fid = H5Iget_file_id(dset)) < 0)
                 break;
-#ifdef GDS_DATASET_MPIO
-            /* Selection I/O off: a collective transfer would reach the
-             * driver with MPI derived datatypes, which gds_mpio refuses for
-             * device memory. */
+            bool mpio = is_gds_mpio_file(fid);
+            if (!mpio && ((fapl = H5Fget_access_plist(fid)) < 0 || H5Pget_driver(fapl) != H5FD_gds_init()))
+                break;
+#if H5_VERSION_GE(1, 14, 0)
             H5D_selection_io_mode_t sel = H5D_SELECTION_IO_MODE_DEFAULT;
-            if (dxpl != H5P_DEFAULT && (H5Pget_selection_io(dxpl, &sel) < 0 || sel == H5D_SELECTION_IO_MODE_OFF))
+            if (mpio && dxpl != H5P_DEFAULT && (H5Pget_selection_io(dxpl, &sel) < 0 || sel == H5D_SELECTION_IO_MODE_OFF))
                 break;
 #endif
             if ((dcpl = H5Dget_create_plist(dset)) < 0)
                 break;
             H5D_layout_t layout = H5Pget_layout(dcpl);
-#if H5_VERSION_GE(1, 14, 0) && !defined(GDS_DATASET_MPIO)
+#if H5_VERSION_GE(1, 14, 0)
             /* Compact data is copied between the object header and the
-             * user's buffer by the driver (H5FD_CTL_MEM_COPY, with the CUDA
-             * driver for device memory): no CPU touches it. (gds_mpio does
-             * not make that copy: staged.) */
-            if (layout == H5D_COMPACT) {
+             * user's buffer by the gds driver (H5FD_CTL_MEM_COPY, with the
+             * CUDA driver for device memory): no CPU touches it. */
+            if (layout == H5D_COMPACT && !mpio) {
                 ok = true;
                 break;
             }
@@ -134,8 +148,8 @@ static bool passes_through(hid_t dset, hid_t mem_type, hid_t dxpl, bool write)
                 break;
             if (H5Pget_external_count(dcpl) != 0)
                 break;
-            H5D_space_status_t status;
-            if (H5Dget_space_status(dset, &status) < 0)
+            H5D_space_status_t status = H5D_SPACE_STATUS_ALLOCATED;
+            if (!mpio && H5Dget_space_status(dset, &status) < 0)
                 break;
             bool allocated = status == H5D_SPACE_STATUS_ALLOCATED;
             if (!write && !allocated)
