@@ -8,6 +8,8 @@
  *   bench_report.c    results: CSV, per-rank and aggregate table
  *   bench_util.c      work directory, failure exit, page cache, buffers
  *   bench_mpi.c       ranks under mpirun, collections through libh5gds_mpi
+ *   bench_shared.c    under mpirun, one shared file through parallel HDF5
+ *                     (gds_mpio from device memory, mpio from a host copy)
  */
 #ifndef H5GDS_BENCH_H
 #define H5GDS_BENCH_H
@@ -40,6 +42,9 @@
 
 #include "H5FDgds_mpi.h"
 #endif
+#ifdef H5GDS_BENCH_MPIO
+#include "H5FDgds_mpio.h"
+#endif
 
 #define MiB ((size_t)1 << 20)
 #define GiB ((size_t)1 << 30)
@@ -51,13 +56,31 @@ typedef enum { MEM_HOST, MEM_PINNED, MEM_DEVICE, MEM_MANAGED } memory_t;
 extern const char *const memory_names[];
 
 typedef enum {
-    M_SEC2, M_SEC2_PINNED, M_DIRECT, M_DIRECT_PINNED, M_GDS, M_GDS_STAGED, M_GDS_CUFILE, M_GDS_POSIX, N_METHODS
+    M_SEC2, M_SEC2_PINNED, M_DIRECT, M_DIRECT_PINNED, M_GDS, M_GDS_STAGED, M_GDS_CUFILE, M_GDS_POSIX,
+    M_GDS_SHARED, /* under mpirun: one shared file, gds_mpio, the data buffer (device memory) as is */
+    M_MPIO_HOST,  /* under mpirun: one shared file, HDF5's mpio, through a pageable host copy */
+    N_METHODS
 } method_t;
 extern const char *const method_names[];
 extern const char *const gds_modes[];
 
 enum { PH_WRITE, PH_COLD, PH_WARM, N_PHASES };
 extern const char *const phase_names[];
+
+/* Methods whose H5Dwrite/H5Dread get the data buffer itself and whose
+ * driver takes the gds engine's settings (the "mode=..." of gds_modes). */
+static inline bool uses_gds(method_t m) { return m >= M_GDS && m != M_MPIO_HOST; }
+/* Methods of the shared file (one file, one dataset, every rank its part). */
+static inline bool is_shared(method_t m) { return m == M_GDS_SHARED || m == M_MPIO_HOST; }
+/* Did this build get parallel HDF5 >= 1.14 with the gds_mpio driver? */
+static inline bool have_shared(void)
+{
+#ifdef H5GDS_BENCH_MPIO
+    return true;
+#else
+    return false;
+#endif
+}
 
 typedef struct bench_options {
     size_t sizes[MAX_LIST];
@@ -84,6 +107,10 @@ typedef struct bench_options {
     bool tune;              /* --tune: print the autotuning grid and exit */
     int inject_failure_rank; /* for the bench's own tests: this rank's file cannot be created (-1: none) */
     size_t chunk; /* 0: contiguous dataset */
+    /* Shared-file methods: 0, each rank one 1-D slab of the dataset; N, a
+     * 2-D dataset of rows of ranks x N elements, each rank an N-column block
+     * of every row (rank boundaries every N elements in the file). */
+    size_t boundary;
 } bench_options_t;
 extern bench_options_t opt;
 
@@ -106,8 +133,9 @@ extern FILE *csv;
 extern char workdir[4096];
 extern bool own_workdir;
 /* 0: the HDF5 file (under MPI: the collection's master), 1: the ceiling
- * file, 2: under MPI, this rank's file of the collection. */
-extern char files[3][4200];
+ * file, 2: under MPI, this rank's file of the collection, 3: under MPI, the
+ * shared file of GDS-SHARED and MPIO-HOST. */
+extern char files[4][4200];
 extern const char *cold_method;
 
 typedef struct buffers {
@@ -157,6 +185,9 @@ int par_end(int rc);
 bool par_launched(void);
 double timed_read_mpi(method_t m, buffers_t *b, const char *cfg);
 double timed_write_mpi(method_t m, buffers_t *b, const char *cfg);
+double timed_read_shared(method_t m, buffers_t *b, const char *cfg);
+double timed_write_shared(method_t m, buffers_t *b, const char *cfg);
+const char *shared_decomposition(void);
 void *alloc_memory(memory_t m, size_t size);
 void cleanup(void);
 void cleanup_files(void);

@@ -38,7 +38,7 @@ hid_t make_fapl(method_t m, const char *gds_config)
 /* Where H5Dwrite/H5Dread point, and the bounce copy each method needs. */
 void *io_buffer(method_t m, buffers_t *b)
 {
-    if (!is_gpu_memory(b->memory) || m >= M_GDS)
+    if (!is_gpu_memory(b->memory) || uses_gds(m))
         return b->data;
     return (m == M_SEC2_PINNED || m == M_DIRECT_PINNED) ? b->pinned : b->host;
 }
@@ -117,6 +117,8 @@ static double timed_read(method_t m, buffers_t *b, const char *path, const char 
 
 static double bench_write(method_t m, buffers_t *b, const char *cfg)
 {
+    if (is_shared(m))
+        return timed_write_shared(m, b, cfg);
 #ifdef H5GDS_BENCH_MPI
     if (par.on)
         return timed_write_mpi(m, b, cfg);
@@ -126,6 +128,8 @@ static double bench_write(method_t m, buffers_t *b, const char *cfg)
 
 static double bench_read(method_t m, buffers_t *b, const char *cfg)
 {
+    if (is_shared(m))
+        return timed_read_shared(m, b, cfg);
 #ifdef H5GDS_BENCH_MPI
     if (par.on)
         return timed_read_mpi(m, b, cfg);
@@ -158,7 +162,7 @@ static void corrupt_one_byte(const char *path, size_t size)
 static void method_config(method_t m, unsigned threads, size_t block, char *cfg, size_t len)
 {
     cfg[0] = '\0';
-    if (m < M_GDS)
+    if (!uses_gds(m))
         return;
     int n = snprintf(cfg, len, "mode=%s", gds_modes[m]);
     if (threads)
@@ -180,8 +184,8 @@ void warm_up_gds(buffers_t *b)
         return;
     int nt = opt.nthreads ? opt.nthreads : 1, nb = opt.nblocks ? opt.nblocks : 1;
     for (int m = M_GDS; m < N_METHODS; m++) {
-        if (!opt.methods[m])
-            continue;
+        if (!opt.methods[m] || !uses_gds((method_t)m) || is_shared((method_t)m))
+            continue; /* (the shared-file methods' collective opens are not warmed up) */
         for (int ti = 0; ti < nt; ti++)
             for (int bi = 0; bi < nb; bi++) {
                 unsigned threads = opt.nthreads ? opt.threads[ti] : 0;
@@ -207,19 +211,19 @@ void bench_method(method_t m, buffers_t *b, size_t size, unsigned threads, size_
     method_config(m, threads, block, cfg, sizeof cfg);
     unsigned t_col = threads;
     size_t b_col = block;
-    if (m >= M_GDS && (!threads || !block)) {
+    if (uses_gds(m) && (!threads || !block)) {
         H5FD_gds_config_t c;
         H5FD_gds_config_init(&c);
         H5FD_gds_config_parse(&c, cfg);
         t_col = c.threads;
         b_col = c.io_block_size;
     }
-    else if (m < M_GDS) {
+    else if (!uses_gds(m)) {
         t_col = 1;
         b_col = 0;
     }
     /* the file whose bytes this process wrote */
-    const char *path = par.on ? files[2] : files[0];
+    const char *path = is_shared(m) ? files[3] : par.on ? files[2] : files[0];
     /* Without the write phase, the file is still written once by each
      * setting before its reads (it may have been written by another). */
     static char last_writer[400];
@@ -231,8 +235,10 @@ void bench_method(method_t m, buffers_t *b, size_t size, unsigned threads, size_
         double t = bench_write(m, b, cfg);
         if (opt.phases[PH_WRITE])
             record(method_names[m], PH_WRITE, b->memory, size, t_col, b_col, rep, t, cfg);
-        if (opt.inject_corruption)
+        if (opt.inject_corruption && (!is_shared(m) || par.rank == 0)) /* shared: one byte of rank 0's part */
             corrupt_one_byte(path, size);
+        if (is_shared(m))
+            par_barrier();
     }
     for (int ph = PH_COLD; ph <= PH_WARM; ph++) {
         if (!opt.phases[ph])

@@ -4,9 +4,9 @@
 #include "bench.h"
 
 const char *const memory_names[] = {"host", "pinned", "device", "managed"};
-const char *const method_names[] = {"SEC2", "SEC2+PINNED", "DIRECT", "DIRECT+PINNED",
-                                           "GDS",  "GDS-staged",  "GDS-cufile", "GDS-posix"};
-const char *const gds_modes[] = {"", "", "", "", "auto", "staged", "cufile", "posix"};
+const char *const method_names[] = {"SEC2",       "SEC2+PINNED", "DIRECT",    "DIRECT+PINNED", "GDS",
+                                    "GDS-staged", "GDS-cufile",  "GDS-posix", "GDS-SHARED",    "MPIO-HOST"};
+const char *const gds_modes[] = {"", "", "", "", "auto", "staged", "cufile", "posix", "auto", ""};
 const char *const phase_names[] = {"write", "cold_read", "warm_read"};
 
 bench_options_t opt;
@@ -18,8 +18,17 @@ static void usage(FILE *to)
             "  --quick               64 MiB and 256 MiB, 2 repeats (default; under 2 minutes)\n"
             "  --full                the paper's sizes 64 MiB .. 2 GiB, 3 repeats\n"
             "  --sizes LIST          dataset sizes, e.g. 64MiB,1GiB,16GiB\n"
-            "  --methods LIST        SEC2,SEC2+PINNED,DIRECT,DIRECT+PINNED,GDS,GDS-staged,GDS-cufile,GDS-posix\n"
-            "                        (default: all that apply to the memory and the HDF5 build)\n"
+            "  --methods LIST        SEC2,SEC2+PINNED,DIRECT,DIRECT+PINNED,GDS,GDS-staged,GDS-cufile,GDS-posix,\n"
+            "                        GDS-SHARED,MPIO-HOST (default: all that apply to the memory and the build)\n"
+            "                        Under mpirun, with a parallel HDF5 >= 1.14 (the gds_mpio driver):\n"
+            "                        GDS-SHARED   one shared file, one dataset, each rank its part, collective\n"
+            "                                     H5Dwrite/H5Dread through gds_mpio from the data buffer\n"
+            "                        MPIO-HOST    the same file through HDF5's mpio driver, the data copied\n"
+            "                                     to/from pageable host memory (the usual baseline)\n"
+            "  --boundary N          shared file: a 2-D dataset, rows of ranks x N elements, each rank an\n"
+            "                        N-column block of every row (rank boundaries every N elements: 4099 is\n"
+            "                        unaligned, 4096 aligned); the size per rank is rounded down to whole rows.\n"
+            "                        Default: each rank one 1-D slab\n"
             "  --phases LIST         write,cold_read,warm_read (default: all)\n"
             "  --memory KIND         device|managed|pinned|host (default: device with a GPU, else host)\n"
             "  --buffer-mode N       IOR buffer modes: 0 malloc/CPU init, 1 managed/CPU init,\n"
@@ -143,7 +152,7 @@ static void add_phase(const char *s, const char *what)
 void parse_args(int argc, char **argv)
 {
     enum { O_QUICK = 256, O_FULL, O_SIZES, O_METHODS, O_PHASES, O_MEMORY, O_BUFMODE, O_THREADS, O_BLOCKS,
-           O_CONFIG, O_REPEAT, O_NOCEIL, O_CEILT, O_DIR, O_CSV, O_PLOT, O_KEEP, O_INJECT, O_INJECT_RANK, O_CHUNK, O_TUNE };
+           O_CONFIG, O_REPEAT, O_NOCEIL, O_CEILT, O_DIR, O_CSV, O_PLOT, O_KEEP, O_INJECT, O_INJECT_RANK, O_CHUNK, O_TUNE, O_BOUNDARY };
     static const struct option longopts[] = {
         {"quick", no_argument, 0, O_QUICK},         {"full", no_argument, 0, O_FULL},
         {"sizes", required_argument, 0, O_SIZES},   {"methods", required_argument, 0, O_METHODS},
@@ -155,7 +164,7 @@ void parse_args(int argc, char **argv)
         {"csv", required_argument, 0, O_CSV},       {"plot", no_argument, 0, O_PLOT},
         {"keep", no_argument, 0, O_KEEP},           {"inject-corruption", no_argument, 0, O_INJECT},
         {"inject-failure-rank", required_argument, 0, O_INJECT_RANK},
-        {"chunk", required_argument, 0, O_CHUNK},
+        {"chunk", required_argument, 0, O_CHUNK},   {"boundary", required_argument, 0, O_BOUNDARY},
         {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
     bool full = false;
     opt.repeat = 0;
@@ -215,12 +224,18 @@ void parse_args(int argc, char **argv)
             if (!parse_size(optarg, &opt.chunk))
                 die_usage("bad --chunk '%s'", optarg);
             break;
+        case O_BOUNDARY:
+            if (!parse_size(optarg, &opt.boundary))
+                die_usage("bad --boundary '%s' (elements per rank and row, e.g. 4099)", optarg);
+            break;
         case 'h': usage(stdout); exit(0);
         default: die_usage("unknown or incomplete option '%s'", argv[optind - 1]);
         }
     }
     if (optind < argc)
         die_usage("unexpected argument '%s'", argv[optind]);
+    if (opt.boundary && opt.chunk)
+        die_usage("--boundary and --chunk together are not supported (the 2-D block decomposition is contiguous)");
     if (opt.nsizes == 0) {
         static const size_t quick[] = {64 * MiB, 256 * MiB};
         static const size_t paper[] = {64 * MiB, 128 * MiB, 256 * MiB, 512 * MiB, GiB, 2 * GiB};

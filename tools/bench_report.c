@@ -18,6 +18,9 @@ static void store(const char *method, int phase, memory_t memory, size_t size, u
     result_t *r = &results[nresults++];
     *r = (result_t){method, phase, memory, size, threads, block, repeat, seconds, bytes, rank, ""};
     snprintf(r->config, sizeof r->config, "%s", config ? config : "");
+    if (opt.boundary && (!strcmp(method, "GDS-SHARED") || !strcmp(method, "MPIO-HOST")))
+        snprintf(r->config + strlen(r->config), sizeof r->config - strlen(r->config), "%sboundary=%zu",
+                 r->config[0] ? ";" : "", opt.boundary);
     if (opt.chunk && strncmp(method, "CEIL", 4)) /* the layout, in the same column */
         snprintf(r->config + strlen(r->config), sizeof r->config - strlen(r->config), "%schunk=%zu",
                  r->config[0] ? ";" : "", opt.chunk);

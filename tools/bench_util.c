@@ -8,8 +8,9 @@ FILE *csv;
 char workdir[4096];
 bool own_workdir;
 /* 0: the HDF5 file (under MPI: the collection's master), 1: the ceiling
- * file, 2: under MPI, this rank's file of the collection. */
-char files[3][4200];
+ * file, 2: under MPI, this rank's file of the collection, 3: under MPI, the
+ * shared file. */
+char files[4][4200];
 
 double now(void)
 {
@@ -24,13 +25,13 @@ static int remove_entry(const char *path, const struct stat *sb, int flag, struc
     return remove(path);
 }
 
-/* This process's files (under MPI, rank 0 owns the master). */
+/* This process's files (under MPI, rank 0 owns the master and the shared file). */
 void cleanup_files(void)
 {
     if (opt.keep)
         return;
-    for (int i = 0; i < 3; i++)
-        if (files[i][0] && (i != 0 || par.rank == 0))
+    for (int i = 0; i < 4; i++)
+        if (files[i][0] && ((i != 0 && i != 3) || par.rank == 0))
             remove(files[i]);
 }
 

@@ -14,6 +14,10 @@
  * per rank + VDS master, the paper's Fig. 7-8), all ranks starting together;
  * per-rank rates and the aggregate (all bytes / slowest rank) are reported,
  * the ceilings being every rank's parallel O_DIRECT I/O at the same time.
+ * Built against a parallel HDF5 >= 1.14, also one shared file (one dataset,
+ * each rank its slab or block, collective transfers) through the gds_mpio
+ * driver from the data buffer (GDS-SHARED) and through HDF5's mpio driver
+ * from a pageable host copy (MPIO-HOST): bench_shared.c.
  */
 #include "bench.h"
 
@@ -84,7 +88,38 @@ int main(int argc, char **argv)
         if (!is_gpu_memory(opt.memory))
             opt.methods[M_SEC2_PINNED] = opt.methods[M_DIRECT_PINNED] = opt.methods[M_GDS_STAGED] =
                 opt.methods[M_GDS_CUFILE] = opt.methods[M_GDS_POSIX] = false;
+        opt.methods[M_GDS_SHARED] = opt.methods[M_MPIO_HOST] = have_shared() && par.on;
     }
+    bool shared = opt.methods[M_GDS_SHARED] || opt.methods[M_MPIO_HOST];
+    if (shared && !have_shared()) {
+        fprintf(stderr,
+                "h5gds-bench: GDS-SHARED and MPIO-HOST need h5gds-bench built against a parallel HDF5 >= 1.14 "
+                "with MPI (then the gds_mpio driver is built too); this one is built against HDF5 %u.%u.%u%s\n",
+                H5_VERS_MAJOR, H5_VERS_MINOR, H5_VERS_RELEASE,
+#ifdef H5_HAVE_PARALLEL
+                " with parallel support but without gds_mpio"
+#else
+                " without parallel support"
+#endif
+        );
+        return par_end(2);
+    }
+    if (shared && !par.on) {
+        fprintf(stderr, "h5gds-bench: GDS-SHARED and MPIO-HOST run under mpirun (e.g. mpirun -np 1 h5gds-bench ...)\n");
+        return par_end(2);
+    }
+    if (opt.boundary && !shared) {
+        fprintf(stderr, "h5gds-bench: --boundary is the decomposition of the shared file: add GDS-SHARED or MPIO-HOST\n");
+        return par_end(2);
+    }
+    if (opt.boundary) /* whole rows: every size a multiple of the boundary */
+        for (int si = 0; si < opt.nsizes; si++) {
+            opt.sizes[si] = opt.sizes[si] / opt.boundary * opt.boundary;
+            if (!opt.sizes[si]) {
+                fprintf(stderr, "h5gds-bench: --boundary %zu is larger than a size per rank\n", opt.boundary);
+                return par_end(2);
+            }
+        }
     if (!have_direct()) {
         if (opt.methods_given && (opt.methods[M_DIRECT] || opt.methods[M_DIRECT_PINNED]))
             fprintf(stderr, "h5gds-bench: note: this HDF5 has no direct driver; DIRECT methods skipped\n");
@@ -122,6 +157,7 @@ int main(int argc, char **argv)
     if (par.on) {
         snprintf(files[1], sizeof files[1], "%s/ceiling.rank%d.bin", workdir, par.rank);
         snprintf(files[2], sizeof files[2], "%s/bench.rank%d.h5", workdir, par.rank);
+        snprintf(files[3], sizeof files[3], "%s/shared.h5", workdir);
         /* the node's ceiling: its threads shared among the ranks */
         opt.ceiling_threads = opt.ceiling_threads / (unsigned)par.size ? opt.ceiling_threads / (unsigned)par.size : 1;
     }
@@ -141,7 +177,8 @@ int main(int argc, char **argv)
                machine.gpu, machine.cpus, machine.fs, workdir, H5_VERS_MAJOR, H5_VERS_MINOR, H5_VERS_RELEASE,
                opt.repeat);
         if (par.on)
-            printf(", %d MPI ranks (file per rank + VDS master)", par.size);
+            printf(", %d MPI ranks (file per rank + VDS master%s%s)", par.size, shared ? "; shared file: " : "",
+                   shared ? shared_decomposition() : "");
         if (opt.chunk)
             printf(", chunks of %zu bytes", opt.chunk);
         printf("\n");
@@ -180,7 +217,7 @@ int main(int argc, char **argv)
                 if (!opt.methods[m])
                     continue;
                 to_data(&b, b.expect, gpu_init); /* the ceilings' copies reuse the buffer */
-                if (m >= M_GDS && (opt.nthreads || opt.nblocks)) {
+                if (uses_gds(m) && (opt.nthreads || opt.nblocks)) {
                     int nt = opt.nthreads ? opt.nthreads : 1, nb = opt.nblocks ? opt.nblocks : 1;
                     /* The grid's order turns by one point each repeat, so that the drift
                      * of a shared disk is spread over the points instead of favouring one. */
