@@ -43,7 +43,9 @@ cufile_tests='^gpu_(cufile|cufile_registered|faults_cufile)$'
 for b in "${builds[@]}"; do
   step "$b: all tests but the large ones and those that need cuFile to work"
   rm -f "$udev_entry"
-  (cd "$b" && ctest --output-on-failure -LE large -E "$cufile_tests") || status=1
+  # H5GDS_GPU_ONLY=1: the GPU-labelled tests alone (CI runs the others on every change)
+  labels=(-LE large); [ "${H5GDS_GPU_ONLY:-0}" = 1 ] && labels=(-L gpu -LE large)
+  (cd "$b" && ctest --output-on-failure "${labels[@]}" -E "$cufile_tests") || status=1
   step "$b: cuFile asked for where it cannot register the file (no udev entry): staged, one fallback"
   (cd "$b" && H5GDS_TEST_DIR="$root/$b/tests/scratch/gpu_cufile" H5GDS_EXPECT_ROUTE=staged H5GDS_EXPECT_FALLBACKS=1 \
      tests/test_gpu "mode=cufile") || status=1
