@@ -33,6 +33,9 @@ $py -c "import sys, h5py, numpy; print(sys.version); print('h5py', h5py.__versio
 $py -c "import cupy; print('cupy', cupy.__version__)" || true
 $py -c "import torch; print('torch', torch.__version__, torch.cuda.is_available())" || true
 
+# H5GDS_PY_BENCH_ONLY=1: the package is installed already (an earlier call of
+# this script in the same machine session): benchmarks only.
+if [ "${H5GDS_PY_BENCH_ONLY:-0}" != 1 ]; then
 step "build backend and optional wheels from .whl-py (no network)"
 $py -m pip install -q --no-index --find-links .whl-py scikit-build-core pathspec packaging || { echo "scikit-build-core missing from .whl-py"; exit 1; }
 $py -m pip install -q --no-index --no-deps .whl-py/kvikio_cu13-*.whl .whl-py/libkvikio_cu13-*.whl .whl-py/rapids_logger-*.whl 2>/dev/null && echo "kvikio installed" || echo "kvikio not installed (kvikio-pread will be skipped)"
@@ -55,6 +58,7 @@ with h5py.File(p, "w", driver="gds") as f:
     print(type(x), h5gds.last_route(), loaded_libhdf5())
     assert len(loaded_libhdf5()) == 1
 PY
+fi
 
 if [ "$parts" != none ]; then
   mkdir -p build/bench-py
