@@ -23,33 +23,6 @@ hid_t H5FD_gds_mpio_init(void)
     return id;
 }
 
-herr_t gds_mpio_config_from_fapl(hid_t fapl_id, H5FD_gds_config_t *config, bool *from_info)
-{
-    const H5FD_gds_config_t *info = NULL;
-    H5E_BEGIN_TRY
-    {
-        info = H5Pget_driver_info(fapl_id);
-    }
-    H5E_END_TRY;
-    if (from_info)
-        *from_info = info != NULL;
-    if (info) {
-        *config = *info;
-        return 0;
-    }
-    if (gds_config_init(config) < 0)
-        return -1;
-    char text[1024];
-    ssize_t n = H5Pget_driver_config_str(fapl_id, text, sizeof text);
-    if (n >= (ssize_t)sizeof text) {
-        MPIO_ERROR(H5E_PLIST, H5E_BADVALUE, "HDF5_DRIVER_CONFIG string is too long (%zd bytes)", n);
-        return -1;
-    }
-    if (n > 0 && gds_config_apply(config, text, "HDF5_DRIVER_CONFIG") < 0)
-        return -1;
-    return 0;
-}
-
 static herr_t check_fapl(hid_t fapl_id, bool ours)
 {
     if (H5Pisa_class(fapl_id, H5P_FILE_ACCESS) <= 0) {
@@ -137,7 +110,7 @@ herr_t H5Pset_fapl_gds_mpio_config(hid_t fapl_id, const char *text)
 {
     gds_api_enter();
     H5FD_gds_config_t config;
-    bool failed = check_fapl(fapl_id, true) < 0 || gds_mpio_config_from_fapl(fapl_id, &config, NULL) < 0 ||
+    bool failed = check_fapl(fapl_id, true) < 0 || gds_config_from_fapl(fapl_id, &config, NULL) < 0 ||
                   (text && gds_config_apply(&config, text, "H5Pset_fapl_gds_mpio_config") < 0) ||
                   set_driver(fapl_id, &config) < 0;
     return API_LEAVE(failed);
@@ -169,7 +142,7 @@ herr_t H5Pget_fapl_gds_mpio_config(hid_t fapl_id, H5FD_gds_config_t *config)
         MPIO_ERROR(H5E_ARGS, H5E_BADVALUE, "configuration pointer is NULL");
         failed = true;
     }
-    failed = failed || check_fapl(fapl_id, true) < 0 || gds_mpio_config_from_fapl(fapl_id, config, NULL) < 0;
+    failed = failed || check_fapl(fapl_id, true) < 0 || gds_config_from_fapl(fapl_id, config, NULL) < 0;
     return API_LEAVE(failed);
 }
 

@@ -64,9 +64,6 @@ void gds_mpio_error(const char *func, int line, hid_t major, hid_t minor, const 
 /* The driver id (registered on first use; shares the id of a plugin copy). */
 hid_t gds_mpio_driver_id(void);
 
-/* The file's configuration from a fapl: driver info, else defaults +
- * H5GDS_CONFIG + HDF5_DRIVER_CONFIG. */
-herr_t gds_mpio_config_from_fapl(hid_t fapl_id, H5FD_gds_config_t *config, bool *from_info);
 
 /* The open file of a file id that uses this driver (NULL + error otherwise).
  * Not collective (no property list of the file is made). */

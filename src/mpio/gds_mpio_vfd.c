@@ -279,7 +279,7 @@ static H5FD_t *mpio_open(const char *name, unsigned flags, hid_t fapl_id, haddr_
     }
     /* The settings (H5GDS_CONFIG, HDF5_DRIVER_CONFIG may differ by rank):
      * every rank learns whether all can go on before mpio's collective open. */
-    bool config_ok = gds_mpio_config_from_fapl(fapl_id, &file->config, &file->config_from_info) == 0;
+    bool config_ok = gds_config_from_fapl(fapl_id, &file->config, &file->config_from_info) == 0;
     if (config_ok && file->config.write_behind) {
         /* Its background writes would fail outside the collective calls
          * whose outcome the ranks agree on. */

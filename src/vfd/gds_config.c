@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "gds_error.h"
+#include "gds_hdf5.h"
 
 #define KiB ((uint64_t)1 << 10)
 #define MiB ((uint64_t)1 << 20)
@@ -471,4 +472,37 @@ herr_t H5FD_gds_config_format(const H5FD_gds_config_t *c, char *buf, size_t size
         return gds_api_leave(true) ? -1 : 0;
     }
     return gds_api_leave(false) ? -1 : 0;
+}
+
+/* The configuration on a fapl; defaults (+ environment and, on 1.14+, the
+ * HDF5_DRIVER_CONFIG string) when the driver was selected without one. Used
+ * by both drivers (gds and gds_mpio) at open and by their fapl queries. */
+herr_t gds_config_from_fapl(hid_t fapl_id, H5FD_gds_config_t *config, bool *from_info)
+{
+    const H5FD_gds_config_t *info = NULL;
+    /* "No driver info" is an error to H5Pget_driver_info, but not to us. */
+    H5E_BEGIN_TRY
+    {
+        info = H5Pget_driver_info(fapl_id);
+    }
+    H5E_END_TRY;
+    if (from_info)
+        *from_info = info != NULL;
+    if (info) {
+        *config = *info;
+        return 0;
+    }
+    if (gds_config_init(config) < 0)
+        return -1;
+#if H5GDS_HAVE_VFD_PLUGINS
+    char text[1024];
+    ssize_t n = H5Pget_driver_config_str(fapl_id, text, sizeof text);
+    if (n >= (ssize_t)sizeof text) {
+        GDS_ERROR(H5E_PLIST, H5E_BADVALUE, "HDF5_DRIVER_CONFIG string is too long (%zd bytes)", n);
+        return -1;
+    }
+    if (n > 0 && gds_config_apply(config, text, "HDF5_DRIVER_CONFIG") < 0)
+        return -1;
+#endif
+    return 0;
 }

@@ -15,6 +15,9 @@ void gds_config_defaults(H5FD_gds_config_t *config);
 /* Applies `text`; on error pushes an HDF5 error naming key and value and
  * leaves `config` unchanged. `origin` says where the text came from. */
 herr_t gds_config_apply(H5FD_gds_config_t *config, const char *text, const char *origin);
+/* The configuration on a fapl (its driver info, else defaults + environment +
+ * HDF5_DRIVER_CONFIG); *from_info (may be NULL) says which. */
+herr_t gds_config_from_fapl(hid_t fapl_id, H5FD_gds_config_t *config, bool *from_info);
 /* Checks a whole configuration (e.g. one set through the struct). */
 herr_t gds_config_validate(const H5FD_gds_config_t *config);
 /* H5FD_gds_config_init for the library's own use (no error printing: see gds_api_enter). */

@@ -205,38 +205,6 @@ herr_t H5Pset_fapl_gds(hid_t fapl_id, size_t alignment, size_t block_size, size_
     return gds_api_leave(set_fapl(fapl_id, &config) < 0) ? -1 : 0;
 }
 
-/* The configuration on a fapl; defaults (+ environment and, on 1.14+, the
- * HDF5_DRIVER_CONFIG string) when the driver was selected without one. */
-static herr_t config_from_fapl(hid_t fapl_id, H5FD_gds_config_t *config, bool *from_info)
-{
-    const H5FD_gds_config_t *info = NULL;
-    /* "No driver info" is an error to H5Pget_driver_info, but not to us. */
-    H5E_BEGIN_TRY
-    {
-        info = H5Pget_driver_info(fapl_id);
-    }
-    H5E_END_TRY;
-    if (from_info)
-        *from_info = info != NULL;
-    if (info) {
-        *config = *info;
-        return 0;
-    }
-    if (gds_config_init(config) < 0)
-        return -1;
-#if H5GDS_HAVE_VFD_PLUGINS
-    char text[1024];
-    ssize_t n = H5Pget_driver_config_str(fapl_id, text, sizeof text);
-    if (n >= (ssize_t)sizeof text) {
-        GDS_ERROR(H5E_PLIST, H5E_BADVALUE, "HDF5_DRIVER_CONFIG string is too long (%zd bytes)", n);
-        return -1;
-    }
-    if (n > 0 && gds_config_apply(config, text, "HDF5_DRIVER_CONFIG") < 0)
-        return -1;
-#endif
-    return 0;
-}
-
 static herr_t check_gds_fapl(hid_t fapl_id)
 {
     hid_t driver = H5FD_gds_init();
@@ -256,7 +224,7 @@ herr_t H5Pget_fapl_gds_config(hid_t fapl_id, H5FD_gds_config_t *config)
         GDS_ERROR(H5E_ARGS, H5E_BADVALUE, "configuration pointer is NULL");
         return gds_api_leave(true) ? -1 : 0;
     }
-    bool failed = check_gds_fapl(fapl_id) < 0 || config_from_fapl(fapl_id, config, NULL) < 0;
+    bool failed = check_gds_fapl(fapl_id) < 0 || gds_config_from_fapl(fapl_id, config, NULL) < 0;
     return gds_api_leave(failed) ? -1 : 0;
 }
 
@@ -336,7 +304,7 @@ static H5FD_t *gds_open(const char *name, unsigned flags, hid_t fapl_id, haddr_t
         return NULL;
     }
     file->fd = -1;
-    if (config_from_fapl(fapl_id, &file->config, &file->config_from_info) < 0)
+    if (gds_config_from_fapl(fapl_id, &file->config, &file->config_from_info) < 0)
         goto fail;
 
     int o_flags = (flags & H5F_ACC_RDWR) ? O_RDWR : O_RDONLY;
