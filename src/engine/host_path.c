@@ -82,10 +82,8 @@ static int lookahead_worker(gds_job_t *gjob, host_job_t *job, gds_status_t *st)
                     done = (size_t)n;
                 else if (n < 0 && errno != EAGAIN)
                     __atomic_store_n(&job->no_nowait, 1, __ATOMIC_RELAXED); /* EOPNOTSUPP, EINVAL: old kernel */
-                else if (n == 0) {
-                    memset(p, 0, len); /* at or past end of file */
-                    continue;
-                }
+                /* 0 bytes: end of file, or a file system that answers a miss so;
+                 * the read below tells them apart (and zero-fills past EOF) */
             }
             /* a hint: its errors are ignored (the read below reports real ones) */
             posix_fadvise(fd, (off_t)(lo + done), (off_t)(len - done), POSIX_FADV_WILLNEED);

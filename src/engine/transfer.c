@@ -375,7 +375,7 @@ int gds_submit_unordered(gds_file_t *file, const gds_request_t *req, gds_io_t **
 int gds_file_submit(gds_file_t *file, const gds_request_t *req, gds_io_t **io, gds_status_t *st)
 {
     *io = NULL;
-    if (file->wb && gds_wb_before(file, req->data == GDS_DATA_RAW, req->segs, req->nseg, st) != 0)
+    if (file->wb && gds_wb_before(file, req->data == GDS_DATA_RAW, !req->write && req->data == GDS_DATA_RAW, req->segs, req->nseg, st) != 0)
         return -1;
     return submit(file, req, false, io, st);
 }
@@ -417,7 +417,7 @@ int gds_file_transfer(gds_file_t *file, const gds_request_t *req, gds_status_t *
         int taken = req->write && req->data == GDS_DATA_RAW ? gds_wb_write(file, req, st) : 0;
         if (taken != 0)
             return taken > 0 ? 0 : -1;
-        if (gds_wb_before(file, req->data == GDS_DATA_RAW, req->segs, req->nseg, st) != 0)
+        if (gds_wb_before(file, req->data == GDS_DATA_RAW, !req->write && req->data == GDS_DATA_RAW, req->segs, req->nseg, st) != 0)
             return -1;
     }
     /* The common small case, one host piece: no allocation, no ticket. */

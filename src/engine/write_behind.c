@@ -223,6 +223,19 @@ static void destroy_event(gds_wb_t *wb, CUevent ev)
     gds_cuda_restore(previous);
 }
 
+/* A stream-ordered snapshot copy has read its source (the application's
+ * buffer): a read into application memory may now overwrite it. */
+static void wait_copied(gds_wb_t *wb, CUevent ev)
+{
+    const gds_cuda_api_t *cu = gds_cuda_if_loaded();
+    if (!cu)
+        return;
+    CUresult rc;
+    void *previous = gds_cuda_enter(wb->ctx, &rc);
+    cu->EventSynchronize(ev);
+    gds_cuda_restore(previous);
+}
+
 /* Waits for one background write, frees its snapshot, keeps a failure. */
 static void retire_locked(gds_file_t *file, gds_wb_t *wb, pending_t *p)
 {
@@ -264,7 +277,7 @@ static void reap_locked(gds_file_t *file, gds_wb_t *wb)
         retire_locked(file, wb, wb->head);
 }
 
-int gds_wb_before(gds_file_t *file, bool raw, const gds_segment_t *segs, size_t nseg, gds_status_t *st)
+int gds_wb_before(gds_file_t *file, bool raw, bool read, const gds_segment_t *segs, size_t nseg, gds_status_t *st)
 {
     gds_wb_t *wb = file->wb;
     pthread_mutex_lock(&wb->lock);
@@ -273,6 +286,8 @@ int gds_wb_before(gds_file_t *file, bool raw, const gds_segment_t *segs, size_t 
         next = p->next;
         if (overlaps(p, segs, nseg))
             retire_locked(file, wb, p);
+        else if (read && p->copied)
+            wait_copied(wb, p->copied); /* the read may land in memory that copy still reads */
     }
     int rc = wb->failed && raw ? sticky_error(wb, st) : 0;
     pthread_mutex_unlock(&wb->lock);
@@ -401,7 +416,12 @@ static int snapshot_locked(gds_wb_t *wb, const gds_request_t *req, const gds_buf
     /* Without the CPU: only device data into device memory (the arena is
      * device memory only for device data), and only with a stream that
      * later work is ordered on. */
-    bool gpu_ordered = ordered && wb->arena.device;
+    /* Managed memory is written by the CPU after the call returns: its copy
+     * completes before the return, as host data's does. */
+    bool all_device = true;
+    for (size_t i = 0; i < req->nseg; i++)
+        all_device &= info[i].kind == GDS_MEMORY_DEVICE;
+    bool gpu_ordered = ordered && wb->arena.device && all_device;
     CUevent after = NULL, done = NULL;
     if (rc == CUDA_SUCCESS && ordered) {
         rc = cu->EventCreate(&after, CU_EVENT_DISABLE_TIMING);

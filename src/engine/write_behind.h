@@ -59,7 +59,7 @@ int gds_wb_write(gds_file_t *file, const gds_request_t *req, gds_status_t *st);
  * bytes may be the ones lost). The file's own metadata still goes out after
  * a failure, as with sec2 after a failed raw write: the file stays openable;
  * the failure is reported by the next raw request, drain, flush and close. */
-int gds_wb_before(gds_file_t *file, bool raw, const gds_segment_t *segs, size_t nseg, gds_status_t *st);
+int gds_wb_before(gds_file_t *file, bool raw, bool read, const gds_segment_t *segs, size_t nseg, gds_status_t *st);
 /* Whether no background write is in flight (finished ones are retired). */
 bool gds_wb_idle(gds_file_t *file);
 /* Waits for every background write; -1 with the first failure (kept). */

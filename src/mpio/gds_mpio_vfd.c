@@ -785,17 +785,19 @@ static herr_t mpio_write_selection(H5FD_t *_file, H5FD_mem_t type, hid_t dxpl, s
 static herr_t mpio_flush(H5FD_t *_file, hid_t dxpl, hbool_t closing)
 {
     gds_mpio_file_t *file = (gds_mpio_file_t *)_file;
-    if (drain(file) < 0)
-        return -1;
-    if (!closing && file->config.fsync_on_flush) {
+    bool failed = drain(file) < 0;
+    if (!failed && !closing && file->config.fsync_on_flush) {
         gds_status_t st;
         if (gds_file_sync(file->engine, &st) < 0) {
             engine_error(file, H5E_WRITEERROR, &st);
-            return -1;
+            failed = true;
         }
     }
-    /* mpio's flush: MPI_File_sync (an fsync of the file, our bytes too). */
-    return file->icls->flush ? file->icls->flush(file->inner, dxpl, closing) : 0;
+    /* mpio's flush: MPI_File_sync (an fsync of the file, our bytes too),
+     * collective: taken part in even after a failure here, or the other
+     * ranks would wait for this one forever. */
+    herr_t inner = file->icls->flush ? file->icls->flush(file->inner, dxpl, closing) : 0;
+    return failed || inner < 0 ? -1 : 0;
 }
 
 static herr_t mpio_truncate(H5FD_t *_file, hid_t dxpl, hbool_t closing)

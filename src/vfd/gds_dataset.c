@@ -41,13 +41,15 @@ typedef htri_t (*is_mpio_file_t)(hid_t);
 
 static bool is_gds_mpio_file(hid_t fid)
 {
-    static is_mpio_file_t probe;
-    static bool looked;
-    if (!looked) {
-        probe = (is_mpio_file_t)dlsym(RTLD_DEFAULT, "H5FD_gds_mpio_is_file");
-        looked = true;
+    /* Looked up again while absent: libh5gds_mpio may be loaded later. */
+    static is_mpio_file_t probe; /* atomic */
+    is_mpio_file_t p = __atomic_load_n(&probe, __ATOMIC_ACQUIRE);
+    if (!p) {
+        p = (is_mpio_file_t)dlsym(RTLD_DEFAULT, "H5FD_gds_mpio_is_file");
+        if (p)
+            __atomic_store_n(&probe, p, __ATOMIC_RELEASE);
     }
-    return probe && probe(fid) > 0;
+    return p && p(fid) > 0;
 }
 
 static _Thread_local H5FD_gds_route_t last_route = H5FD_GDS_ROUTE_NONE;
@@ -151,6 +153,17 @@ static bool passes_through(hid_t dset, hid_t mem_type, hid_t dxpl, bool write)
             H5D_space_status_t status = H5D_SPACE_STATUS_ALLOCATED;
             if (!mpio && H5Dget_space_status(dset, &status) < 0)
                 break;
+            if (mpio && !write) {
+                /* Parallel HDF5 allocates storage at open only for files opened
+                 * read-write: a read-only file keeps what a serial writer left,
+                 * and HDF5 fills unallocated storage with the CPU. Chunks may be
+                 * missing one by one: chunked reads of such files are staged. */
+                unsigned intent = 0;
+                if (H5Fget_intent(fid, &intent) < 0)
+                    break;
+                if (!(intent & H5F_ACC_RDWR) && (layout == H5D_CHUNKED || H5Dget_offset(dset) == HADDR_UNDEF))
+                    break;
+            }
             bool allocated = status == H5D_SPACE_STATUS_ALLOCATED;
             if (!write && !allocated)
                 break;
@@ -273,6 +286,36 @@ static void staging_end(staging_t *s)
         s->cu->CtxSetCurrent(s->saved);
 }
 
+/* A rank of a gds_mpio file that cannot stage its buffer still takes part in
+ * the (possibly collective) transfer the other ranks are in, with nothing
+ * selected, and then fails: never a hang. */
+static void take_part_empty(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_space, hid_t dxpl, bool write)
+{
+    hid_t fid = H5Iget_file_id(dset);
+    bool mpio = fid >= 0 && is_gds_mpio_file(fid);
+    if (fid >= 0)
+        H5Fclose(fid);
+    if (!mpio)
+        return;
+    static unsigned char nothing[8];
+    H5E_BEGIN_TRY
+    {
+        hid_t whole = H5Dget_space(dset);
+        hid_t ms = H5Scopy(mem_space == H5S_ALL ? whole : mem_space);
+        hid_t fs = H5Scopy(file_space == H5S_ALL ? whole : file_space);
+        if (ms >= 0 && fs >= 0 && H5Sselect_none(ms) >= 0 && H5Sselect_none(fs) >= 0) {
+            if (write)
+                H5Dwrite(dset, mem_type, ms, fs, dxpl, nothing);
+            else
+                H5Dread(dset, mem_type, ms, fs, dxpl, nothing);
+        }
+        H5Sclose(ms);
+        H5Sclose(fs);
+        H5Sclose(whole);
+    }
+    H5E_END_TRY;
+}
+
 static herr_t write_checked(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_space, hid_t dxpl, const void *buf)
 {
     if (H5FD_gds_memory_kind(buf) != H5FD_GDS_MEMORY_DEVICE) {
@@ -290,6 +333,8 @@ static herr_t write_checked(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t f
         ret = staging_copy(&s, s.host, buf, false);
     if (ret == 0)
         ret = H5Dwrite(dset, mem_type, mem_space, file_space, dxpl, s.host);
+    else
+        take_part_empty(dset, mem_type, mem_space, file_space, dxpl, true);
     staging_end(&s);
     return ret;
 }
@@ -310,10 +355,13 @@ static herr_t read_checked(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t fi
     herr_t ret = staging_begin(&s, buf, dset, mem_type, mem_space, file_space);
     if (ret == 0)
         ret = staging_copy(&s, s.host, buf, false);
-    if (ret == 0)
+    if (ret == 0) {
         ret = H5Dread(dset, mem_type, mem_space, file_space, dxpl, s.host);
-    if (ret == 0)
-        ret = staging_copy(&s, buf, s.host, true);
+        if (ret == 0)
+            ret = staging_copy(&s, buf, s.host, true);
+    }
+    else
+        take_part_empty(dset, mem_type, mem_space, file_space, dxpl, false);
     staging_end(&s);
     return ret;
 }
