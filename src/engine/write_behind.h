@@ -21,12 +21,13 @@
  * it may overwrite the buffer; cudaFree (synchronous) may free it. NOT
  * ordered: work on streams that do not synchronise with the ordering
  * stream (non-blocking streams, another thread's per-thread default
- * stream) and CPU writes through mapped or managed memory, until the
+ * stream) and CPU writes through mapped host memory, until the
  * application synchronises with the ordering stream. The background write
  * waits for the event on the GPU (staged) or on its worker thread
- * (cuFile), so reads and drains still see the bytes. Ordering NONE, host
- * sources, and snapshots into host memory are complete when the call
- * returns.
+ * (cuFile), so reads and drains still see the bytes; raw reads wait for
+ * pending copies first (they may land in a buffer a copy still reads).
+ * Ordering NONE, host and managed sources (the CPU may write those next),
+ * and snapshots into host memory are complete when the call returns.
  *
  * Order and coherence: every other request of the file (reads, writes that
  * are not taken, metadata) first waits for the background writes that
