@@ -273,13 +273,18 @@ static H5FD_t *mpio_open(const char *name, unsigned flags, hid_t fapl_id, haddr_
     file->agree = MPI_COMM_NULL;
     /* mpio underneath, with the fapl's communicator and info; the plugin
      * route (HDF5_DRIVER=gds_mpio) sets none: MPI_COMM_WORLD. */
-    if (H5Pget_mpi_params(fapl_id, &comm, &info) < 0) {
+    /* A rank that cannot read its fapl still takes part in the agreement
+     * below (on MPI_COMM_WORLD, the plugin route's communicator), so that
+     * the others fail instead of waiting for it. */
+    bool params_ok = H5Pget_mpi_params(fapl_id, &comm, &info) >= 0;
+    if (!params_ok) {
         MPIO_ERROR(H5E_PLIST, H5E_CANTGET, "cannot get the MPI communicator and info of the fapl");
-        goto fail;
+        comm = MPI_COMM_NULL;
+        info = MPI_INFO_NULL;
     }
     /* The settings (H5GDS_CONFIG, HDF5_DRIVER_CONFIG may differ by rank):
      * every rank learns whether all can go on before mpio's collective open. */
-    bool config_ok = gds_config_from_fapl(fapl_id, &file->config, &file->config_from_info) == 0;
+    bool config_ok = params_ok && gds_config_from_fapl(fapl_id, &file->config, &file->config_from_info) == 0;
     if (config_ok && file->config.write_behind) {
         /* Its background writes would fail outside the collective calls
          * whose outcome the ranks agree on. */
@@ -295,7 +300,7 @@ static H5FD_t *mpio_open(const char *name, unsigned flags, hid_t fapl_id, haddr_
         MPI_SUCCESS)
         all_ok = 0;
     if (!all_ok) {
-        if (config_ok)
+        if (config_ok && params_ok)
             MPIO_ERROR(H5E_VFL, H5E_CANTOPENFILE, "another rank refused the gds_mpio settings for %s", name);
         goto fail;
     }
