@@ -206,6 +206,8 @@ bool have_direct(void);
 /* --tune (bench_tune.c) */
 int bench_tune(void);
 void *io_buffer(method_t m, buffers_t *b);
+void *write_source(method_t m, buffers_t *b);
+void read_finish(buffers_t *b, void *buf);
 hid_t make_fapl(method_t m, const char *gds_config);
 double timed_write(method_t m, buffers_t *b, const char *path, const char *cfg);
 void warm_up_gds(buffers_t *b);

@@ -43,6 +43,25 @@ void *io_buffer(method_t m, buffers_t *b)
     return (m == M_SEC2_PINNED || m == M_DIRECT_PINNED) ? b->pinned : b->host;
 }
 
+/* The buffer a timed write hands to H5Dwrite, its bounce copy done. */
+void *write_source(method_t m, buffers_t *b)
+{
+    void *buf = io_buffer(m, b);
+    if (buf != b->data && cuda.api->MemcpyDtoH(buf, (CUdeviceptr)(uintptr_t)b->data, b->size) != CUDA_SUCCESS)
+        fail("device-to-host copy failed");
+    return buf;
+}
+
+/* After a timed read into `buf` (from io_buffer): the bounce copy into the
+ * data buffer, and the GPU done with it. */
+void read_finish(buffers_t *b, void *buf)
+{
+    if (buf != b->data && cuda.api->MemcpyHtoD((CUdeviceptr)(uintptr_t)b->data, buf, b->size) != CUDA_SUCCESS)
+        fail("host-to-device copy failed");
+    if (is_gpu_memory(b->memory))
+        cuda.api->CtxSynchronize();
+}
+
 /* Early allocation, no fill; with --chunk, chunks of that size (at most the
  * dataset), and no chunk cache so that HDF5 hands the chunks to the driver. */
 hid_t bench_dcpl(size_t size)
@@ -66,9 +85,7 @@ double timed_write(method_t m, buffers_t *b, const char *path, const char *cfg)
     unlink(path);
     sync();
     double t0 = now();
-    void *buf = io_buffer(m, b);
-    if (buf != b->data && cuda.api->MemcpyDtoH(buf, (CUdeviceptr)(uintptr_t)b->data, b->size) != CUDA_SUCCESS)
-        fail("device-to-host copy failed");
+    void *buf = write_source(m, b);
     hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
     if (f < 0)
         fail("cannot create %s (see the HDF5 error above)", path);
@@ -103,12 +120,7 @@ static double timed_read(method_t m, buffers_t *b, const char *path, const char 
         fail("reading %s failed", path);
     H5Dclose(d);
     H5Fclose(f);
-    if (buf != b->data) {
-        if (cuda.api->MemcpyHtoD((CUdeviceptr)(uintptr_t)b->data, buf, b->size) != CUDA_SUCCESS)
-            fail("host-to-device copy failed");
-    }
-    if (is_gpu_memory(b->memory))
-        cuda.api->CtxSynchronize();
+    read_finish(b, buf);
     double t = now() - t0;
     H5Pclose(fapl);
     return t;

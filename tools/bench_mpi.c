@@ -50,9 +50,7 @@ double timed_write_mpi(method_t m, buffers_t *b, const char *cfg)
     sync();
     par_barrier();
     double t0 = now();
-    void *buf = io_buffer(m, b);
-    if (buf != b->data && cuda.api->MemcpyDtoH(buf, (CUdeviceptr)(uintptr_t)b->data, b->size) != CUDA_SUCCESS)
-        fail("device-to-host copy failed");
+    void *buf = write_source(m, b);
     hsize_t global = (hsize_t)b->size * (hsize_t)par.size, offset = (hsize_t)b->size * (hsize_t)par.rank,
             count = b->size;
     H5FD_gds_collection_t *c = H5FD_gds_mpi_begin(par_comm, files[0], fapl);
@@ -78,10 +76,7 @@ double timed_read_mpi(method_t m, buffers_t *b, const char *cfg)
     double t0 = now();
     if (H5FD_gds_mpi_read(par_comm, files[0], "data", H5T_NATIVE_UCHAR, 1, &offset, &count, buf, fapl) < 0)
         fail("reading the collection %s failed", files[0]);
-    if (buf != b->data && cuda.api->MemcpyHtoD((CUdeviceptr)(uintptr_t)b->data, buf, b->size) != CUDA_SUCCESS)
-        fail("host-to-device copy failed");
-    if (is_gpu_memory(b->memory))
-        cuda.api->CtxSynchronize();
+    read_finish(b, buf);
     double t = now() - t0;
     H5Pclose(fapl);
     return t;

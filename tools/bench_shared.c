@@ -82,9 +82,7 @@ double timed_write_shared(method_t m, buffers_t *b, const char *cfg)
     sync();
     par_barrier();
     double t0 = now();
-    void *buf = io_buffer(m, b);
-    if (buf != b->data && cuda.api->MemcpyDtoH(buf, (CUdeviceptr)(uintptr_t)b->data, b->size) != CUDA_SUCCESS)
-        fail("device-to-host copy failed");
+    void *buf = write_source(m, b);
     hid_t f = H5Fcreate(files[3], H5F_ACC_TRUNC, H5P_DEFAULT, io.fapl);
     if (f < 0)
         fail("cannot create the shared file %s (see the HDF5 error above)", files[3]);
@@ -116,10 +114,7 @@ double timed_read_shared(method_t m, buffers_t *b, const char *cfg)
         fail("%s: reading %s failed", method_names[m], files[3]);
     H5Dclose(d);
     H5Fclose(f);
-    if (buf != b->data && cuda.api->MemcpyHtoD((CUdeviceptr)(uintptr_t)b->data, buf, b->size) != CUDA_SUCCESS)
-        fail("host-to-device copy failed");
-    if (is_gpu_memory(b->memory))
-        cuda.api->CtxSynchronize();
+    read_finish(b, buf);
     double t = now() - t0;
     shared_end(&io);
     return t;

@@ -9,12 +9,7 @@ from h5gds.bench import __main__ as bench
 
 
 def _fadvise_only(path):
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    finally:
-        os.close(fd)
+    bench.fadvise_dontneed(path)
     return "fadvise"
 
 

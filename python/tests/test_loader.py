@@ -174,13 +174,8 @@ def test_single_dataset_yields_arrays(src):
 
 
 def _drop_from_cache(path):
-    import os
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    finally:
-        os.close(fd)
+    from h5gds.bench.__main__ import fadvise_dontneed
+    fadvise_dontneed(path)
 
 
 @pytest.mark.parametrize("row,chunks", [((4096,), None), ((1000,), None), ((3, 777), None), ((4096,), (5, 4096)),

@@ -41,15 +41,20 @@ def size(text: str) -> int:
     return int(text)
 
 
-def drop_cache(path: Path) -> str:
-    """Drops the file's pages: the whole page cache when root, else the
-    file's own clean pages (fadvise DONTNEED after fsync)."""
+def fadvise_dontneed(path: Path | str) -> None:
+    """Drops the file's own clean pages (fsync, then fadvise DONTNEED)."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
     finally:
         os.close(fd)
+
+
+def drop_cache(path: Path) -> str:
+    """Drops the file's pages: the whole page cache when root, else the
+    file's own clean pages (fadvise DONTNEED after fsync)."""
+    fadvise_dontneed(path)
     try:
         with open("/proc/sys/vm/drop_caches", "w") as f:
             f.write("3\n")
