@@ -211,28 +211,19 @@ static bool overlaps(const pending_t *p, const gds_segment_t *segs, size_t nseg)
     return false;
 }
 
-static void destroy_event(gds_wb_t *wb, CUevent ev)
+/* Waits, in the snapshots' CUDA context, until a stream-ordered snapshot
+ * copy has run (it has read the application's buffer and filled its piece
+ * of the arena), then destroys its event if `destroy`. NULL: nothing. */
+static void sync_copy(gds_wb_t *wb, CUevent ev, bool destroy)
 {
     const gds_cuda_api_t *cu = gds_cuda_if_loaded();
-    if (!cu)
-        return;
-    CUresult rc;
-    void *previous = gds_cuda_enter(wb->ctx, &rc);
-    cu->EventSynchronize(ev); /* done already, unless the background write failed before waiting for it */
-    cu->EventDestroy(ev);
-    gds_cuda_restore(previous);
-}
-
-/* A stream-ordered snapshot copy has read its source (the application's
- * buffer): a read into application memory may now overwrite it. */
-static void wait_copied(gds_wb_t *wb, CUevent ev)
-{
-    const gds_cuda_api_t *cu = gds_cuda_if_loaded();
-    if (!cu)
+    if (!ev || !cu)
         return;
     CUresult rc;
     void *previous = gds_cuda_enter(wb->ctx, &rc);
     cu->EventSynchronize(ev);
+    if (destroy)
+        cu->EventDestroy(ev);
     gds_cuda_restore(previous);
 }
 
@@ -247,8 +238,7 @@ static void retire_locked(gds_file_t *file, gds_wb_t *wb, pending_t *p)
                        p->nseg, p->nseg == 1 ? "" : "s", (unsigned long long)p->segs[0].offset, st.msg);
         gds_stat_add(&file->stats.wb_failures, 1);
     }
-    if (p->copied)
-        destroy_event(wb, p->copied); /* the background write waited for it */
+    sync_copy(wb, p->copied, true); /* done already, unless the background write failed before waiting for it */
     arena_release(&wb->arena, p->arena_off, p->arena_len);
     wb->in_use -= p->arena_len;
     wb->npending--;
@@ -286,8 +276,8 @@ int gds_wb_before(gds_file_t *file, bool raw, bool read, const gds_segment_t *se
         next = p->next;
         if (overlaps(p, segs, nseg))
             retire_locked(file, wb, p);
-        else if (read && p->copied)
-            wait_copied(wb, p->copied); /* the read may land in memory that copy still reads */
+        else if (read)
+            sync_copy(wb, p->copied, false); /* the read may land in memory that copy still reads */
     }
     int rc = wb->failed && raw ? sticky_error(wb, st) : 0;
     pthread_mutex_unlock(&wb->lock);
@@ -461,20 +451,6 @@ static int snapshot_locked(gds_wb_t *wb, const gds_request_t *req, const gds_buf
     return 0;
 }
 
-/* A snapshot that will not be written: no copy may still run into its
- * memory when it is given back. */
-static void abandon_copy(gds_wb_t *wb, CUevent copied)
-{
-    const gds_cuda_api_t *cu = gds_cuda_if_loaded();
-    if (!copied || !cu)
-        return;
-    CUresult rc;
-    void *previous = gds_cuda_enter(wb->ctx, &rc);
-    cu->EventSynchronize(copied);
-    cu->EventDestroy(copied);
-    gds_cuda_restore(previous);
-}
-
 int gds_wb_write(gds_file_t *file, const gds_request_t *req, gds_status_t *st)
 {
     gds_wb_t *wb = file->wb;
@@ -554,7 +530,7 @@ int gds_wb_write(gds_file_t *file, const gds_request_t *req, gds_status_t *st)
                               wb->arena.device ? wb->ctx : NULL, -1, 0};
     gds_buffer_info_t *snap_info = malloc(req->nseg * sizeof *snap_info);
     if (!snap_info) {
-        abandon_copy(wb, copied);
+        sync_copy(wb, copied, true); /* not written: no copy may still run into memory given back */
         arena_release(&wb->arena, p->arena_off, need);
         goto out; /* written through */
     }
@@ -565,7 +541,7 @@ int gds_wb_write(gds_file_t *file, const gds_request_t *req, gds_status_t *st)
     rc = gds_submit_unordered(file, &bg, &p->io, st);
     free(snap_info);
     if (rc != 0) {
-        abandon_copy(wb, copied);
+        sync_copy(wb, copied, true); /* not written: no copy may still run into memory given back */
         arena_release(&wb->arena, p->arena_off, need);
         goto out;
     }
