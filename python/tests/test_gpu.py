@@ -184,10 +184,11 @@ def test_torch_loader_in_training_loop(tmp_path):
 
 @pytest.mark.parametrize("prefetch", [1, 3])
 def test_loader_slot_reuse_waits_for_the_copy(tmp_path, module, prefetch):
-    """Pinned batches are copied to the device asynchronously on the current
-    stream; a slot is read into again only after its copy. A long kernel
-    queued first delays every copy: batches kept until the end must still
-    hold their own rows."""
+    """Pinned batches are copied to the device asynchronously (on the
+    loader's copy stream, after the work queued on the current stream); a
+    slot is read into again only after its copy. A long kernel queued first
+    delays every copy: batches kept until the end must still hold their own
+    rows."""
     p = tmp_path / "r.h5"
     data = np.random.default_rng(1).integers(0, 1 << 30, (600, 257)).astype("i4")
     with h5py.File(p, "w") as f:

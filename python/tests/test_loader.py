@@ -276,6 +276,8 @@ class _FakeCupy:
 
     def __init__(self):
         stream = _FakeStream()
+        fake = self
+        self.copies_ahead = 0
 
         class Array:
             def __init__(self, shape, dtype):
@@ -283,6 +285,7 @@ class _FakeCupy:
 
             def set(self, arr, stream):
                 stream.ops.append(lambda: self.a.__setitem__(Ellipsis, arr))  # reads the slot later
+                fake.copies_ahead += not isinstance(stream, _FakeStream)
 
             def get(self):
                 stream.run(len(stream.ops))
@@ -309,6 +312,28 @@ class _FakeCupy:
             def alloc_pinned_memory(n):
                 return bytearray(n)
 
+        fake = self
+
+        class Stream:
+            """The loader's copy stream: ops go into the one in-order queue
+            (a valid model of two streams joined by events), counted."""
+
+            def __init__(self, non_blocking=False):
+                fake.copy_streams += 1
+                self.ops = stream.ops
+
+            def wait_event(self, event):
+                pass
+
+        class Runtime:
+            @staticmethod
+            def getDevice():
+                return 0
+
+        Cuda.Stream = Stream
+        Cuda.runtime = Runtime
+        stream.wait_event = lambda event: None
+        self.copy_streams = 0
         self.cuda = Cuda
         self.empty = Array
         self.stream = stream
@@ -330,6 +355,31 @@ def test_pinned_slots_are_reused_only_after_their_copy(src, monkeypatch, prefetc
         assert fake.stream.done < len(fake.stream.ops)
         kept.append(batch)
     assert len(kept) == len(loader)
+    seen = []
+    for x, y in kept:
+        yh = y.get()
+        np.testing.assert_array_equal(x.get(), data[yh])
+        seen += list(yh)
+    assert sorted(seen) == list(range(len(data)))
+    loader.close()
+
+
+def test_pinned_batches_are_copied_ahead_on_the_copy_stream(src, monkeypatch):
+    """A batch whose reads are done when the caller asks for the one before
+    it is copied then, on the loader's copy stream (here: the consumer
+    sleeps, so the reads are done); the data is still each batch's own."""
+    import sys
+    import time
+    fake = _FakeCupy()
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    f, data = src
+    loader = h5gds.Loader((f["x"], f["y"]), 48, seed=5, like="cupy", prefetch=2)
+    kept = []
+    for batch in loader:
+        time.sleep(0.02)  # a training step
+        kept.append(batch)
+    assert fake.copy_streams == 1
+    assert fake.copies_ahead >= 2 * (len(loader) - 2), fake.copies_ahead  # two columns per batch
     seen = []
     for x, y in kept:
         yh = y.get()

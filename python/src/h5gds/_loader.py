@@ -8,7 +8,8 @@ for chunked data), sorted by file offset, each pointing straight at the
 sample's slot in the batch buffer, so the batch comes out in shuffled order
 with no scatter step. Requests are asynchronous: ``prefetch`` batches are in
 flight while the caller consumes the current one. Device batches are read
-into pinned host slots and copied to the GPU with one copy per batch
+into pinned host slots and copied to the GPU with one copy per batch on a
+copy stream of the loader's, overlapping the caller's compute
 (``staging="pinned"``, the default: small samples cost one pread each and no
 per-sample copy), or read by the engine straight into device memory
 (``staging="device"``: its staged pipeline or cuFile).
@@ -278,6 +279,13 @@ class _Batch:
     tickets: list[tuple[int, str]]
     outputs: list[Any]          # per column: host views (pinned) or the final arrays
     slot: _Slot | None
+    # Copied ahead (see Loader._copy_ahead): the device arrays, the event
+    # after their copy on the loader's copy stream, the stream they were
+    # allocated for, and a read failure kept for the batch's turn.
+    device: list[Any] | None = None
+    copied: Any = None
+    stream: Any = None
+    error: OSError | None = None
 
 
 class Loader:
@@ -297,10 +305,11 @@ class Loader:
 
     ``like``: "cupy", "torch" or "numpy" (default: as :func:`h5gds.read`).
     ``staging``: "pinned" (engine reads into pinned slots, one host-to-device
-    copy per batch, queued on the current stream: work queued on that stream
-    afterwards sees the batch; another stream must wait for it, as with
-    DataLoader's ``.cuda(non_blocking=True)``) or "device" (the engine writes
-    device memory itself; the batch is complete when yielded).
+    copy per batch on the loader's own copy stream, started as soon as the
+    batch's reads are done; the current stream waits for it: work queued on
+    that stream afterwards sees the batch; another stream must wait for it,
+    as with DataLoader's ``.cuda(non_blocking=True)``) or "device" (the
+    engine writes device memory itself; the batch is complete when yielded).
     ``config``: driver configuration keys for the engine ("threads=16,...").
     """
 
@@ -322,6 +331,8 @@ class Loader:
         self.staging = staging
         self.epoch = 0
         self._files: dict[str, _EngineFile] = {}
+        self._order_cache: tuple[tuple[int, ...], np.ndarray] | None = None
+        self._copy_streams: dict[int, Any] = {}
         self._recycle: dict[int, list[np.ndarray]] = {}
         self._closed = False
         self._tuple, columns = self._columns(source, dataset)
@@ -371,6 +382,16 @@ class Loader:
 
     def indices(self) -> np.ndarray:
         """The global sample indices this rank reads this epoch, in order."""
+        return self._order().copy()
+
+    def _order(self) -> np.ndarray:
+        # Drawn once per epoch (read-only): a permutation of millions of
+        # samples takes milliseconds, which an iteration restarted in the
+        # same epoch should not pay again.
+        key = (self.seed, self.epoch, int(self.shuffle), self.rank, self.world_size, int(self.drop_last),
+               self.batch_size, self.num_samples)
+        if self._order_cache is not None and self._order_cache[0] == key:
+            return self._order_cache[1]
         n = self.num_samples
         if self.shuffle:
             order = np.random.default_rng([self.seed, self.epoch]).permutation(n)
@@ -379,7 +400,10 @@ class Loader:
         mine = order[self.rank::self.world_size]
         if self.drop_last:
             mine = mine[: len(mine) // self.batch_size * self.batch_size]
-        return mine.astype(np.int64)
+        mine = np.ascontiguousarray(mine, dtype=np.int64)
+        mine.flags.writeable = False
+        self._order_cache = (key, mine)
+        return mine
 
     def __len__(self) -> int:
         m = max(0, -(-(self.num_samples - self.rank) // self.world_size))
@@ -451,7 +475,8 @@ class Loader:
             del pool[0]
         return out
 
-    def _finish(self, batch: _Batch) -> Any:
+    def _collect(self, batch: _Batch) -> None:
+        """Waits for the batch's reads; the first failure is raised."""
         first_error: OSError | None = None
         for t, p in batch.tickets:
             try:
@@ -461,46 +486,123 @@ class Loader:
         batch.tickets = []
         if first_error:
             raise first_error
-        if self.module == "numpy" or self.staging == "device":
-            outs = batch.outputs
+
+    def _finish(self, batch: _Batch) -> Any:
+        if batch.error is not None:
+            raise batch.error
+        if batch.device is not None:  # copied ahead: the caller's stream waits for that copy
+            self._await_copy(batch)
+            outs = batch.device
         else:
-            outs = [self._to_device(*h) for h in batch.outputs]
-            assert batch.slot is not None
-            batch.slot.copied = self._record()
+            self._collect(batch)
+            if self.module == "numpy" or self.staging == "device":
+                outs = batch.outputs
+            else:
+                outs = [self._to_device(*h) for h in batch.outputs]
+                assert batch.slot is not None
+                batch.slot.copied = self._record(self._current_stream())
         return tuple(outs) if self._tuple else outs[0]
 
-    def _to_device(self, slot: _Slot, offset: int, nbytes: int, dtype: np.dtype, shape: tuple[int, ...]) -> Any:
+    def _copy_ahead(self, pending: list[_Batch]) -> None:
+        """Starts the device copies of the waiting batches whose reads are
+        done, in order, on the loader's copy stream: they then run while the
+        caller still computes on the batch just yielded, instead of in front
+        of its next step on its stream. The device arrays are allocated for
+        the caller's current stream, and the copy stream first waits for the
+        work queued there so far (the memory may be a block that work just
+        freed)."""
+        if self.module == "numpy" or self.staging != "pinned":
+            return
+        for batch in pending:
+            if batch.device is not None or batch.error is not None:
+                continue
+            if not all(native.h5gds_py_io_done(t) for t, _ in batch.tickets):
+                return
+            try:
+                self._collect(batch)
+            except OSError as exc:
+                batch.error = exc  # raised at the batch's turn, not before the batches ahead of it
+                return
+            current = self._current_stream()
+            copy_stream = self._copy_stream()
+            _stream_wait(copy_stream, self._record(current))
+            batch.device = [self._to_device(*h, stream=copy_stream) for h in batch.outputs]
+            batch.copied = self._record(copy_stream)
+            batch.stream = current
+            assert batch.slot is not None
+            batch.slot.copied = batch.copied
+
+    def _await_copy(self, batch: _Batch) -> None:
+        current = self._current_stream()
+        if current == batch.stream:
+            _stream_wait(current, batch.copied)
+        elif self.module == "torch":
+            # allocated for another stream: the allocator must not reuse
+            # the memory before this stream's work with it is done
+            _stream_wait(current, batch.copied)
+            for t in batch.device or []:
+                t.record_stream(current)
+        else:
+            batch.copied.synchronize()  # CuPy has no record_stream: the batch is complete for any stream
+
+    def _current_stream(self) -> Any:
+        if self.module == "cupy":
+            import cupy
+            return cupy.cuda.get_current_stream()
+        import torch
+        return torch.cuda.current_stream()
+
+    def _copy_stream(self) -> Any:
+        if self.module == "cupy":
+            import cupy
+            dev = cupy.cuda.runtime.getDevice()
+            if dev not in self._copy_streams:
+                self._copy_streams[dev] = cupy.cuda.Stream(non_blocking=True)
+        else:
+            import torch
+            dev = torch.cuda.current_device()
+            if dev not in self._copy_streams:
+                self._copy_streams[dev] = torch.cuda.Stream(device=dev)
+        return self._copy_streams[dev]
+
+    def _to_device(self, slot: _Slot, offset: int, nbytes: int, dtype: np.dtype, shape: tuple[int, ...],
+                   stream: Any = None) -> Any:
         # One asynchronous copy per batch from the pinned slot, on the
-        # current stream: work the caller queues on that stream runs after
-        # it (as with DataLoader's pin_memory and .cuda(non_blocking=True));
-        # the slot is reused only after the event recorded behind it.
+        # current stream (or `stream`): work the caller queues on the
+        # current stream afterwards runs after it (as with DataLoader's
+        # pin_memory and .cuda(non_blocking=True)); the slot is reused only
+        # after the event recorded behind it.
         if self.module == "cupy":
             import cupy
             dev = cupy.empty(shape, dtype)
             dev.set(slot.host[offset:offset + nbytes].view(dtype).reshape(shape),
-                    stream=cupy.cuda.get_current_stream())
+                    stream=stream if stream is not None else cupy.cuda.get_current_stream())
             return dev
         import torch
         src = slot.torch_buf[offset:offset + nbytes].view(_torch_dtype(dtype)).reshape(shape)
         dev = torch.empty(shape, dtype=src.dtype, device="cuda")
-        dev.copy_(src, non_blocking=True)
+        if stream is None:
+            dev.copy_(src, non_blocking=True)
+        else:
+            with torch.cuda.stream(stream):
+                dev.copy_(src, non_blocking=True)
         return dev
 
-    def _record(self) -> Any:
+    def _record(self, stream: Any) -> Any:
         if self.module == "cupy":
             import cupy
             ev = cupy.cuda.Event(block=False, disable_timing=True)
-            ev.record(cupy.cuda.get_current_stream())
+            ev.record(stream)
             return ev
         import torch
         ev = torch.cuda.Event()
-        ev.record(torch.cuda.current_stream())
+        ev.record(stream)
         return ev
 
     def __iter__(self) -> Iterator[Any]:
         if self._closed:
             raise ValueError("the loader is closed")
-        order = self.indices()
+        order = self._order()
         starts = list(range(0, len(order), self.batch_size))
         slots: list[_Slot] = []
         if self.module != "numpy" and self.staging == "pinned":
@@ -526,6 +628,7 @@ class Loader:
                     pending.append(self._submit(order[starts[nxt]:starts[nxt] + self.batch_size],
                                                 free.pop(0) if free else None))
                     nxt += 1
+                self._copy_ahead(pending)
                 yield result
         finally:
             # Leaving early (break, exception, garbage collection): collect
@@ -572,6 +675,11 @@ class Loader:
             native.h5gds_py_file_stats(f.handle, arr, 5)
             out[path] = {native.h5gds_py_route_name(i).decode(): int(arr[i]) for i in range(5) if arr[i]}
         return out
+
+
+def _stream_wait(stream: Any, event: Any) -> None:
+    """Work queued on `stream` from now on waits for `event` (CuPy or torch)."""
+    stream.wait_event(event)
 
 
 def _torch_dtype(dtype: np.dtype) -> Any:

@@ -419,32 +419,42 @@ def bench_loader(args: argparse.Namespace, dev: Device, rows: list[Row]) -> None
 
 
 class _Compute:
-    """A training step's compute: a GPU kernel that spins for `ms` on the
-    current stream (host: a sleep), then a read of the batch, then a
-    synchronisation (as `loss.item()` does)."""
+    """A training step's compute: a GPU kernel that spins for `ms` of wall
+    time on the current stream (the GPU's global timer, so clock changes
+    between runs do not change the step; host: a sleep), then a read of the
+    batch, then a synchronisation (as `loss.item()` does)."""
 
     def __init__(self, dev: Device, ms: float):
         self.dev, self.ms = dev, ms
         if dev.name == "numpy":
             return
-        if dev.name == "cupy":
-            cp = dev.cp
-            kern = cp.RawKernel(r'''extern "C" __global__ void spin(long long n)
-                { long long t = clock64(); while (clock64() - t < n) {} }''', "spin")
-            self.spin = lambda n: kern((1,), (1,), (np.int64(n),))
-        else:
-            self.spin = dev.torch.cuda._sleep
-        probe = 50_000_000
-        self.spin(probe)  # compile / warm up
+        try:
+            import cupy as cp  # the kernel; it runs on the current stream of either library
+        except ImportError:  # torch alone: its sleep kernel counts clock cycles, calibrated here
+            probe = 50_000_000
+            dev.torch.cuda._sleep(probe)
+            dev.sync()
+            t = timed(lambda: dev.torch.cuda._sleep(probe), dev)
+            cycles = int(probe * (ms / 1e3) / t)
+            self.spin = lambda: dev.torch.cuda._sleep(cycles)
+            return
+        kern = cp.RawKernel(r'''extern "C" __global__ void spin(unsigned long long ns) {
+                unsigned long long t0, t;
+                asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+                do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); } while (t - t0 < ns);
+            }''', "spin")
+        stream = (lambda: dev.torch.cuda.current_stream().cuda_stream) if dev.name == "torch" else \
+            (lambda: cp.cuda.get_current_stream().ptr)
+        ns = np.uint64(ms * 1e6)
+        self.spin = lambda: kern((1,), (1,), (ns,), stream=cp.cuda.ExternalStream(stream()))
+        self.spin()  # compile
         dev.sync()
-        t = timed(lambda: self.spin(probe), dev)
-        self.cycles = int(probe * (ms / 1e3) / t)
 
     def step(self, batch: Any) -> None:
         if self.dev.name == "numpy":
             time.sleep(self.ms / 1e3)
             return
-        self.spin(self.cycles)
+        self.spin()
         x = batch[0] if isinstance(batch, tuple) else batch
         float(x[0, :64].sum()) if self.dev.name == "cupy" else float(x[0, :64].float().sum())
 
@@ -455,7 +465,7 @@ def bench_loader_train(args: argparse.Namespace, dev: Device, rows: list[Row], l
     of --train-step-ms compute each, fed by the loader, against the same
     steps on one batch already on the device (compute only). The epoch time
     includes waiting for the first batch."""
-    nb = min(args.train_batches, len(loader))
+    nb = min(args.train_batches, len(loader)) if args.train_batches > 0 else len(loader)
     compute = _Compute(dev, args.train_step_ms)
     consume = bsz * sample / (args.train_step_ms / 1e3)
     first = next(iter(loader))
@@ -581,7 +591,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--methods", default="", help="loader: only these methods (comma list; default all)")
     p.add_argument("--c-bench", default="", help="whole: path of the C h5gds-bench, run first in the same run "
                                                   "(default: $H5GDS_C_BENCH; none: its rows say skipped)")
-    p.add_argument("--train-batches", type=int, default=32, help="loader-train: batches per epoch")
+    p.add_argument("--train-batches", type=int, default=0,
+                   help="loader-train: batches per epoch (default 0: a whole epoch of the file)")
     p.add_argument("--train-step-ms", type=float, default=20.0, help="loader-train: compute per batch (ms)")
     p.add_argument("--steps", type=int, default=360, help="train-loop: steps per run")
     p.add_argument("--every", type=int, default=120, help="train-loop: a checkpoint every this many steps")
