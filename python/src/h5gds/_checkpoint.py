@@ -131,7 +131,12 @@ class CheckpointHandle:
     """The checkpoint being written in the background. ``wait()`` returns
     once it is durable at its path (or raises what failed); ``done()``
     polls. Statistics: ``stall_s`` (the time ``save`` took), ``durable_s``
-    (from the call to durable), ``peak_snapshot_bytes``."""
+    (from the call to durable), ``peak_snapshot_bytes``, and ``timings``:
+    seconds of each part of the stall (``walk``: listing the arrays,
+    ``open``: the temporary file and its snapshot memory, ``structure``:
+    groups and attributes, ``views``: the arrays' pointers, ``create``,
+    ``write`` (the snapshots) and ``close`` of the datasets, ``native``: the
+    rest of that native call, ``index``: the root's array index)."""
 
     def __init__(self, path: str) -> None:
         self.path = path
@@ -146,6 +151,7 @@ class CheckpointHandle:
         self.peak_busy_workers = 0
         self.stream_ordered_snapshots = 0
         self.reserved_bytes = 0
+        self.timings: dict[str, float] = {}
         self._error: BaseException | None = None
         self._done = threading.Event()
         self._thread: threading.Thread | None = None
@@ -222,9 +228,12 @@ def save(state: Any, path: str | os.PathLike[str], *, async_: bool = True, memor
     driver options (``threads=``, ...)."""
     path = os.fspath(path)
     t0 = time.perf_counter()
+    handle = CheckpointHandle(path)
+    clock = _Clock(handle.timings)
     leaves = list(_leaves(state, ""))
     infos = [_array_info(a) for _, a in leaves]
     total = sum(i[4] for i in infos)
+    clock.lap("walk")
     if budget is None:
         budget = max(total + 256 * len(infos), 1 << 20)
         if not async_:
@@ -235,10 +244,11 @@ def save(state: Any, path: str | os.PathLike[str], *, async_: bool = True, memor
     opts: dict[str, Any] = dict(options)
     opts.update(write_behind=int(budget), write_behind_memory=memory)
     f = h5py.File(tmp, "w", driver="gds", **opts)
-    handle = CheckpointHandle(path)
+    clock.lap("open")
     try:
         _write_structure(f, state)
-        _write_leaves(f, path, leaves, infos)
+        clock.lap("structure")
+        _write_leaves(f, path, leaves, infos, clock)
     except BaseException:
         try:
             f.close()
@@ -263,7 +273,22 @@ def save(state: Any, path: str | os.PathLike[str], *, async_: bool = True, memor
 _SYNC_BUDGET = 1 << 30
 
 
-def _write_leaves(f: h5py.File, path: str, leaves: list[tuple[str, Any]], infos: list[Any]) -> None:
+class _Clock:
+    """Seconds per part of a save, into `timings`."""
+
+    def __init__(self, timings: dict[str, float]) -> None:
+        self.timings, self.t = timings, time.perf_counter()
+
+    def lap(self, name: str) -> None:
+        t = time.perf_counter()
+        self.timings[name] = self.timings.get(name, 0.0) + t - self.t
+        self.t = t
+
+    def add(self, name: str, seconds: float) -> None:
+        self.timings[name] = self.timings.get(name, 0.0) + seconds
+
+
+def _write_leaves(f: h5py.File, path: str, leaves: list[tuple[str, Any]], infos: list[Any], clock: _Clock) -> None:
     """Every array as a dataset, in one native call (h5gds_py_save_leaves):
     all created first, then all written, no Python per HDF5 call."""
     n = len(leaves)
@@ -296,13 +321,20 @@ def _write_leaves(f: h5py.File, path: str, leaves: list[tuple[str, Any]], infos:
     dim_arr = (ctypes.c_uint64 * max(len(dims), 1))(*dims)
     err = errbuf()
     dcpl = gds_dcpl()
+    seconds = (ctypes.c_double * 3)()
+    clock.lap("views")
     with phil:  # HDF5 is not thread-safe; the GIL is released for the call
         rc = native.h5gds_py_save_leaves(f.id.id, n, names, types, ranks, dim_arr, addrs, sizes, dxpl_ids, dcpl.id,
-                                         err, len(err))
+                                         seconds, err, len(err))
     if rc != 0:
         raise OSError(f"checkpoint {path!r}: {err.value.decode(errors='replace')}")
+    clock.lap("native")
+    for name, sec in zip(("create", "write", "close"), seconds):
+        clock.add(name, sec)
+    clock.timings["native"] -= sum(seconds)  # what is left: the call itself
     del keep
     f.attrs["h5gds_arrays"] = json.dumps(arrays)
+    clock.lap("index")
 
 
 def _write_structure(f: h5py.File, state: Any, where: str = "/") -> None:

@@ -588,7 +588,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeat", "--repeats", dest="repeat", type=int, default=3,
                    help="repeats of every measurement, interleaved across methods (medians printed and in "
                         "bench-median.csv)")
-    p.add_argument("--methods", default="", help="loader: only these methods (comma list; default all)")
+    p.add_argument("--methods", default="", help="loader, checkpoint: only these methods (comma list; default all)")
     p.add_argument("--c-bench", default="", help="whole: path of the C h5gds-bench, run first in the same run "
                                                   "(default: $H5GDS_C_BENCH; none: its rows say skipped)")
     p.add_argument("--train-batches", type=int, default=0,

@@ -150,7 +150,8 @@ def checkpoint_methods(torch: Any, state: dict[str, Any], d: Path) -> list[tuple
             # how the drain went (column note)
             NOTES["last"] = (f"background writes at once {h.peak_background_writes}; busy workers at most "
                              f"{h.peak_busy_workers}; stream-ordered snapshots {h.stream_ordered_snapshots}; "
-                             f"reserved {h.reserved_bytes}")
+                             f"reserved {h.reserved_bytes}; stall ms: "
+                             + " ".join(f"{k} {v * 1e3:.1f}" for k, v in h.timings.items()))
             return stall, durable, h.snapshot_memory_bytes if memory != "host" else 0
         return run
 
@@ -241,6 +242,8 @@ def bench_checkpoint(args: argparse.Namespace, rows: list[dict[str, Any]]) -> No
         state = make_state(torch, getattr(torch, half_name), layers)
         nbytes = sum(v.numel() * v.element_size() for v in state.values())
         methods = checkpoint_methods(torch, state, d)
+        if args.methods:  # e.g. "h5gds-async,floor-d2d": just those
+            methods = [m for m in methods if m[0] in args.methods.split(",")]
         for rep in range(args.repeat):
             for method, memory, fn in methods:
                 torch.cuda.reset_peak_memory_stats()
