@@ -243,7 +243,7 @@ def bench_checkpoint(args: argparse.Namespace, rows: list[dict[str, Any]]) -> No
         nbytes = sum(v.numel() * v.element_size() for v in state.values())
         methods = checkpoint_methods(torch, state, d)
         if args.methods:  # e.g. "h5gds-async,floor-d2d": just those
-            methods = [m for m in methods if m[0] in args.methods.split(",")]
+            methods = [m for m in methods if m[0] in args.methods]
         for rep in range(args.repeat):
             for method, memory, fn in methods:
                 torch.cuda.reset_peak_memory_stats()
