@@ -166,6 +166,14 @@ struct gds_wb {
     bool arena_tried;
     void *ctx;            /* the CUDA context of device snapshots */
     CUstream stream;      /* snapshot copies */
+    /* Events, made once per file rather than per write (a checkpoint is
+     * hundreds of writes, each on the application's critical path): the
+     * application's point each copy starts after (recorded again for each
+     * write: a wait takes the event's state when it is queued), and spare
+     * events for the ends of copies. */
+    CUevent app_point;
+    CUevent *spare;
+    size_t nspare, spare_cap;
     pending_t *head, *tail;
     size_t npending;
     size_t in_use;
@@ -190,13 +198,20 @@ void gds_wb_destroy(gds_wb_t *wb)
     if (wb->arena.base)
         keep(&(kept_arena_t){wb->arena.base, wb->arena.held, wb->arena.device, wb->arena.pinned, wb->ctx});
     const gds_cuda_api_t *cu = gds_cuda_if_loaded();
-    if (cu && wb->stream) {
+    if (cu && (wb->stream || wb->app_point || wb->nspare)) {
         CUresult rc;
         void *previous = gds_cuda_enter(wb->ctx, &rc);
-        if (rc == CUDA_SUCCESS)
-            cu->StreamDestroy(wb->stream);
+        if (rc == CUDA_SUCCESS) {
+            if (wb->stream)
+                cu->StreamDestroy(wb->stream);
+            if (wb->app_point)
+                cu->EventDestroy(wb->app_point);
+            for (size_t i = 0; i < wb->nspare; i++)
+                cu->EventDestroy(wb->spare[i]);
+        }
         gds_cuda_restore(previous);
     }
+    free(wb->spare);
     free(wb->arena.free);
     pthread_mutex_destroy(&wb->lock);
     free(wb);
@@ -211,10 +226,41 @@ static bool overlaps(const pending_t *p, const gds_segment_t *segs, size_t nseg)
     return false;
 }
 
+/* An event for the end of a snapshot copy (in the snapshots' context,
+ * under wb->lock): a spare one, else a new one. Blocking synchronisation:
+ * the pool's workers wait on these events while the application is still
+ * queueing its writes, and spinning workers would take its cores. */
+static CUresult take_event(gds_wb_t *wb, const gds_cuda_api_t *cu, CUevent *ev)
+{
+    if (wb->nspare) {
+        *ev = wb->spare[--wb->nspare];
+        return CUDA_SUCCESS;
+    }
+    return cu->EventCreate(ev, CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING);
+}
+
+/* Gives an event back for reuse (in the snapshots' context, under
+ * wb->lock); destroyed when the spare list cannot grow. */
+static void give_event(gds_wb_t *wb, const gds_cuda_api_t *cu, CUevent ev)
+{
+    if (wb->nspare == wb->spare_cap) {
+        size_t cap = wb->spare_cap ? 2 * wb->spare_cap : 64;
+        CUevent *grown = realloc(wb->spare, cap * sizeof *grown);
+        if (!grown) {
+            cu->EventDestroy(ev);
+            return;
+        }
+        wb->spare = grown;
+        wb->spare_cap = cap;
+    }
+    wb->spare[wb->nspare++] = ev;
+}
+
 /* Waits, in the snapshots' CUDA context, until a stream-ordered snapshot
  * copy has run (it has read the application's buffer and filled its piece
- * of the arena), then destroys its event if `destroy`. NULL: nothing. */
-static void sync_copy(gds_wb_t *wb, CUevent ev, bool destroy)
+ * of the arena), then gives its event back if `release` (the caller holds
+ * wb->lock). NULL: nothing. */
+static void sync_copy(gds_wb_t *wb, CUevent ev, bool release)
 {
     const gds_cuda_api_t *cu = gds_cuda_if_loaded();
     if (!ev || !cu)
@@ -222,8 +268,8 @@ static void sync_copy(gds_wb_t *wb, CUevent ev, bool destroy)
     CUresult rc;
     void *previous = gds_cuda_enter(wb->ctx, &rc);
     cu->EventSynchronize(ev);
-    if (destroy)
-        cu->EventDestroy(ev);
+    if (release)
+        give_event(wb, cu, ev);
     gds_cuda_restore(previous);
 }
 
@@ -412,13 +458,14 @@ static int snapshot_locked(gds_wb_t *wb, const gds_request_t *req, const gds_buf
     for (size_t i = 0; i < req->nseg; i++)
         all_device &= info[i].kind == GDS_MEMORY_DEVICE;
     bool gpu_ordered = ordered && wb->arena.device && all_device;
-    CUevent after = NULL, done = NULL;
+    CUevent done = NULL;
     if (rc == CUDA_SUCCESS && ordered) {
-        rc = cu->EventCreate(&after, CU_EVENT_DISABLE_TIMING);
+        if (!wb->app_point)
+            rc = cu->EventCreate(&wb->app_point, CU_EVENT_DISABLE_TIMING);
         if (rc == CUDA_SUCCESS)
-            rc = cu->EventRecord(after, app);
+            rc = cu->EventRecord(wb->app_point, app);
         if (rc == CUDA_SUCCESS)
-            rc = cu->StreamWaitEvent(wb->stream, after, 0);
+            rc = cu->StreamWaitEvent(wb->stream, wb->app_point, 0);
     }
     for (size_t i = 0, at = 0; rc == CUDA_SUCCESS && i < req->nseg; at += req->segs[i].size, i++)
         rc = cu->MemcpyAsync((CUdeviceptr)(uintptr_t)(dst + at), (CUdeviceptr)(uintptr_t)req->segs[i].buf,
@@ -426,7 +473,7 @@ static int snapshot_locked(gds_wb_t *wb, const gds_request_t *req, const gds_buf
     if (rc == CUDA_SUCCESS && gpu_ordered) {
         /* The application's later work on its stream comes after the copy;
          * this thread does not wait. */
-        rc = cu->EventCreate(&done, CU_EVENT_DISABLE_TIMING);
+        rc = take_event(wb, cu, &done);
         if (rc == CUDA_SUCCESS)
             rc = cu->EventRecord(done, wb->stream);
         if (rc == CUDA_SUCCESS)
@@ -437,11 +484,9 @@ static int snapshot_locked(gds_wb_t *wb, const gds_request_t *req, const gds_buf
     if (rc != CUDA_SUCCESS) {
         cu->StreamSynchronize(wb->stream); /* no copy may still run into memory we give back */
         if (done)
-            cu->EventDestroy(done);
+            cu->EventDestroy(done); /* its state is unknown: not reused */
         done = NULL;
     }
-    if (after)
-        cu->EventDestroy(after); /* released once the work waiting on it has run */
     gds_cuda_restore(previous);
     if (rc != CUDA_SUCCESS) {
         gds_status_set(st, 0, "write-behind snapshot copy failed: %s", gds_cuda_error_text(rc));

@@ -302,6 +302,7 @@ def _write_leaves(f: h5py.File, path: str, leaves: list[tuple[str, Any]], infos:
     arrays: dict[str, list[str]] = {}
     keep = []  # views (contiguous copies among them) live until written
     dxpls: dict[int | None, Any] = {}  # one transfer list per stream
+    torch_dxpls: dict[int, Any] = {}  # per device: its current stream's
     for i, ((name, arr), (kind, dtype_name, shape, ftype, nbytes)) in enumerate(zip(leaves, infos)):
         dset_path = name or "/__root__"
         arrays[dset_path] = [kind, dtype_name]
@@ -310,14 +311,27 @@ def _write_leaves(f: h5py.File, path: str, leaves: list[tuple[str, Any]], infos:
         ranks[i] = len(shape)
         dims.extend(shape)
         sizes[i] = nbytes
-        if nbytes:
-            v = _raw_view(arr)
-            keep.append(v)
-            addrs[i] = v.ptr
-            dxpl = dxpls.get(v.stream)
-            if dxpl is None:
-                dxpl = dxpls[v.stream] = _dxpl(v)
-            dxpl_ids[i] = dxpl.id
+        if not nbytes:
+            continue
+        if kind == "torch" and arr.is_cuda and arr.is_contiguous():
+            # the common case, without building a view (a model's state is
+            # hundreds of tensors, each on the caller's critical path)
+            addrs[i] = arr.data_ptr()
+            dev = arr.device.index
+            if dev not in torch_dxpls:
+                v = _raw_view(arr)
+                if v.stream not in dxpls:
+                    dxpls[v.stream] = _dxpl(v)
+                torch_dxpls[dev] = dxpls[v.stream]
+            dxpl_ids[i] = torch_dxpls[dev].id
+            continue
+        v = _raw_view(arr)
+        keep.append(v)
+        addrs[i] = v.ptr
+        dxpl = dxpls.get(v.stream)
+        if dxpl is None:
+            dxpl = dxpls[v.stream] = _dxpl(v)
+        dxpl_ids[i] = dxpl.id
     dim_arr = (ctypes.c_uint64 * max(len(dims), 1))(*dims)
     err = errbuf()
     dcpl = gds_dcpl()

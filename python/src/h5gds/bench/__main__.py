@@ -479,17 +479,23 @@ def bench_loader_train(args: argparse.Namespace, dev: Device, rows: list[Row], l
             if cache == "warm":
                 warm(path)
 
+            in_next = [0.0]
+
             def epoch() -> None:
                 it = iter(loader)
                 for _ in range(nb):
-                    compute.step(next(it))
+                    t0 = time.perf_counter()
+                    batch = next(it)
+                    in_next[0] += time.perf_counter() - t0
+                    compute.step(batch)
                 it.close()
 
             t = timed(epoch, dev)
             over = (t / t_compute - 1) * 100
             rows.append(row("loader-train", "h5gds-loader", sample, cache, nb * bsz * sample / t, nb * bsz / t, rep,
                             f"{note + ', ' if note else ''}epoch {t:.3f} s vs compute-only {t_compute:.3f} s: "
-                            f"{over:+.1f}%; consumption {consume / 1e9:.3f} GB/s"))
+                            f"{over:+.1f}%; consumption {consume / 1e9:.3f} GB/s; in next() "
+                            f"{in_next[0] * 1e3:.0f} ms"))
             rows[-1]["overhead_pct"] = round(over, 2)
             print_row(rows[-1:])
 
