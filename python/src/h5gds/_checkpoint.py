@@ -151,6 +151,7 @@ class CheckpointHandle:
         self.peak_busy_workers = 0
         self.stream_ordered_snapshots = 0
         self.reserved_bytes = 0
+        self.snapshots = 0  # write-behind snapshots taken (one per run of leaves written together)
         self.timings: dict[str, float] = {}
         self._error: BaseException | None = None
         self._done = threading.Event()
@@ -191,6 +192,7 @@ def _finish(handle: CheckpointHandle, f: h5py.File, tmp: str, path: str, t0: flo
                 handle.peak_busy_workers = int(stats[7])
                 handle.stream_ordered_snapshots = int(stats[8])
                 handle.reserved_bytes = int(stats[9])
+                handle.snapshots = int(stats[0])
         f.close()  # HDF5's metadata; the driver fsyncs at the flush
         os.replace(tmp, path)
         dfd = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY)
@@ -248,7 +250,7 @@ def save(state: Any, path: str | os.PathLike[str], *, async_: bool = True, memor
     try:
         _write_structure(f, state)
         clock.lap("structure")
-        _write_leaves(f, path, leaves, infos, clock)
+        _write_leaves(f, path, leaves, infos, clock, max(int(budget) // 2, 1))
     except BaseException:
         try:
             f.close()
@@ -288,9 +290,12 @@ class _Clock:
         self.timings[name] = self.timings.get(name, 0.0) + seconds
 
 
-def _write_leaves(f: h5py.File, path: str, leaves: list[tuple[str, Any]], infos: list[Any], clock: _Clock) -> None:
+def _write_leaves(f: h5py.File, path: str, leaves: list[tuple[str, Any]], infos: list[Any], clock: _Clock,
+                  run_bytes: int) -> None:
     """Every array as a dataset, in one native call (h5gds_py_save_leaves):
-    all created first, then all written, no Python per HDF5 call."""
+    all created first, then all written, no Python per HDF5 call; the
+    writes go in runs of leaves of at most `run_bytes` (half the snapshot
+    budget: a run is snapshotted at once, and two fit), one HDF5 call each."""
     n = len(leaves)
     names = (ctypes.c_char_p * max(n, 1))()
     types = (ctypes.c_int64 * max(n, 1))()
@@ -339,7 +344,7 @@ def _write_leaves(f: h5py.File, path: str, leaves: list[tuple[str, Any]], infos:
     clock.lap("views")
     with phil:  # HDF5 is not thread-safe; the GIL is released for the call
         rc = native.h5gds_py_save_leaves(f.id.id, n, names, types, ranks, dim_arr, addrs, sizes, dxpl_ids, dcpl.id,
-                                         seconds, err, len(err))
+                                         run_bytes, seconds, err, len(err))
     if rc != 0:
         raise OSError(f"checkpoint {path!r}: {err.value.decode(errors='replace')}")
     clock.lap("native")
