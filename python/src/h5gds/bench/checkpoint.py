@@ -260,6 +260,9 @@ def bench_checkpoint(args: argparse.Namespace, rows: list[dict[str, Any]]) -> No
                         dev_bytes = 0
                         note = f"failed: {str(exc).splitlines()[0][:200]}"
                         torch.cuda.empty_cache()
+                for other in d.iterdir():  # a 16 GiB state's files would not all fit: keep only h5gds's
+                    if other.name != "h5gds.h5":
+                        _clear(other)
                 peak_dev = max(dev_bytes, torch.cuda.max_memory_allocated() - base)
                 r = dict(bench="checkpoint", method=method, state=state_name, memory=memory, bytes=nbytes,
                          repeat=rep, stall_s=f"{stall:.4f}", durable_s=f"{durable:.4f}", peak_host_bytes=rss.growth,
