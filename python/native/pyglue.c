@@ -301,8 +301,8 @@ static double now_s(void)
  * one H5Dwrite_multi with selection I/O on: HDF5 hands the driver all of a
  * run's pieces in one vector call, which write-behind snapshots at once (one
  * event, one background job) instead of once per leaf. Runs stay within the
- * snapshot budget so that write-behind can take them. Returns 0, or -1 with
- * the first leaf of the run that failed in `*failed`. */
+ * snapshot budget so that write-behind can take them. Returns 0, -1 with
+ * the first leaf of the run that failed in `*failed`, or -2 (out of memory). */
 static int write_leaf_runs(size_t n, const hid_t *dsets, const int64_t *types, const uint64_t *addrs,
                            const uint64_t *nbytes, const int64_t *dxpls, uint64_t group_bytes, size_t *failed)
 {
@@ -311,7 +311,7 @@ static int write_leaf_runs(size_t n, const hid_t *dsets, const int64_t *types, c
     int rc = 0;
     if (!ids || !mtypes || !all || !bufs) {
         *failed = 0;
-        rc = -1;
+        rc = -2; /* out of memory */
     }
     for (size_t i = 0; rc == 0 && i < n; i++)
         all[i] = H5S_ALL;
@@ -378,7 +378,12 @@ API int h5gds_py_save_leaves(int64_t loc, size_t n, const char *const *names, co
     }
     t1 = now_s();
 #if H5_VERSION_GE(1, 14, 0)
-    if (rc == 0 && write_leaf_runs(n, dsets, types, addrs, nbytes, dxpls, group_bytes, &failed) != 0) {
+    int runs = rc == 0 ? write_leaf_runs(n, dsets, types, addrs, nbytes, dxpls, group_bytes, &failed) : 0;
+    if (runs == -2) {
+        put_error(err, errlen, "checkpoint: out of memory for the list of writes");
+        rc = -2;
+    }
+    else if (runs != 0) {
         rc = -1;
         what = "writing (from)";
     }
@@ -393,7 +398,7 @@ API int h5gds_py_save_leaves(int64_t loc, size_t n, const char *const *names, co
         }
     }
 #endif
-    if (rc != 0) {
+    if (rc == -1) {
         char text[1536];
         h5gds_py_error_text(text, sizeof text);
         char msg[2048];

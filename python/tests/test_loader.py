@@ -339,6 +339,16 @@ class _FakeCupy:
         self.stream = stream
 
 
+def _each_batch_its_own_rows(kept, data):
+    """Kept (fake CuPy) batches each hold their own rows, every row once."""
+    seen = []
+    for x, y in kept:
+        yh = y.get()
+        np.testing.assert_array_equal(x.get(), data[yh])
+        seen += list(yh)
+    assert sorted(seen) == list(range(len(data)))
+
+
 @pytest.mark.parametrize("prefetch", [1, 2, 4])
 def test_pinned_slots_are_reused_only_after_their_copy(src, monkeypatch, prefetch):
     """The pinned path on a stand-in for CuPy whose copies run late: every
@@ -355,12 +365,7 @@ def test_pinned_slots_are_reused_only_after_their_copy(src, monkeypatch, prefetc
         assert fake.stream.done < len(fake.stream.ops)
         kept.append(batch)
     assert len(kept) == len(loader)
-    seen = []
-    for x, y in kept:
-        yh = y.get()
-        np.testing.assert_array_equal(x.get(), data[yh])
-        seen += list(yh)
-    assert sorted(seen) == list(range(len(data)))
+    _each_batch_its_own_rows(kept, data)
     loader.close()
 
 
@@ -380,10 +385,5 @@ def test_pinned_batches_are_copied_ahead_on_the_copy_stream(src, monkeypatch):
         kept.append(batch)
     assert fake.copy_streams == 1
     assert fake.copies_ahead >= 2 * (len(loader) - 2), fake.copies_ahead  # two columns per batch
-    seen = []
-    for x, y in kept:
-        yh = y.get()
-        np.testing.assert_array_equal(x.get(), data[yh])
-        seen += list(yh)
-    assert sorted(seen) == list(range(len(data)))
+    _each_batch_its_own_rows(kept, data)
     loader.close()
