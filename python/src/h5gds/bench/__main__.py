@@ -225,6 +225,9 @@ def bench_whole(args: argparse.Namespace, dev: Device, rows: list[Row]) -> None:
             for rep in range(args.repeat):
                 if path.exists():
                     path.unlink()
+                # as the C bench does: the previous file's blocks are freed
+                # and other dirty data written before the clock starts
+                os.sync()
                 t = timed(write, dev)
                 rows.append(row("whole", method, nbytes, "durable-write", nbytes / t, 1 / t, rep))
                 how = drop_cache(path)
