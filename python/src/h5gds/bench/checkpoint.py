@@ -21,6 +21,8 @@ checkpoint: the state of the round-2 anchors (96 x 4096x4096 fp16, 32 x 1M
      dcp.save        torch.distributed.checkpoint.save (1 rank, gloo)
      dcp.async_save  its async_save: stall = until the call returns (it stages
                      to host memory inside the call), durable = its future
+   Each measurement starts in an empty directory (the previous files deleted
+   and synced outside the clock, as h5gds-bench does).
    Columns: bench,method,state,memory,bytes,repeat,stall_s,durable_s,
    peak_host_bytes,peak_device_bytes,note (h5gds rows: background writes
    in flight and workers busy at most, stream-ordered snapshots, bytes
@@ -250,6 +252,14 @@ def bench_checkpoint(args: argparse.Namespace, rows: list[dict[str, Any]]) -> No
                 base = torch.cuda.memory_allocated()
                 NOTES.pop("last", None)
                 note = ""
+                # Every method writes into an empty directory, its previous
+                # files deleted and their blocks freed before the clock starts
+                # (as the C bench does; ext4 frees a GiB's blocks in a good
+                # part of a second, which a save over the previous file would
+                # otherwise pay and one into a fresh name would not).
+                for old in d.iterdir():
+                    _clear(old)
+                os.sync()
                 with _PeakRss() as rss:
                     try:
                         stall, durable, dev_bytes = fn()
@@ -260,9 +270,6 @@ def bench_checkpoint(args: argparse.Namespace, rows: list[dict[str, Any]]) -> No
                         dev_bytes = 0
                         note = f"failed: {str(exc).splitlines()[0][:200]}"
                         torch.cuda.empty_cache()
-                for other in d.iterdir():  # a 16 GiB state's files would not all fit: keep only h5gds's
-                    if other.name != "h5gds.h5":
-                        _clear(other)
                 peak_dev = max(dev_bytes, torch.cuda.max_memory_allocated() - base)
                 r = dict(bench="checkpoint", method=method, state=state_name, memory=memory, bytes=nbytes,
                          repeat=rep, stall_s=f"{stall:.4f}", durable_s=f"{durable:.4f}", peak_host_bytes=rss.growth,
@@ -271,7 +278,10 @@ def bench_checkpoint(args: argparse.Namespace, rows: list[dict[str, Any]]) -> No
                 print(f"checkpoint {state_name:13s} {method:15s} {memory:6s} stall {stall:7.3f} s  durable "
                       f"{durable:7.3f} s  host +{rss.growth / 2**30:5.2f} GiB  device +{peak_dev / 2**30:5.2f} GiB",
                       flush=True)
-        if args.verify:
+        if args.verify:  # an asynchronous save (device snapshots) read back
+            for old in d.iterdir():
+                _clear(old)
+            h5gds.save(state, d / "h5gds.h5", memory="device").wait()
             back = h5gds.load(d / "h5gds.h5", device="cuda")
             bad = [k for k in state if not torch.equal(back[k], state[k])]
             print(f"verify {state_name}: {'OK' if not bad else f'{len(bad)} tensors differ'}")
