@@ -296,52 +296,71 @@ static double now_s(void)
 }
 
 #if H5_VERSION_GE(1, 14, 0)
-/* The leaves' writes, a run of consecutive leaves with one transfer list
- * and at most `group_bytes` together (at least one leaf) at a time, each run
- * one H5Dwrite_multi with selection I/O on: HDF5 hands the driver all of a
+/* One run: H5Dwrite_multi of `k` leaves with selection I/O on. */
+static int write_run(size_t k, hid_t *ids, hid_t *mtypes, hid_t *all, const void **bufs, hid_t dxpl)
+{
+    (void)H5Pset_selection_io(dxpl, H5D_SELECTION_IO_MODE_ON); /* a hint: without it, one write per leaf */
+    return H5Dwrite_multi(k, ids, mtypes, all, all, dxpl, bufs) < 0 ? -1 : 0;
+}
+
+/* The leaves' writes in runs: leaves with one transfer list (one stream),
+ * at most `group_bytes` together (at least one leaf), each run one
+ * H5Dwrite_multi with selection I/O on. HDF5 hands the driver all of a
  * run's pieces in one vector call, which write-behind snapshots at once (one
- * event, one background job) instead of once per leaf. Runs stay within the
- * snapshot budget so that write-behind can take them. Returns 0, -1 with
- * the first leaf of the run that failed in `*failed`, or -2 (out of memory). */
+ * event, one background job) instead of once per leaf. Leaves are grouped by
+ * transfer list, not only consecutive ones (an optimizer's state alternates
+ * host step counters with device tensors); every dataset exists already, so
+ * the order of the writes is free. Runs stay within the snapshot budget so
+ * that write-behind can take them. Returns 0, -1 with the first leaf of the
+ * run that failed in `*failed`, or -2 (out of memory). */
 static int write_leaf_runs(size_t n, const hid_t *dsets, const int64_t *types, const uint64_t *addrs,
                            const uint64_t *nbytes, const int64_t *dxpls, uint64_t group_bytes, size_t *failed)
 {
     hid_t *ids = malloc(n * sizeof *ids), *mtypes = malloc(n * sizeof *mtypes), *all = malloc(n * sizeof *all);
     const void **bufs = malloc(n * sizeof *bufs);
+    bool *taken = calloc(n, sizeof *taken);
     int rc = 0;
-    if (!ids || !mtypes || !all || !bufs) {
+    if (!ids || !mtypes || !all || !bufs || !taken) {
         *failed = 0;
-        rc = -2; /* out of memory */
+        rc = -2;
     }
     for (size_t i = 0; rc == 0 && i < n; i++)
         all[i] = H5S_ALL;
-    for (size_t i = 0; rc == 0 && i < n;) {
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        if (taken[i] || !nbytes[i])
+            continue; /* written in an earlier run, or nothing to write */
         hid_t dxpl = (hid_t)dxpls[i];
-        size_t k = 0, j = i;
+        size_t k = 0, first = i;
         uint64_t bytes = 0;
-        for (; j < n; j++) {
-            if (!nbytes[j])
-                continue; /* nothing to write */
-            if ((hid_t)dxpls[j] != dxpl || (k && bytes + nbytes[j] > group_bytes))
-                break;
+        for (size_t j = i; rc == 0 && j < n; j++) {
+            if (taken[j] || !nbytes[j] || (hid_t)dxpls[j] != dxpl)
+                continue;
+            if (k && bytes + nbytes[j] > group_bytes) { /* this run is full */
+                if (write_run(k, ids, mtypes, all, bufs, dxpl) != 0) {
+                    *failed = first;
+                    rc = -1;
+                    break;
+                }
+                k = 0;
+                bytes = 0;
+                first = j;
+            }
+            taken[j] = true;
             ids[k] = dsets[j];
             mtypes[k] = (hid_t)types[j];
             bufs[k++] = (const void *)(uintptr_t)addrs[j];
             bytes += nbytes[j];
         }
-        if (k) {
-            (void)H5Pset_selection_io(dxpl, H5D_SELECTION_IO_MODE_ON); /* a hint: without it, one write per leaf */
-            if (H5Dwrite_multi(k, ids, mtypes, all, all, dxpl, bufs) < 0) {
-                *failed = i;
-                rc = -1;
-            }
+        if (rc == 0 && k && write_run(k, ids, mtypes, all, bufs, dxpl) != 0) {
+            *failed = first;
+            rc = -1;
         }
-        i = j;
     }
     free(ids);
     free(mtypes);
     free(all);
     free(bufs);
+    free(taken);
     return rc;
 }
 #endif

@@ -306,7 +306,10 @@ def _write_leaves(f: h5py.File, path: str, leaves: list[tuple[str, Any]], infos:
     dims: list[int] = []
     arrays: dict[str, list[str]] = {}
     keep = []  # views (contiguous copies among them) live until written
-    dxpls: dict[int | None, Any] = {}  # one transfer list per stream
+    # one transfer list per (device, stream): leaves of one list are written
+    # together (two devices' legacy streams are two lists: one snapshot
+    # holds one device's memory)
+    dxpls: dict[tuple[int | None, int | None], Any] = {}
     torch_dxpls: dict[int, Any] = {}  # per device: its current stream's
     for i, ((name, arr), (kind, dtype_name, shape, ftype, nbytes)) in enumerate(zip(leaves, infos)):
         dset_path = name or "/__root__"
@@ -325,17 +328,17 @@ def _write_leaves(f: h5py.File, path: str, leaves: list[tuple[str, Any]], infos:
             dev = arr.device.index
             if dev not in torch_dxpls:
                 v = _raw_view(arr)
-                if v.stream not in dxpls:
-                    dxpls[v.stream] = _dxpl(v)
-                torch_dxpls[dev] = dxpls[v.stream]
+                if (v.device_id, v.stream) not in dxpls:
+                    dxpls[(v.device_id, v.stream)] = _dxpl(v)
+                torch_dxpls[dev] = dxpls[(v.device_id, v.stream)]
             dxpl_ids[i] = torch_dxpls[dev].id
             continue
         v = _raw_view(arr)
         keep.append(v)
         addrs[i] = v.ptr
-        dxpl = dxpls.get(v.stream)
+        dxpl = dxpls.get((v.device_id, v.stream))
         if dxpl is None:
-            dxpl = dxpls[v.stream] = _dxpl(v)
+            dxpl = dxpls[(v.device_id, v.stream)] = _dxpl(v)
         dxpl_ids[i] = dxpl.id
     dim_arr = (ctypes.c_uint64 * max(len(dims), 1))(*dims)
     err = errbuf()

@@ -478,12 +478,12 @@ class Loader:
     def _collect(self, batch: _Batch) -> None:
         """Waits for the batch's reads; the first failure is raised."""
         first_error: OSError | None = None
-        for t, p in batch.tickets:
+        while batch.tickets:
+            t, p = batch.tickets.pop(0)  # off the list first: a ticket is freed by its wait, and never waited twice
             try:
                 _wait(t, p)
             except OSError as exc:
                 first_error = first_error or exc
-        batch.tickets = []
         if first_error:
             raise first_error
 
@@ -525,9 +525,18 @@ class Loader:
                 return
             current = self._current_stream()
             copy_stream = self._copy_stream()
-            _stream_wait(copy_stream, self._record(current))
-            batch.device = [self._to_device(*h, stream=copy_stream) for h in batch.outputs]
-            batch.copied = self._record(copy_stream)
+            try:
+                _stream_wait(copy_stream, self._record(current))
+                batch.device = [self._to_device(*h, stream=copy_stream) for h in batch.outputs]
+                batch.copied = self._record(copy_stream)
+            except BaseException as exc:
+                # (out of device memory, an interrupt): no copy may still run
+                # into memory dropped here; the batch is copied at its turn
+                copy_stream.synchronize()
+                batch.device = batch.copied = None
+                if not isinstance(exc, Exception):
+                    raise
+                return
             batch.stream = current
             assert batch.slot is not None
             batch.slot.copied = batch.copied
@@ -543,7 +552,14 @@ class Loader:
             for t in batch.device or []:
                 t.record_stream(current)
         else:
-            batch.copied.synchronize()  # CuPy has no record_stream: the batch is complete for any stream
+            # CuPy has no record_stream, and its memory pool would hand the
+            # arrays' blocks to the copy's stream again while this one still
+            # reads them: copied again, from the slot (still holding the
+            # batch), into arrays of the current stream.
+            batch.copied.synchronize()
+            batch.device = [self._to_device(*h) for h in batch.outputs]
+            assert batch.slot is not None
+            batch.slot.copied = self._record(current)
 
     def _current_stream(self) -> Any:
         if self.module == "cupy":
@@ -635,11 +651,10 @@ class Loader:
             # every request still writing into our buffers, and every copy
             # still reading from them, before they go.
             for batch in pending:
-                for t, p in batch.tickets:
-                    try:
-                        _wait(t, p)
-                    except OSError:
-                        pass
+                try:
+                    self._collect(batch)
+                except OSError:
+                    pass
             for slot in slots:
                 slot.wait_copied()
 
