@@ -233,3 +233,24 @@ def test_runs_gather_leaves_of_one_transfer_list(tmp_path: Path, monkeypatch) ->
     assert 2 <= h.snapshots <= 4, h.snapshots
     back = h5gds.load(tmp_path / "c.h5", device="cpu")
     assert all(np.array_equal(back[k], v) for k, v in state.items())
+
+
+def test_previous_checkpoint_freed_after_the_new_one_is_durable(tmp_path: Path) -> None:
+    """Saving over a checkpoint: the previous file's blocks are freed after
+    the new one is durable (its descriptor is held across the rename and
+    closed in the background): the path holds the new values, and no
+    descriptor of the replaced file stays open."""
+    import threading
+    path = tmp_path / "c.h5"
+    first = {"w": np.random.default_rng(1).standard_normal(1 << 18)}
+    second = {"w": np.random.default_rng(2).standard_normal(1 << 18)}
+    h5gds.save(first, path).wait()
+    h = h5gds.save(second, path)
+    h.wait()
+    assert np.array_equal(h5gds.load(path, device="cpu")["w"], second["w"])
+    for t in threading.enumerate():
+        if t.name == "h5gds-checkpoint-free":
+            t.join()
+    deleted = [os.readlink(f"/proc/self/fd/{fd}") for fd in os.listdir("/proc/self/fd")
+               if os.path.exists(f"/proc/self/fd/{fd}") and str(tmp_path) in os.readlink(f"/proc/self/fd/{fd}")]
+    assert not deleted, deleted

@@ -9,7 +9,8 @@ so ``save`` returns after the copies -- the training loop may change its
 tensors at once. A background thread then waits for the file's background
 writes and fsyncs (without the GIL or h5py's lock), closes the file (HDF5's
 metadata, fsync), renames it over ``path`` and fsyncs the directory. A
-crash at any moment leaves the previous checkpoint at ``path`` intact.
+crash at any moment leaves the previous checkpoint at ``path`` intact; its
+blocks are freed after the new one is durable, not inside the rename.
 
 Layout: groups for dicts, lists and tuples (attribute ``h5gds_container``),
 one contiguous dataset per array, plain values as JSON in the group
@@ -163,8 +164,6 @@ class CheckpointHandle:
     def wait(self, timeout: float | None = None) -> None:
         if not self._done.wait(timeout):
             raise TimeoutError(f"checkpoint {self.path!r} not durable after {timeout} s")
-        if self._thread is not None:
-            self._thread.join()
         if self._error is not None:
             raise self._error
 
@@ -173,8 +172,21 @@ class CheckpointHandle:
         return self._error
 
 
+def _hold(path: str) -> int | None:
+    """A descriptor of the checkpoint `path` replaces, if any: its blocks are
+    then freed when that descriptor is closed, after the new checkpoint is
+    durable, instead of inside the rename (ext4 frees about 0.25 s/GiB
+    there: most of a second of a 3 GiB checkpoint's time to durable)."""
+    try:
+        return os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+
+
 def _finish(handle: CheckpointHandle, f: h5py.File, tmp: str, path: str, t0: float) -> None:
-    """Background part: durable data, closed file, atomic rename."""
+    """Background part: durable data, closed file, atomic rename; then the
+    previous checkpoint's blocks freed in the background."""
+    previous: int | None = None
     try:
         with phil:
             engine = native.h5gds_py_engine_of(f.id.id)
@@ -194,6 +206,7 @@ def _finish(handle: CheckpointHandle, f: h5py.File, tmp: str, path: str, t0: flo
                 handle.reserved_bytes = int(stats[9])
                 handle.snapshots = int(stats[0])
         f.close()  # HDF5's metadata; the driver fsyncs at the flush
+        previous = _hold(path)
         os.replace(tmp, path)
         dfd = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY)
         try:
@@ -213,6 +226,8 @@ def _finish(handle: CheckpointHandle, f: h5py.File, tmp: str, path: str, t0: flo
         except OSError:
             pass
     finally:
+        if previous is not None:  # started before the handle says done, so it can be joined from then on
+            threading.Thread(target=os.close, args=(previous,), name="h5gds-checkpoint-free").start()
         handle._done.set()
 
 
