@@ -175,8 +175,8 @@ class CheckpointHandle:
 def _hold(path: str) -> int | None:
     """A descriptor of the checkpoint `path` replaces, if any: its blocks are
     then freed when that descriptor is closed, after the new checkpoint is
-    durable, instead of inside the rename (ext4 frees about 0.25 s/GiB
-    there: most of a second of a 3 GiB checkpoint's time to durable)."""
+    durable, instead of inside the rename (ext4: 0.4-0.75 s for 2 GiB,
+    scripts/replace-cost.py)."""
     try:
         return os.open(path, os.O_RDONLY)
     except OSError:
