@@ -247,6 +247,17 @@ static void tune_once_per_node(gds_mpio_file_t *file)
 
 static herr_t mpio_close(H5FD_t *_file);
 
+/* Tests: H5GDS_TEST_MPIO_FAIL_AFTER_OPEN=<rank> makes that rank fail right
+ * after mpio's collective open (the other ranks must fail too, not hang). */
+static bool test_fail_after_open(MPI_Comm comm)
+{
+    const char *e = getenv("H5GDS_TEST_MPIO_FAIL_AFTER_OPEN");
+    int me = -1;
+    if (!e || !*e || MPI_Comm_rank(comm, &me) != MPI_SUCCESS)
+        return false;
+    return atoi(e) == me;
+}
+
 static H5FD_t *mpio_open(const char *name, unsigned flags, hid_t fapl_id, haddr_t maxaddr)
 {
     gds_mpio_file_t *file = NULL;
@@ -295,41 +306,60 @@ static H5FD_t *mpio_open(const char *name, unsigned flags, hid_t fapl_id, haddr_
         MPIO_ERROR(H5E_RESOURCE, H5E_NOSPACE, "out of memory");
         config_ok = false;
     }
+    MPI_Comm outer = comm == MPI_COMM_NULL ? MPI_COMM_WORLD : comm;
     int mine_ok = config_ok, all_ok = 0;
-    if (MPI_Allreduce(&mine_ok, &all_ok, 1, MPI_INT, MPI_LAND, comm == MPI_COMM_NULL ? MPI_COMM_WORLD : comm) !=
-        MPI_SUCCESS)
+    if (MPI_Allreduce(&mine_ok, &all_ok, 1, MPI_INT, MPI_LAND, outer) != MPI_SUCCESS)
         all_ok = 0;
     if (!all_ok) {
         if (config_ok && params_ok)
             MPIO_ERROR(H5E_VFL, H5E_CANTOPENFILE, "another rank refused the gds_mpio settings for %s", name);
         goto fail;
     }
-    if ((inner_fapl = H5Pcopy(fapl_id)) < 0 ||
-        H5Pset_mpi_params(inner_fapl, comm == MPI_COMM_NULL ? MPI_COMM_WORLD : comm, info) < 0 ||
-        H5Pset_driver(inner_fapl, H5FD_MPIO, NULL) < 0) {
+    /* The fapl of mpio underneath (copying it and setting its communicator
+     * duplicate the communicator: collective, so after the agreement, on
+     * every rank); a rank that cannot make it must not leave the others in
+     * mpio's collective open. */
+    mine_ok = (inner_fapl = H5Pcopy(fapl_id)) >= 0 && H5Pset_mpi_params(inner_fapl, outer, info) >= 0 &&
+              H5Pset_driver(inner_fapl, H5FD_MPIO, NULL) >= 0;
+    if (!mine_ok)
         MPIO_ERROR(H5E_PLIST, H5E_CANTSET, "cannot make the mpio file access property list");
+    if (MPI_Allreduce(&mine_ok, &all_ok, 1, MPI_INT, MPI_LAND, outer) != MPI_SUCCESS)
+        all_ok = 0;
+    if (!all_ok)
         goto fail;
-    }
-    if (!(file->inner = H5FDopen(name, flags, inner_fapl, maxaddr))) {
+    /* mpio's open is collective; what follows it until the file's own
+     * communicator exists (queries, MPI_Comm_dup, also collective) is
+     * agreed on first, so that one rank failing there fails every rank
+     * instead of leaving the others in MPI_Comm_dup. */
+    bool opened = (file->inner = H5FDopen(name, flags, inner_fapl, maxaddr)) != NULL;
+    if (!opened)
         MPIO_ERROR(H5E_VFL, H5E_CANTOPENFILE, "the mpio driver underneath cannot open %s", name);
-        goto fail;
-    }
-    file->icls = file->inner->cls;
-    /* The mirror of H5FD_mpio_t's first members (see gds_mpio_internal.h). */
     void *handle = NULL;
-    MPI_Comm *pcomm = &file->comm;
-    MPI_Info *pinfo = &file->info;
-    int *prank = &file->mpi_rank, *psize = &file->mpi_size;
-    if (file->icls->get_handle(file->inner, inner_fapl, &handle) < 0 || !handle ||
-        file->icls->ctl(file->inner, H5FD_CTL_GET_MPI_COMMUNICATOR_OPCODE, H5FD_CTL_FAIL_IF_UNKNOWN_FLAG, NULL,
-                        (void **)&pcomm) < 0 ||
-        file->icls->ctl(file->inner, H5FD_CTL_GET_MPI_INFO_OPCODE, H5FD_CTL_FAIL_IF_UNKNOWN_FLAG, NULL,
-                        (void **)&pinfo) < 0 ||
-        file->icls->ctl(file->inner, H5FD_CTL_GET_MPI_RANK_OPCODE, H5FD_CTL_FAIL_IF_UNKNOWN_FLAG, NULL,
-                        (void **)&prank) < 0 ||
-        file->icls->ctl(file->inner, H5FD_CTL_GET_MPI_SIZE_OPCODE, H5FD_CTL_FAIL_IF_UNKNOWN_FLAG, NULL,
-                        (void **)&psize) < 0) {
-        MPIO_ERROR(H5E_VFL, H5E_CANTGET, "cannot query the mpio driver underneath");
+    if (opened) {
+        file->icls = file->inner->cls;
+        /* The mirror of H5FD_mpio_t's first members (see gds_mpio_internal.h). */
+        MPI_Comm *pcomm = &file->comm;
+        MPI_Info *pinfo = &file->info;
+        int *prank = &file->mpi_rank, *psize = &file->mpi_size;
+        if (file->icls->get_handle(file->inner, inner_fapl, &handle) < 0 || !handle ||
+            file->icls->ctl(file->inner, H5FD_CTL_GET_MPI_COMMUNICATOR_OPCODE, H5FD_CTL_FAIL_IF_UNKNOWN_FLAG, NULL,
+                            (void **)&pcomm) < 0 ||
+            file->icls->ctl(file->inner, H5FD_CTL_GET_MPI_INFO_OPCODE, H5FD_CTL_FAIL_IF_UNKNOWN_FLAG, NULL,
+                            (void **)&pinfo) < 0 ||
+            file->icls->ctl(file->inner, H5FD_CTL_GET_MPI_RANK_OPCODE, H5FD_CTL_FAIL_IF_UNKNOWN_FLAG, NULL,
+                            (void **)&prank) < 0 ||
+            file->icls->ctl(file->inner, H5FD_CTL_GET_MPI_SIZE_OPCODE, H5FD_CTL_FAIL_IF_UNKNOWN_FLAG, NULL,
+                            (void **)&psize) < 0 || test_fail_after_open(outer)) {
+            MPIO_ERROR(H5E_VFL, H5E_CANTGET, "cannot query the mpio driver underneath");
+            handle = NULL;
+        }
+    }
+    mine_ok = handle != NULL;
+    if (MPI_Allreduce(&mine_ok, &all_ok, 1, MPI_INT, MPI_LAND, outer) != MPI_SUCCESS)
+        all_ok = 0;
+    if (!all_ok) {
+        if (mine_ok)
+            MPIO_ERROR(H5E_VFL, H5E_CANTOPENFILE, "another rank could not open %s with mpio underneath", name);
         goto fail;
     }
     file->f = *(MPI_File *)handle;

@@ -15,7 +15,8 @@
  * 4099 elements whose boundaries share file-system blocks, 2-D and 3-D
  * blocks, strided rows, a rank with nothing to transfer), each contiguous
  * and chunked, independent and collective; then conversion, filters,
- * extend, selection I/O off, a failing rank, and the MPI queries.
+ * extend, selection I/O off, a failing rank (also one failing right after
+ * mpio's open), and the MPI queries.
  * The engine's statistics must account for exactly the raw bytes of each
  * rank's selection: the raw data took the engine's path.
  */
@@ -699,6 +700,38 @@ static void run_config_mismatch(void)
         printf("%-4s settings refused by one rank: the open fails on every rank\n", ok ? "ok" : "FAIL");
 }
 
+/* One rank failing right after mpio's collective open (injected with
+ * H5GDS_TEST_MPIO_FAIL_AFTER_OPEN, on the last rank): every rank's open
+ * fails, none waits in the collective calls that follow. */
+static void run_fail_after_open(void)
+{
+    char path[512], last[16];
+    path_of(path, sizeof path, "fail-after-open");
+    int failures_before = test_failures;
+    snprintf(last, sizeof last, "%d", nranks - 1);
+    setenv("H5GDS_TEST_MPIO_FAIL_AFTER_OPEN", last, 1);
+    hid_t fapl = make_fapl();
+    hid_t file;
+    H5E_BEGIN_TRY
+    {
+        file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    }
+    H5E_END_TRY;
+    unsetenv("H5GDS_TEST_MPIO_FAIL_AFTER_OPEN");
+    CHECK_MSG(file < 0, "rank %d: H5Fcreate returned %lld", rank, (long long)file);
+    if (file >= 0)
+        H5Fclose(file);
+    /* and the same file opens afterwards */
+    file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    CHECK_MSG(file >= 0, "rank %d: H5Fcreate after the failed one returned %lld", rank, (long long)file);
+    if (file >= 0)
+        CHECK(H5Fclose(file) >= 0);
+    H5Pclose(fapl);
+    bool ok = all_true(test_failures == failures_before);
+    if (rank == 0)
+        printf("%-4s a rank failing after mpio's open: the open fails on every rank\n", ok ? "ok" : "FAIL");
+}
+
 static bool wanted(int argc, char **argv, int first, const char *name)
 {
     if (first >= argc)
@@ -770,6 +803,8 @@ int main(int argc, char **argv)
         run_queries();
     if (wanted(argc, argv, first, "config-mismatch"))
         run_config_mismatch();
+    if (wanted(argc, argv, first, "fail-after-open"))
+        run_fail_after_open();
 
     int mine = test_failures, all = 0;
     MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
