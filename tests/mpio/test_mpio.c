@@ -674,6 +674,21 @@ static void run_queries(void)
         printf("%-4s queries (atomicity, H5Pget_fapl_gds_mpio)\n", ok ? "ok" : "FAIL");
 }
 
+/* H5Fcreate of `path` with `fapl`, its error stack silenced: checks that it
+ * fails (`expect_fail`) or succeeds on this rank, and closes what opened. */
+static void create_expecting(const char *path, hid_t fapl, bool expect_fail)
+{
+    hid_t file;
+    H5E_BEGIN_TRY
+    {
+        file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    }
+    H5E_END_TRY;
+    CHECK_MSG((file < 0) == expect_fail, "rank %d: H5Fcreate returned %lld", rank, (long long)file);
+    if (file >= 0)
+        CHECK(H5Fclose(file) >= 0);
+}
+
 /* Settings one rank refuses (write_behind, set on rank 1 only): the open
  * fails on every rank, before mpio's collective open, without a hang. */
 static void run_config_mismatch(void)
@@ -684,16 +699,7 @@ static void run_config_mismatch(void)
     hid_t fapl = make_fapl();
     if (rank == nranks - 1 && fapl_kind != FAPL_PLUGIN)
         CHECK(H5Pset_fapl_gds_mpio_config(fapl, "write_behind=1MiB") >= 0);
-    hid_t file;
-    H5E_BEGIN_TRY
-    {
-        file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
-    }
-    H5E_END_TRY;
-    bool expect_fail = nranks > 0 && fapl_kind != FAPL_PLUGIN;
-    CHECK_MSG((file < 0) == expect_fail, "rank %d: H5Fcreate returned %lld", rank, (long long)file);
-    if (file >= 0)
-        H5Fclose(file);
+    create_expecting(path, fapl, nranks > 0 && fapl_kind != FAPL_PLUGIN);
     H5Pclose(fapl);
     bool ok = all_true(test_failures == failures_before);
     if (rank == 0)
@@ -711,21 +717,9 @@ static void run_fail_after_open(void)
     snprintf(last, sizeof last, "%d", nranks - 1);
     setenv("H5GDS_TEST_MPIO_FAIL_AFTER_OPEN", last, 1);
     hid_t fapl = make_fapl();
-    hid_t file;
-    H5E_BEGIN_TRY
-    {
-        file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
-    }
-    H5E_END_TRY;
+    create_expecting(path, fapl, true);
     unsetenv("H5GDS_TEST_MPIO_FAIL_AFTER_OPEN");
-    CHECK_MSG(file < 0, "rank %d: H5Fcreate returned %lld", rank, (long long)file);
-    if (file >= 0)
-        H5Fclose(file);
-    /* and the same file opens afterwards */
-    file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
-    CHECK_MSG(file >= 0, "rank %d: H5Fcreate after the failed one returned %lld", rank, (long long)file);
-    if (file >= 0)
-        CHECK(H5Fclose(file) >= 0);
+    create_expecting(path, fapl, false); /* and the same file opens afterwards */
     H5Pclose(fapl);
     bool ok = all_true(test_failures == failures_before);
     if (rank == 0)

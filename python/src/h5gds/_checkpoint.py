@@ -325,6 +325,13 @@ def _write_leaves(f: h5py.File, path: str, leaves: list[tuple[str, Any]], infos:
     # together (two devices' legacy streams are two lists: one snapshot
     # holds one device's memory)
     dxpls: dict[tuple[int | None, int | None], Any] = {}
+
+    def dxpl_of(v: Any) -> Any:
+        key = (v.device_id, v.stream)
+        if key not in dxpls:
+            dxpls[key] = _dxpl(v)
+        return dxpls[key]
+
     torch_dxpls: dict[int, Any] = {}  # per device: its current stream's
     for i, ((name, arr), (kind, dtype_name, shape, ftype, nbytes)) in enumerate(zip(leaves, infos)):
         dset_path = name or "/__root__"
@@ -342,19 +349,13 @@ def _write_leaves(f: h5py.File, path: str, leaves: list[tuple[str, Any]], infos:
             addrs[i] = arr.data_ptr()
             dev = arr.device.index
             if dev not in torch_dxpls:
-                v = _raw_view(arr)
-                if (v.device_id, v.stream) not in dxpls:
-                    dxpls[(v.device_id, v.stream)] = _dxpl(v)
-                torch_dxpls[dev] = dxpls[(v.device_id, v.stream)]
+                torch_dxpls[dev] = dxpl_of(_raw_view(arr))
             dxpl_ids[i] = torch_dxpls[dev].id
             continue
         v = _raw_view(arr)
         keep.append(v)
         addrs[i] = v.ptr
-        dxpl = dxpls.get((v.device_id, v.stream))
-        if dxpl is None:
-            dxpl = dxpls[(v.device_id, v.stream)] = _dxpl(v)
-        dxpl_ids[i] = dxpl.id
+        dxpl_ids[i] = dxpl_of(v).id
     dim_arr = (ctypes.c_uint64 * max(len(dims), 1))(*dims)
     err = errbuf()
     dcpl = gds_dcpl()
