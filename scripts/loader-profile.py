@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""Where a warm loader batch's time goes (GPU machine, CuPy): the loader's
+rate at several prefetch depths and read lengths, the engine alone (reads
+into pinned slots, no device copy), the device copies alone, the time the
+caller spends in next(), and a cProfile of one run. A diagnostic for the
+loader's warm figures, not a benchmark of record.
+    python3 scripts/loader-profile.py [--dir D] [--samples 64KiB,1MiB] [--out DIR]
+"""
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import pstats
+import time
+from pathlib import Path
+
+import numpy as np
+
+import h5py
+
+import h5gds
+from h5gds.bench.__main__ import make_sample_file, size, warm
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dir", default="/tmp/h5gds-profile")
+    ap.add_argument("--samples", default="64KiB,1MiB")
+    ap.add_argument("--out", default=".")
+    args = ap.parse_args()
+    import cupy as cp
+    Path(args.dir).mkdir(parents=True, exist_ok=True)
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    lines: list[str] = []
+
+    def say(s: str) -> None:
+        print(s, flush=True)
+        lines.append(s)
+
+    batch = 16 << 20
+    for sample in [size(s) for s in args.samples.split(",")]:
+        path = Path(args.dir) / f"samples-{sample}.h5"
+        n = make_sample_file(path, sample, 2 << 30)
+        warm(path)
+        bsz = batch // sample
+        for prefetch in (2, 4, 8):
+            for read in (512 << 20, 2 << 30):
+                nb = read // batch
+                with h5py.File(path, "r") as f:
+                    loader = h5gds.Loader(f["x"], bsz, seed=1, like="cupy", prefetch=prefetch)
+                for rep in range(2):
+                    cp.cuda.Device().synchronize()
+                    t0 = time.perf_counter()
+                    it = iter(loader)
+                    in_next = 0.0
+                    worst = 0.0
+                    for _ in range(nb):
+                        a = time.perf_counter()
+                        next(it)
+                        d = time.perf_counter() - a
+                        in_next += d
+                        worst = max(worst, d)
+                    cp.cuda.Device().synchronize()
+                    t = time.perf_counter() - t0
+                    it.close()
+                    say(f"sample {sample} prefetch {prefetch} read {read >> 20} MiB rep {rep}: {nb * batch / t / 1e9:.2f} GB/s, "
+                        f"{t / nb * 1e3:.3f} ms/batch, in next() {in_next / nb * 1e3:.3f} ms/batch (worst {worst * 1e3:.2f})")
+                loader.close()
+        # the engine alone: numpy batches (host arrays reused), no device copy
+        with h5py.File(path, "r") as f:
+            loader = h5gds.Loader(f["x"], bsz, seed=1, like="numpy", prefetch=4)
+        nb = (2 << 30) // batch
+        for rep in range(2):
+            t0 = time.perf_counter()
+            for k, _b in enumerate(loader):
+                if k + 1 == nb:
+                    break
+            t = time.perf_counter() - t0
+            say(f"sample {sample} engine only (numpy batches, prefetch 4): {nb * batch / t / 1e9:.2f} GB/s")
+        loader.close()
+        # the device copies alone: one 16 MiB pinned -> device copy per batch
+        host = np.frombuffer(cp.cuda.alloc_pinned_memory(batch), np.uint8, batch)
+        dev = cp.empty(batch, cp.uint8)
+        s = cp.cuda.Stream(non_blocking=True)
+        cp.cuda.Device().synchronize()
+        t0 = time.perf_counter()
+        for _ in range(nb):
+            dev.set(host, stream=s)
+        s.synchronize()
+        t = time.perf_counter() - t0
+        say(f"sample {sample} copies alone: {nb * batch / t / 1e9:.2f} GB/s")
+        # a cProfile of one 2 GiB run at prefetch 2
+        with h5py.File(path, "r") as f:
+            loader = h5gds.Loader(f["x"], bsz, seed=1, like="cupy", prefetch=2)
+        prof = cProfile.Profile()
+        prof.enable()
+        it = iter(loader)
+        for _ in range(nb):
+            next(it)
+        cp.cuda.Device().synchronize()
+        prof.disable()
+        it.close()
+        loader.close()
+        buf = io.StringIO()
+        pstats.Stats(prof, stream=buf).sort_stats("tottime").print_stats(25)
+        say(f"== cProfile sample {sample}, {nb} batches, prefetch 2\n{buf.getvalue()}")
+    (Path(args.out) / "loader-profile.txt").write_text("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
