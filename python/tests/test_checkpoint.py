@@ -187,6 +187,28 @@ def test_sync_save_overwrite_after_return(tmp_path: Path) -> None:
     assert _equal(expect, h5gds.load(tmp_path / "c.h5", device="cpu"))
 
 
+def test_async_save_captures_containers_at_the_call(tmp_path: Path) -> None:
+    """Groups and attributes are written in the background, but describe
+    the state as it was when save was called: changing its containers and
+    plain values (and its arrays) right after save returns changes nothing
+    in the checkpoint. h5py's lock, held here, keeps the background part
+    from writing anything until the state has changed."""
+    from h5py._objects import phil
+    state = _state(6)
+    expect = _state(6)
+    with phil:  # the background's HDF5 metadata waits for this lock
+        h = h5gds.save(state, tmp_path / "c.h5")
+        state["optim"]["state"][0]["step"] = 99
+        state["optim"]["param_groups"][0]["lr"] = 5.0
+        state["optim"]["state"][2] = {"step": 1}
+        del state["flag"]
+        state["tuple"] = ()
+        state["model"]["layer.0.weight"][...] = 0
+        assert not h.done()
+    h.wait()
+    assert _equal(expect, h5gds.load(tmp_path / "c.h5", device="cpu"))
+
+
 @pytest.mark.skipif(h5py.version.hdf5_version_tuple < (1, 14, 0), reason="H5Dwrite_multi needs HDF5 >= 1.14")
 def test_leaves_written_in_runs(tmp_path: Path) -> None:
     """Leaves are written in runs (one HDF5 call, one vector request to the

@@ -135,9 +135,11 @@ class CheckpointHandle:
     (from the call to durable), ``peak_snapshot_bytes``, and ``timings``:
     seconds of each part of the stall (``walk``: listing the arrays,
     ``open``: the temporary file and its snapshot memory, ``structure``:
-    groups and attributes, ``views``: the arrays' pointers, ``create``,
-    ``write`` (the snapshots) and ``close`` of the datasets, ``native``: the
-    rest of that native call, ``index``: the root's array index)."""
+    the containers' description, ``views``: the arrays' pointers,
+    ``create`` and ``write`` (the snapshots) of the datasets, ``native``:
+    the rest of that native call), and of the background's first part
+    (``metadata``: closing the datasets, groups and attributes; HDF5
+    metadata only, done after the call returns)."""
 
     def __init__(self, path: str) -> None:
         self.path = path
@@ -183,11 +185,38 @@ def _hold(path: str) -> int | None:
         return None
 
 
-def _finish(handle: CheckpointHandle, f: h5py.File, tmp: str, path: str, t0: float) -> None:
-    """Background part: durable data, closed file, atomic rename; then the
-    previous checkpoint's blocks freed in the background."""
+class _Metadata:
+    """What a save leaves to its background part: the datasets still open,
+    and the groups and attributes, captured when ``save`` was called (the
+    caller may change its containers as soon as ``save`` returns)."""
+
+    def __init__(self, plan: list[tuple[str, dict[str, Any]]]) -> None:
+        self.plan = plan
+        self.index = ""
+        self.datasets: Any = None  # ctypes array of dataset ids, open until written out
+
+    def write(self, f: h5py.File, path: str) -> None:
+        with phil:
+            if self.datasets is not None:
+                ids, self.datasets = self.datasets, None
+                err = errbuf()
+                if native.h5gds_py_close_datasets(len(ids), ids, err, len(err)) != 0:
+                    raise OSError(f"checkpoint {path!r}: {err.value.decode(errors='replace')}")
+            for where, attrs in self.plan:
+                grp = f.require_group(where) if where != "/" else f["/"]
+                for k, v in attrs.items():
+                    grp.attrs[k] = v
+            f.attrs["h5gds_arrays"] = self.index
+
+
+def _finish(handle: CheckpointHandle, f: h5py.File, tmp: str, path: str, t0: float, meta: _Metadata) -> None:
+    """Background part: the HDF5 metadata, durable data, closed file, atomic
+    rename; then the previous checkpoint's blocks freed in the background."""
     previous: int | None = None
     try:
+        t = time.perf_counter()
+        meta.write(f, tmp)
+        handle.timings["metadata"] = time.perf_counter() - t
         with phil:
             engine = native.h5gds_py_engine_of(f.id.id)
         if not engine:
@@ -263,9 +292,9 @@ def save(state: Any, path: str | os.PathLike[str], *, async_: bool = True, memor
     f = h5py.File(tmp, "w", driver="gds", **opts)
     clock.lap("open")
     try:
-        _write_structure(f, state)
+        meta = _Metadata(_structure(state))
         clock.lap("structure")
-        _write_leaves(f, path, leaves, infos, clock, max(int(budget) // 2, 1))
+        _write_leaves(f, path, leaves, infos, clock, max(int(budget) // 2, 1), meta)
     except BaseException:
         try:
             f.close()
@@ -277,11 +306,11 @@ def save(state: Any, path: str | os.PathLike[str], *, async_: bool = True, memor
         raise
     handle.stall_s = time.perf_counter() - t0
     if async_:
-        handle._thread = threading.Thread(target=_finish, args=(handle, f, tmp, path, t0), daemon=False,
+        handle._thread = threading.Thread(target=_finish, args=(handle, f, tmp, path, t0, meta), daemon=False,
                                           name="h5gds-checkpoint")
         handle._thread.start()
     else:
-        _finish(handle, f, tmp, path, t0)
+        _finish(handle, f, tmp, path, t0, meta)
         handle.wait()
         handle.stall_s = handle.durable_s or 0.0  # the caller waited until durable
     return handle
@@ -306,11 +335,13 @@ class _Clock:
 
 
 def _write_leaves(f: h5py.File, path: str, leaves: list[tuple[str, Any]], infos: list[Any], clock: _Clock,
-                  run_bytes: int) -> None:
+                  run_bytes: int, meta: _Metadata) -> None:
     """Every array as a dataset, in one native call (h5gds_py_save_leaves):
     all created first, then all written, no Python per HDF5 call; the
     writes go in runs of leaves of at most `run_bytes` (half the snapshot
-    budget: a run is snapshotted at once, and two fit), one HDF5 call each."""
+    budget: a run is snapshotted at once, and two fit), one HDF5 call each.
+    The datasets stay open, and the array index is written, in the
+    background (`meta`)."""
     n = len(leaves)
     names = (ctypes.c_char_p * max(n, 1))()
     types = (ctypes.c_int64 * max(n, 1))()
@@ -360,26 +391,31 @@ def _write_leaves(f: h5py.File, path: str, leaves: list[tuple[str, Any]], infos:
     err = errbuf()
     dcpl = gds_dcpl()
     seconds = (ctypes.c_double * 3)()
+    opened = (ctypes.c_int64 * max(n, 1))()
     clock.lap("views")
     with phil:  # HDF5 is not thread-safe; the GIL is released for the call
         rc = native.h5gds_py_save_leaves(f.id.id, n, names, types, ranks, dim_arr, addrs, sizes, dxpl_ids, dcpl.id,
-                                         run_bytes, seconds, err, len(err))
+                                         run_bytes, seconds, opened, err, len(err))
     if rc != 0:
         raise OSError(f"checkpoint {path!r}: {err.value.decode(errors='replace')}")
+    meta.datasets = (ctypes.c_int64 * n)(*opened[:n])
     clock.lap("native")
-    for name, sec in zip(("create", "write", "close"), seconds):
+    for name, sec in zip(("create", "write"), seconds):
         clock.add(name, sec)
-    clock.timings["native"] -= sum(seconds)  # what is left: the call itself
+    clock.timings["native"] -= sum(seconds[:2])  # what is left: the call itself
     del keep
-    f.attrs["h5gds_arrays"] = json.dumps(arrays)
-    clock.lap("index")
+    meta.index = json.dumps(arrays)
 
 
-def _write_structure(f: h5py.File, state: Any, where: str = "/") -> None:
-    """Groups and attributes for the containers; plain values as JSON."""
-    grp = f[where]
+def _structure(state: Any, where: str = "/", plan: list[tuple[str, dict[str, Any]]] | None = None
+               ) -> list[tuple[str, dict[str, Any]]]:
+    """The groups of the containers and their attributes (plain values as
+    JSON), parents first, as (group path, attributes) to write later."""
+    plan = [] if plan is None else plan
+    attrs: dict[str, Any] = {}
+    plan.append((where, attrs))
     if isinstance(state, dict):
-        grp.attrs["h5gds_container"] = "dict"
+        attrs["h5gds_container"] = "dict"
         plain, int_keys = {}, []
         for k, v in state.items():
             name = _escape(str(k))
@@ -390,13 +426,12 @@ def _write_structure(f: h5py.File, state: Any, where: str = "/") -> None:
             if _plain(v):
                 plain[name] = [type(v).__name__, v if not isinstance(v, tuple) else list(v)]
             else:
-                f.require_group(f"{where.rstrip('/')}/{name}")
-                _write_structure(f, v, f"{where.rstrip('/')}/{name}")
-        grp.attrs["h5gds_values"] = json.dumps(plain)
-        grp.attrs["h5gds_int_keys"] = json.dumps(int_keys)
-        grp.attrs["h5gds_order"] = json.dumps([_escape(str(k)) for k in state])
+                _structure(v, f"{where.rstrip('/')}/{name}", plan)
+        attrs["h5gds_values"] = json.dumps(plain)
+        attrs["h5gds_int_keys"] = json.dumps(int_keys)
+        attrs["h5gds_order"] = json.dumps([_escape(str(k)) for k in state])
     elif isinstance(state, (list, tuple)):
-        grp.attrs["h5gds_container"] = type(state).__name__
+        attrs["h5gds_container"] = type(state).__name__
         plain = {}
         for i, v in enumerate(state):
             if _is_array(v):
@@ -404,14 +439,14 @@ def _write_structure(f: h5py.File, state: Any, where: str = "/") -> None:
             if _plain(v):
                 plain[str(i)] = [type(v).__name__, v if not isinstance(v, tuple) else list(v)]
             else:
-                f.require_group(f"{where.rstrip('/')}/{i}")
-                _write_structure(f, v, f"{where.rstrip('/')}/{i}")
-        grp.attrs["h5gds_values"] = json.dumps(plain)
-        grp.attrs["h5gds_length"] = len(state)
+                _structure(v, f"{where.rstrip('/')}/{i}", plan)
+        attrs["h5gds_values"] = json.dumps(plain)
+        attrs["h5gds_length"] = len(state)
     elif _is_array(state) and where == "/":
-        grp.attrs["h5gds_container"] = "array"
+        attrs["h5gds_container"] = "array"
     else:
         raise TypeError(f"cannot checkpoint a {type(state).__name__} at {where}")
+    return plan
 
 
 def _plain_value(kind: str, value: Any) -> Any:

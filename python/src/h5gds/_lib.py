@@ -133,8 +133,11 @@ native.h5gds_py_wb_stats.restype = ctypes.c_int
 native.h5gds_py_save_leaves.argtypes = [_c_int64, _c_size_t, ctypes.POINTER(ctypes.c_char_p),
                                         ctypes.POINTER(_c_int64), ctypes.POINTER(ctypes.c_int32), _u64p, _u64p,
                                         _u64p, ctypes.POINTER(_c_int64), _c_int64, ctypes.c_uint64,
-                                        ctypes.POINTER(ctypes.c_double), ctypes.c_char_p, _c_size_t]
+                                        ctypes.POINTER(ctypes.c_double), ctypes.POINTER(_c_int64), ctypes.c_char_p,
+                                        _c_size_t]
 native.h5gds_py_save_leaves.restype = ctypes.c_int
+native.h5gds_py_close_datasets.argtypes = [_c_size_t, ctypes.POINTER(_c_int64), ctypes.c_char_p, _c_size_t]
+native.h5gds_py_close_datasets.restype = ctypes.c_int
 for _name in ("H5Dwrite", "H5Dread"):  # h5py's own libhdf5: datasets known to pass through
     getattr(hdf5, _name).argtypes = [_c_int64, _c_int64, _c_int64, _c_int64, _c_int64, _c_void_p]
     getattr(hdf5, _name).restype = ctypes.c_int
