@@ -5,12 +5,15 @@ into pinned slots, no device copy), the device copies alone, the time the
 caller spends in next(), and a cProfile of one run. A diagnostic for the
 loader's warm figures, not a benchmark of record.
     python3 scripts/loader-profile.py [--dir D] [--samples 64KiB,1MiB] [--out DIR]
+    python3 scripts/loader-profile.py --cold [--config threads=32]   # cold rates beside the O_DIRECT ceiling
+(H5GDS_TEST_LOOKAHEAD=<pieces>,<bytes> sets the engine's read-ahead depth per worker.)
 """
 from __future__ import annotations
 
 import argparse
 import cProfile
 import io
+import os
 import pstats
 import time
 from pathlib import Path
@@ -28,7 +31,12 @@ def main() -> None:
     ap.add_argument("--dir", default="/tmp/h5gds-profile")
     ap.add_argument("--samples", default="64KiB,1MiB")
     ap.add_argument("--out", default=".")
+    ap.add_argument("--cold", action="store_true", help="cold rates only, beside the O_DIRECT ceiling")
+    ap.add_argument("--config", default="")
     args = ap.parse_args()
+    if args.cold:
+        cold(args)
+        return
     import cupy as cp
     Path(args.dir).mkdir(parents=True, exist_ok=True)
     Path(args.out).mkdir(parents=True, exist_ok=True)
@@ -106,6 +114,43 @@ def main() -> None:
         pstats.Stats(prof, stream=buf).sort_stats("tottime").print_stats(25)
         say(f"== cProfile sample {sample}, {nb} batches, prefetch 2\n{buf.getvalue()}")
     (Path(args.out) / "loader-profile.txt").write_text("\n".join(lines) + "\n")
+
+
+def cold(args: argparse.Namespace) -> None:
+    import ctypes
+
+    from h5gds._lib import errbuf, native
+    from h5gds.bench.__main__ import drop_cache
+    Path(args.dir).mkdir(parents=True, exist_ok=True)
+    batch, read = 16 << 20, 512 << 20
+    setting = f"lookahead {os.environ.get('H5GDS_TEST_LOOKAHEAD', 'default')} config '{args.config}'"
+    for sample in [size(s) for s in args.samples.split(",")]:
+        path = Path(args.dir) / f"samples-{sample}.h5"
+        make_sample_file(path, sample, 2 << 30)
+        bsz = batch // sample
+        nb = read // batch
+        with h5py.File(path, "r") as f:
+            base = int(f["x"].id.get_offset())
+            loader = h5gds.Loader(f["x"], bsz, seed=1, like="cupy", prefetch=4, config=args.config)
+        order = loader.indices()[: nb * bsz]
+        offsets = np.ascontiguousarray(base + order.astype(np.uint64) * np.uint64(sample), np.uint64)
+        for rep in range(2):
+            drop_cache(path)
+            t0 = time.perf_counter()
+            it = iter(loader)
+            for _ in range(nb):
+                next(it)
+            t = time.perf_counter() - t0
+            it.close()
+            drop_cache(path)
+            secs, err = ctypes.c_double(), errbuf()
+            native.h5gds_py_ceiling_pread(str(path).encode(), 1, 64, sample, len(offsets),
+                                          offsets.ctypes.data_as(ctypes.POINTER(ctypes.c_uint64)),
+                                          ctypes.byref(secs), err, len(err))
+            print(f"cold sample {sample} {setting} rep {rep}: loader {nb * batch / t / 1e9:.3f} GB/s, "
+                  f"O_DIRECT 64 threads {nb * batch / secs.value / 1e9:.3f} GB/s, ratio {secs.value / t:.2f}",
+                  flush=True)
+        loader.close()
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ def _fadvise_only(path):
 def test_loader_and_train_rows(tmp_path, monkeypatch):
     monkeypatch.setattr(bench, "drop_cache", _fadvise_only)  # never the machine's whole page cache
     rc = bench.main(["loader,loader-train", "--host", "--samples", "64KiB,4KiB", "--file-size", "8MiB", "--batch",
-                     "1MiB", "--read-bytes", "2MiB", "--repeat", "2", "--train-batches", "3", "--train-step-ms", "1",
+                     "1MiB", "--read-bytes", "2MiB", "--warm-read-bytes", "4MiB", "--repeat", "2", "--train-batches", "3", "--train-step-ms", "1",
                      "--dir", str(tmp_path), "--out", str(tmp_path)])
     assert rc == 0
     rows = list(csv.DictReader(open(tmp_path / "bench.csv")))

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -49,6 +50,27 @@ static int read_rest(const host_job_t *job, char *p, size_t len, uint64_t lo, gd
  * starts a buffered read of the piece on current kernels). */
 #define HOST_LOOKAHEAD 16
 #define HOST_LOOKAHEAD_BYTES ((size_t)256 << 10)
+#define HOST_LOOKAHEAD_MAX 128
+
+/* H5GDS_TEST_LOOKAHEAD=<pieces>,<bytes>: other depths than the above, for
+ * measurements that compare them (scripts/loader-profile.py). */
+static void lookahead_depth(size_t *pieces, size_t *bytes)
+{
+    static size_t depth[2]; /* atomic: computed once, same values from any thread */
+    if (!__atomic_load_n(&depth[0], __ATOMIC_ACQUIRE)) {
+        size_t p = HOST_LOOKAHEAD, b = HOST_LOOKAHEAD_BYTES;
+        const char *e = getenv("H5GDS_TEST_LOOKAHEAD");
+        unsigned long long ep, eb;
+        if (e && sscanf(e, "%llu,%llu", &ep, &eb) == 2 && ep >= 1 && ep <= HOST_LOOKAHEAD_MAX && eb >= 1) {
+            p = (size_t)ep;
+            b = (size_t)eb;
+        }
+        __atomic_store_n(&depth[1], b, __ATOMIC_RELAXED);
+        __atomic_store_n(&depth[0], p, __ATOMIC_RELEASE);
+    }
+    *pieces = __atomic_load_n(&depth[0], __ATOMIC_ACQUIRE);
+    *bytes = __atomic_load_n(&depth[1], __ATOMIC_RELAXED);
+}
 
 typedef struct pending_read {
     char *p;
@@ -59,12 +81,13 @@ typedef struct pending_read {
 static int lookahead_worker(gds_job_t *gjob, host_job_t *job, gds_status_t *st)
 {
     int fd = job->file->fd;
-    pending_read_t pend[HOST_LOOKAHEAD];
-    size_t head = 0, count = 0, bytes = 0;
+    pending_read_t pend[HOST_LOOKAHEAD_MAX];
+    size_t head = 0, count = 0, bytes = 0, max_pieces, max_bytes;
+    lookahead_depth(&max_pieces, &max_bytes);
     bool more = true;
     for (;;) {
         size_t task;
-        bool room = count < HOST_LOOKAHEAD && (count < 2 || bytes < HOST_LOOKAHEAD_BYTES);
+        bool room = count < max_pieces && (count < 2 || bytes < max_bytes);
         if (more && room && (more = gds_job_next(gjob, &task))) {
             uint64_t lo, hi;
             const gds_segment_t *seg = gds_task_map_range(&job->tasks, task, &lo, &hi);
@@ -87,14 +110,14 @@ static int lookahead_worker(gds_job_t *gjob, host_job_t *job, gds_status_t *st)
             }
             /* a hint: its errors are ignored (the read below reports real ones) */
             posix_fadvise(fd, (off_t)(lo + done), (off_t)(len - done), POSIX_FADV_WILLNEED);
-            pend[(head + count++) % HOST_LOOKAHEAD] = (pending_read_t){p + done, len - done, lo + done};
+            pend[(head + count++) % HOST_LOOKAHEAD_MAX] = (pending_read_t){p + done, len - done, lo + done};
             bytes += len - done;
             continue;
         }
         if (!count)
             return 0;
         pending_read_t *r = &pend[head];
-        head = (head + 1) % HOST_LOOKAHEAD;
+        head = (head + 1) % HOST_LOOKAHEAD_MAX;
         count--;
         bytes -= r->len;
         if (read_rest(job, r->p, r->len, r->lo, st) != 0)
