@@ -33,9 +33,14 @@ def main() -> None:
     ap.add_argument("--out", default=".")
     ap.add_argument("--cold", action="store_true", help="cold rates only, beside the O_DIRECT ceiling")
     ap.add_argument("--config", default="")
+    ap.add_argument("--train", action="store_true",
+                    help="a training loop (20 ms GPU step, then a sync as loss.item() does): where next() spends time")
     args = ap.parse_args()
     if args.cold:
         cold(args)
+        return
+    if args.train:
+        train(args)
         return
     import cupy as cp
     Path(args.dir).mkdir(parents=True, exist_ok=True)
@@ -114,6 +119,52 @@ def main() -> None:
         pstats.Stats(prof, stream=buf).sort_stats("tottime").print_stats(25)
         say(f"== cProfile sample {sample}, {nb} batches, prefetch 2\n{buf.getvalue()}")
     (Path(args.out) / "loader-profile.txt").write_text("\n".join(lines) + "\n")
+
+
+def train(args: argparse.Namespace) -> None:
+    import cupy as cp
+
+    from h5gds.bench.__main__ import Device, _Compute
+    dev = Device()
+    compute = _Compute(dev, 20.0)
+    batch = 16 << 20
+    for sample in [size(s) for s in args.samples.split(",")]:
+        path = Path(args.dir) / f"samples-{sample}.h5"
+        make_sample_file(path, sample, 2 << 30)
+        warm(path)
+        for prefetch in (2, 4):
+            with h5py.File(path, "r") as f:
+                loader = h5gds.Loader(f["x"], batch // sample, seed=1, like="cupy", prefetch=prefetch,
+                                      config=args.config)
+            nb = 64
+            first = next(iter(loader))
+            cp.cuda.Device().synchronize()
+            t0 = time.perf_counter()
+            for _ in range(nb):
+                compute.step(first)
+            t_compute = time.perf_counter() - t0
+            prof = cProfile.Profile()
+            nexts = []
+            it = iter(loader)
+            t0 = time.perf_counter()
+            for _ in range(nb):
+                a = time.perf_counter()
+                prof.enable()
+                b = next(it)
+                prof.disable()
+                nexts.append(time.perf_counter() - a)
+                compute.step(b)
+            t = time.perf_counter() - t0
+            it.close()
+            loader.close()
+            nexts.sort()
+            print(f"train sample {sample} prefetch {prefetch}: {nb} steps {t:.3f} s vs compute-only {t_compute:.3f} s "
+                  f"({(t / t_compute - 1) * 100:+.1f}%); next() median {nexts[nb // 2] * 1e3:.3f} ms, "
+                  f"p90 {nexts[nb * 9 // 10] * 1e3:.3f}, max {nexts[-1] * 1e3:.3f}, sum {sum(nexts) * 1e3:.1f} ms",
+                  flush=True)
+            buf = io.StringIO()
+            pstats.Stats(prof, stream=buf).sort_stats("tottime").print_stats(14)
+            print(buf.getvalue(), flush=True)
 
 
 def cold(args: argparse.Namespace) -> None:
