@@ -128,6 +128,7 @@ def train(args: argparse.Namespace) -> None:
     dev = Device()
     compute = _Compute(dev, 20.0)
     batch = 16 << 20
+    Path(args.dir).mkdir(parents=True, exist_ok=True)
     for sample in [size(s) for s in args.samples.split(",")]:
         path = Path(args.dir) / f"samples-{sample}.h5"
         make_sample_file(path, sample, 2 << 30)
