@@ -171,6 +171,8 @@ def train(args: argparse.Namespace) -> None:
 def cold(args: argparse.Namespace) -> None:
     import ctypes
 
+    import cupy as cp
+
     from h5gds._lib import errbuf, native
     from h5gds.bench.__main__ import drop_cache
     Path(args.dir).mkdir(parents=True, exist_ok=True)
@@ -192,13 +194,16 @@ def cold(args: argparse.Namespace) -> None:
             it = iter(loader)
             for _ in range(nb):
                 next(it)
+            cp.cuda.Device().synchronize()
             t = time.perf_counter() - t0
             it.close()
             drop_cache(path)
             secs, err = ctypes.c_double(), errbuf()
-            native.h5gds_py_ceiling_pread(str(path).encode(), 1, 64, sample, len(offsets),
-                                          offsets.ctypes.data_as(ctypes.POINTER(ctypes.c_uint64)),
-                                          ctypes.byref(secs), err, len(err))
+            rc = native.h5gds_py_ceiling_pread(str(path).encode(), 1, 64, sample, len(offsets),
+                                               offsets.ctypes.data_as(ctypes.POINTER(ctypes.c_uint64)),
+                                               ctypes.byref(secs), err, len(err))
+            if rc != 0:
+                raise OSError(-rc, err.value.decode())
             print(f"cold sample {sample} {setting} rep {rep}: loader {nb * batch / t / 1e9:.3f} GB/s, "
                   f"O_DIRECT 64 threads {nb * batch / secs.value / 1e9:.3f} GB/s, ratio {secs.value / t:.2f}",
                   flush=True)

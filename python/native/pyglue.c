@@ -382,6 +382,45 @@ API int h5gds_py_close_datasets(size_t n, const int64_t *ids, char *err, size_t 
     return rc;
 }
 
+/* Makes the groups on the way to `name` ("/a/b/leaf": /a and /a/b) that do
+ * not exist yet, with links named in UTF-8 as h5py names them (HDF5's own
+ * intermediate groups get ASCII links). `made` is the last parent made or
+ * found: leaves of one group come one after another, so most leaves cost
+ * one comparison. Returns 0, or -1 with the HDF5 error stack set. */
+static int make_parents(hid_t loc, const char *name, hid_t lcpl, char *made, size_t made_size)
+{
+    const char *slash = strrchr(name, '/');
+    if (!slash || slash == name)
+        return 0; /* in the root group */
+    size_t parent_len = (size_t)(slash - name);
+    if (parent_len < made_size && strncmp(made, name, parent_len) == 0 && made[parent_len] == '\0')
+        return 0;
+    char *path = strndup(name, parent_len);
+    if (!path)
+        return -1;
+    int rc = 0;
+    for (char *p = path + 1;; p++) {
+        if (*p != '/' && *p != '\0')
+            continue;
+        char keep = *p;
+        *p = '\0';
+        htri_t exists = H5Lexists(loc, path, H5P_DEFAULT);
+        if (exists < 0 || (!exists && H5Gclose(H5Gcreate2(loc, path, lcpl, H5P_DEFAULT, H5P_DEFAULT)) < 0)) {
+            rc = -1;
+            break;
+        }
+        *p = keep;
+        if (!keep)
+            break;
+    }
+    if (rc == 0 && parent_len < made_size) {
+        memcpy(made, path, parent_len);
+        made[parent_len] = '\0';
+    }
+    free(path);
+    return rc;
+}
+
 /* Creates and writes every leaf of a checkpoint. `opened` (n entries), when
  * given, receives the datasets' ids, left open on success for the caller to
  * close with h5gds_py_close_datasets off the caller's critical path (closing
@@ -394,7 +433,9 @@ API int h5gds_py_save_leaves(int64_t loc, size_t n, const char *const *names, co
     double t0 = now_s(), t1 = t0, t2 = t0;
     hid_t *dsets = calloc(n ? n : 1, sizeof *dsets);
     hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);
-    if (!dsets || lcpl < 0 || H5Pset_create_intermediate_group(lcpl, 1) < 0) {
+    char made[1024] = ""; /* the last parent group made or found (make_parents) */
+    /* links named in UTF-8, as h5py names them */
+    if (!dsets || lcpl < 0 || H5Pset_char_encoding(lcpl, H5T_CSET_UTF8) < 0) {
         free(dsets);
         if (lcpl >= 0)
             H5Pclose(lcpl);
@@ -406,6 +447,12 @@ API int h5gds_py_save_leaves(int64_t loc, size_t n, const char *const *names, co
     const char *what = "";
     const uint64_t *d = dims;
     for (size_t i = 0; rc == 0 && i < n; d += ranks[i], i++) {
+        if (make_parents((hid_t)loc, names[i], lcpl, made, sizeof made) != 0) {
+            rc = -1;
+            failed = i;
+            what = "creating the groups of";
+            break;
+        }
         hid_t space = ranks[i] ? H5Screate_simple(ranks[i], (const hsize_t *)d, NULL) : H5Screate(H5S_SCALAR);
         dsets[i] = space < 0 ? -1 : H5Dcreate2((hid_t)loc, names[i], (hid_t)types[i], space, lcpl, (hid_t)dcpl, H5P_DEFAULT);
         if (space >= 0)

@@ -66,6 +66,19 @@ def test_plain_hdf5_read_by_h5py(tmp_path: Path) -> None:
         np.testing.assert_array_equal(f["optim/state/0/exp_avg"][...], state["optim"]["state"][0]["exp_avg"])
 
 
+def test_non_ascii_names_are_utf8_links(tmp_path: Path) -> None:
+    """Keys outside ASCII become links named in UTF-8 (as h5py names its
+    own), for datasets and the groups made on the way to them."""
+    state = {"größe": {"über": np.arange(3, dtype=np.int32)}, "naïve": np.ones(2)}
+    h5gds.save(state, tmp_path / "c.h5").wait()
+    with h5py.File(tmp_path / "c.h5", "r") as f:
+        for parent, name in ((f, "größe"), (f["größe"], "über"), (f, "naïve")):
+            assert parent.id.links.get_info(name.encode()).cset == h5py.h5t.CSET_UTF8, name
+        np.testing.assert_array_equal(f["größe/über"][...], state["größe"]["über"])
+    back = h5gds.load(tmp_path / "c.h5", device="cpu")
+    assert _equal(state, back)
+
+
 def test_load_into_in_place(tmp_path: Path) -> None:
     path = tmp_path / "ckpt.h5"
     h5gds.save(_state(3), path).wait()
@@ -187,24 +200,37 @@ def test_sync_save_overwrite_after_return(tmp_path: Path) -> None:
     assert _equal(expect, h5gds.load(tmp_path / "c.h5", device="cpu"))
 
 
-def test_async_save_captures_containers_at_the_call(tmp_path: Path) -> None:
+def test_async_save_captures_containers_at_the_call(tmp_path: Path, monkeypatch) -> None:
     """Groups and attributes are written in the background, but describe
     the state as it was when save was called: changing its containers and
     plain values (and its arrays) right after save returns changes nothing
-    in the checkpoint. h5py's lock, held here, keeps the background part
-    from writing anything until the state has changed."""
-    from h5py._objects import phil
+    in the checkpoint. The background part is held at its start until the
+    state has changed."""
+    import threading
+
+    from h5gds import _checkpoint
+    gate = threading.Event()
+    finish = _checkpoint._finish
+
+    def held_finish(*a, **k):
+        assert gate.wait(30), "the test never released the background part"
+        return finish(*a, **k)
+
+    monkeypatch.setattr(_checkpoint, "_finish", held_finish)
     state = _state(6)
     expect = _state(6)
-    with phil:  # the background's HDF5 metadata waits for this lock
+    try:
         h = h5gds.save(state, tmp_path / "c.h5")
         state["optim"]["state"][0]["step"] = 99
         state["optim"]["param_groups"][0]["lr"] = 5.0
+        state["optim"]["param_groups"][0]["params"].append(2)
         state["optim"]["state"][2] = {"step": 1}
         del state["flag"]
         state["tuple"] = ()
         state["model"]["layer.0.weight"][...] = 0
         assert not h.done()
+    finally:
+        gate.set()
     h.wait()
     assert _equal(expect, h5gds.load(tmp_path / "c.h5", device="cpu"))
 

@@ -6,8 +6,9 @@ and numpy arrays, and plain Python values) saved as one plain HDF5 file.
 it can be had, else pinned host memory), creates one dataset per array, and
 writes each: a write returns once its bytes are copied into the snapshot,
 so ``save`` returns after the copies -- the training loop may change its
-tensors at once. A background thread then waits for the file's background
-writes and fsyncs (without the GIL or h5py's lock), closes the file (HDF5's
+tensors (and its dicts) at once. A background thread then writes what is
+left of HDF5's metadata (closes the datasets; the groups and attributes,
+described at the call), waits for the file's background writes and fsyncs (without the GIL or h5py's lock), closes the file (HDF5's
 metadata, fsync), renames it over ``path`` and fsyncs the directory. A
 crash at any moment leaves the previous checkpoint at ``path`` intact; its
 blocks are freed after the new one is durable, not inside the rename.
@@ -216,7 +217,8 @@ def _finish(handle: CheckpointHandle, f: h5py.File, tmp: str, path: str, t0: flo
     try:
         t = time.perf_counter()
         meta.write(f, tmp)
-        handle.timings["metadata"] = time.perf_counter() - t
+        # rebound, not changed in place: the caller may be reading the dict
+        handle.timings = {**handle.timings, "metadata": time.perf_counter() - t}
         with phil:
             engine = native.h5gds_py_engine_of(f.id.id)
         if not engine:
@@ -308,7 +310,17 @@ def save(state: Any, path: str | os.PathLike[str], *, async_: bool = True, memor
     if async_:
         handle._thread = threading.Thread(target=_finish, args=(handle, f, tmp, path, t0, meta), daemon=False,
                                           name="h5gds-checkpoint")
-        handle._thread.start()
+        try:
+            handle._thread.start()
+        except BaseException:  # no thread: nothing may stay open (snapshot memory, datasets, the file)
+            try:
+                f.close()
+            finally:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+            raise
     else:
         _finish(handle, f, tmp, path, t0, meta)
         handle.wait()

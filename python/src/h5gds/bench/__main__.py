@@ -110,6 +110,13 @@ class Device:
         else:
             self.torch.cuda.synchronize()
 
+    def free_cached(self) -> None:
+        """Returns the array library's cached device memory to the driver."""
+        if self.name == "cupy":
+            self.cp.get_default_memory_pool().free_all_blocks()
+        elif self.name == "torch":
+            self.torch.cuda.empty_cache()
+
     def random(self, nbytes: int) -> Any:
         n = nbytes // 4
         if self.name == "numpy":
@@ -228,6 +235,8 @@ def bench_whole(args: argparse.Namespace, dev: Device, rows: list[Row]) -> None:
         for rep in range(args.repeat):
             # the C bench's figures first, then each Python method, per
             # repeat: neighbours in time (the disk's write rate drifts)
+            peer_out.clear()  # the C bench needs device memory of its own
+            dev.free_cached()
             c_bench_whole(args, dev, rows, nbytes, rep)
             for method, write, read in (("h5gds", gds_write, gds_read), ("h5py+cupy", peer_write, peer_read)):
                 if path.exists():

@@ -153,7 +153,8 @@ def checkpoint_methods(torch: Any, state: dict[str, Any], d: Path) -> list[tuple
             NOTES["last"] = (f"background writes at once {h.peak_background_writes}; busy workers at most "
                              f"{h.peak_busy_workers}; stream-ordered snapshots {h.stream_ordered_snapshots}; "
                              f"reserved {h.reserved_bytes}; stall ms: "
-                             + " ".join(f"{k} {v * 1e3:.1f}" for k, v in h.timings.items()))
+                             + " ".join(f"{k} {v * 1e3:.1f}" for k, v in h.timings.items() if k != "metadata")
+                             + f"; background metadata ms {h.timings.get('metadata', 0.0) * 1e3:.1f}")
             return stall, durable, h.snapshot_memory_bytes if memory != "host" else 0
         return run
 
