@@ -298,13 +298,7 @@ def save(state: Any, path: str | os.PathLike[str], *, async_: bool = True, memor
         clock.lap("structure")
         _write_leaves(f, path, leaves, infos, clock, max(int(budget) // 2, 1), meta)
     except BaseException:
-        try:
-            f.close()
-        finally:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
+        _discard(f, tmp)
         raise
     handle.stall_s = time.perf_counter() - t0
     if async_:
@@ -313,13 +307,7 @@ def save(state: Any, path: str | os.PathLike[str], *, async_: bool = True, memor
         try:
             handle._thread.start()
         except BaseException:  # no thread: nothing may stay open (snapshot memory, datasets, the file)
-            try:
-                f.close()
-            finally:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
+            _discard(f, tmp)
             raise
     else:
         _finish(handle, f, tmp, path, t0, meta)
@@ -329,6 +317,18 @@ def save(state: Any, path: str | os.PathLike[str], *, async_: bool = True, memor
 
 
 _SYNC_BUDGET = 1 << 30
+
+
+def _discard(f: h5py.File, tmp: str) -> None:
+    """A save that failed before its background part: the file closed (its
+    snapshot memory and open datasets with it), the temporary removed."""
+    try:
+        f.close()
+    finally:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
 
 
 class _Clock:
