@@ -169,12 +169,9 @@ def train(args: argparse.Namespace) -> None:
 
 
 def cold(args: argparse.Namespace) -> None:
-    import ctypes
-
     import cupy as cp
 
-    from h5gds._lib import errbuf, native
-    from h5gds.bench.__main__ import drop_cache
+    from h5gds.bench.__main__ import ceiling_seconds, drop_cache
     Path(args.dir).mkdir(parents=True, exist_ok=True)
     batch, read = 16 << 20, 512 << 20
     setting = f"lookahead {os.environ.get('H5GDS_TEST_LOOKAHEAD', 'default')} config '{args.config}'"
@@ -198,14 +195,9 @@ def cold(args: argparse.Namespace) -> None:
             t = time.perf_counter() - t0
             it.close()
             drop_cache(path)
-            secs, err = ctypes.c_double(), errbuf()
-            rc = native.h5gds_py_ceiling_pread(str(path).encode(), 1, 64, sample, len(offsets),
-                                               offsets.ctypes.data_as(ctypes.POINTER(ctypes.c_uint64)),
-                                               ctypes.byref(secs), err, len(err))
-            if rc != 0:
-                raise OSError(-rc, err.value.decode())
+            secs = ceiling_seconds(path, True, 64, sample, offsets)
             print(f"cold sample {sample} {setting} rep {rep}: loader {nb * batch / t / 1e9:.3f} GB/s, "
-                  f"O_DIRECT 64 threads {nb * batch / secs.value / 1e9:.3f} GB/s, ratio {secs.value / t:.2f}",
+                  f"O_DIRECT 64 threads {nb * batch / secs / 1e9:.3f} GB/s, ratio {secs / t:.2f}",
                   flush=True)
         loader.close()
 

@@ -285,8 +285,8 @@ API int h5gds_py_wb_stats(int64_t file_id, uint64_t out[10])
  * memory = file type `types[i]`, `ranks[i]` extents taken in order from
  * `dims`, `nbytes[i]` bytes at `addrs[i]`, transfer list `dxpls[i]`.
  * Writes go in runs of at most `group_bytes` (see write_leaf_runs).
- * `seconds` (3 entries, may be NULL) gets the time spent creating, writing
- * and closing the datasets.
+ * `seconds` (2 entries, may be NULL) gets the time spent creating and
+ * writing the datasets.
  * Returns 0, or -1 with the leaf and HDF5's error stack in `err`. */
 static double now_s(void)
 {
@@ -365,9 +365,9 @@ static int write_leaf_runs(size_t n, const hid_t *dsets, const int64_t *types, c
 }
 #endif
 
-/* Closes the datasets a successful h5gds_py_save_leaves left open; the
- * first failure is reported, every id is closed anyway. */
-API int h5gds_py_close_datasets(size_t n, const int64_t *ids, char *err, size_t errlen)
+/* Closes every dataset of `ids` (ids <= 0 skipped); the first failure is
+ * reported in `err`, naming the dataset when `names` is given. */
+static int close_all(size_t n, const int64_t *ids, const char *const *names, char *err, size_t errlen)
 {
     int rc = 0;
     for (size_t i = 0; i < n; i++)
@@ -375,11 +375,17 @@ API int h5gds_py_close_datasets(size_t n, const int64_t *ids, char *err, size_t 
             char text[1536];
             h5gds_py_error_text(text, sizeof text);
             char msg[2048];
-            snprintf(msg, sizeof msg, "closing a checkpoint dataset failed: %s", text);
+            snprintf(msg, sizeof msg, "closing %s failed: %s", names ? names[i] : "a checkpoint dataset", text);
             put_error(err, errlen, msg);
             rc = -1;
         }
     return rc;
+}
+
+/* Closes the datasets a successful h5gds_py_save_leaves left open. */
+API int h5gds_py_close_datasets(size_t n, const int64_t *ids, char *err, size_t errlen)
+{
+    return close_all(n, ids, NULL, err, errlen);
 }
 
 /* Makes the groups on the way to `name` ("/a/b/leaf": /a and /a/b) that do
@@ -497,23 +503,14 @@ API int h5gds_py_save_leaves(int64_t loc, size_t n, const char *const *names, co
         for (size_t i = 0; i < n; i++)
             opened[i] = dsets[i];
     }
-    else {
-        for (size_t i = 0; i < n; i++)
-            if (dsets[i] > 0 && H5Dclose(dsets[i]) < 0 && rc == 0) {
-                char text[1536];
-                h5gds_py_error_text(text, sizeof text);
-                char msg[2048];
-                snprintf(msg, sizeof msg, "closing %s failed: %s", names[i], text);
-                put_error(err, errlen, msg);
-                rc = -1;
-            }
+    else if (close_all(n, dsets, names, rc == 0 ? err : NULL, errlen) != 0 && rc == 0) {
+        rc = -1;
     }
     H5Pclose(lcpl);
     free(dsets);
     if (seconds) {
         seconds[0] = t1 - t0;
         seconds[1] = t2 - t1;
-        seconds[2] = now_s() - t2;
     }
     return rc;
 }

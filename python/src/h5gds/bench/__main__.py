@@ -290,6 +290,18 @@ class _RowDataset:
         return torch.from_numpy(self.f["x"][i])
 
 
+def ceiling_seconds(path: Path, direct: bool, threads: int, sample: int, offsets: np.ndarray) -> float:
+    """Seconds `threads` threads take to pread `sample` bytes at each of
+    `offsets` (uint64) of `path` (O_DIRECT when `direct`): the ceilings."""
+    secs, err = ctypes.c_double(), errbuf()
+    rc = native.h5gds_py_ceiling_pread(str(path).encode(), int(direct), threads, sample, len(offsets),
+                                       offsets.ctypes.data_as(ctypes.POINTER(ctypes.c_uint64)),
+                                       ctypes.byref(secs), err, len(err))
+    if rc != 0:
+        raise OSError(-rc, err.value.decode())
+    return secs.value
+
+
 def make_sample_file(path: Path, sample: int, file_bytes: int) -> int:
     n = file_bytes // sample
     if path.exists():
@@ -369,13 +381,7 @@ def bench_loader(args: argparse.Namespace, dev: Device, rows: list[Row]) -> None
                         fu.get()
 
         def ceiling(direct: bool, threads: int) -> float:
-            secs, err = ctypes.c_double(), errbuf()
-            rc = native.h5gds_py_ceiling_pread(str(path).encode(), int(direct), threads, sample, len(offsets),
-                                               offsets.ctypes.data_as(ctypes.POINTER(ctypes.c_uint64)),
-                                               ctypes.byref(secs), err, len(err))
-            if rc != 0:
-                raise OSError(-rc, err.value.decode())
-            return secs.value
+            return ceiling_seconds(path, direct, threads, sample, offsets)
 
         methods: list[tuple[str, Callable[[], None]]] = [("h5gds-loader", m_loader), ("h5py-fancy", m_fancy)]
         if args.methods:
@@ -624,8 +630,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="repeats of every measurement, interleaved across methods (medians printed and in "
                         "bench-median.csv)")
     p.add_argument("--methods", default="", help="loader, checkpoint: only these methods (comma list; default all)")
-    p.add_argument("--c-bench", default="", help="whole: path of the C h5gds-bench, run first in the same run "
-                                                  "(default: $H5GDS_C_BENCH; none: its rows say skipped)")
+    p.add_argument("--c-bench", default="", help="whole: path of the C h5gds-bench, run before the Python methods "
+                                                  "for each size and repeat (default: $H5GDS_C_BENCH; none: its "
+                                                  "rows say skipped)")
     p.add_argument("--train-batches", type=int, default=0,
                    help="loader-train: batches per epoch (default 0: a whole epoch of the file)")
     p.add_argument("--train-step-ms", type=float, default=20.0, help="loader-train: compute per batch (ms)")
