@@ -4,6 +4,7 @@
 #include "strategy.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -155,7 +156,9 @@ typedef struct pending {
     size_t nseg;
     size_t arena_off, arena_len;
     CUevent copied;      /* the snapshot copy (stream-ordered snapshots), or NULL */
-    gds_io_t *io;
+    gds_io_t *io;        /* NULL while held (H5GDS_TEST_WB_HOLD) */
+    gds_request_t held;  /* the background request, while held */
+    gds_buffer_info_t *held_info;
     struct pending *next;
 } pending_t;
 
@@ -179,6 +182,15 @@ struct gds_wb {
     size_t in_use;
     bool failed;
     gds_status_t error;   /* the first background failure */
+    /* The file space of deferred writes is claimed (fallocate) before the
+     * write returns, so that a disk that fills up later cannot take it:
+     * what a write reported done lands, as with sec2. */
+    bool cannot_reserve;  /* the file system has no fallocate (or H5GDS_TEST_NO_FALLOCATE) */
+    uint64_t reserved_lo, reserved_hi; /* the last range claimed, [lo, hi) */
+    /* H5GDS_TEST_WB_HOLD (tests): background writes start only when waited
+     * for (a later overlapping request, back-pressure, drain), the slowest
+     * a background write can be: every write returns before any lands. */
+    bool hold;
 };
 
 gds_wb_t *gds_wb_create(size_t budget)
@@ -188,6 +200,10 @@ gds_wb_t *gds_wb_create(size_t budget)
         return NULL;
     pthread_mutex_init(&wb->lock, NULL);
     wb->budget = budget;
+    const char *no_fallocate = getenv("H5GDS_TEST_NO_FALLOCATE");
+    wb->cannot_reserve = no_fallocate && *no_fallocate && strcmp(no_fallocate, "0") != 0;
+    const char *hold = getenv("H5GDS_TEST_WB_HOLD");
+    wb->hold = hold && *hold && strcmp(hold, "0") != 0;
     return wb;
 }
 
@@ -277,7 +293,13 @@ static void sync_copy(gds_wb_t *wb, CUevent ev, bool release)
 static void retire_locked(gds_file_t *file, gds_wb_t *wb, pending_t *p)
 {
     gds_status_t st;
-    int rc = gds_io_wait(p->io, &st);
+    int rc = 0;
+    if (!p->io) /* held: started now, the latest it can be */
+        rc = gds_submit_unordered(file, &p->held, &p->io, &st);
+    free(p->held_info);
+    p->held_info = NULL;
+    if (rc == 0)
+        rc = gds_io_wait(p->io, &st);
     if (rc != 0 && !wb->failed) {
         wb->failed = true;
         gds_status_set(&wb->error, st.err, "background write (write-behind) of %zu piece%s from offset %llu failed: %.200s",
@@ -309,7 +331,7 @@ static int sticky_error(const gds_wb_t *wb, gds_status_t *st)
 /* Finished background writes are retired without waiting. */
 static void reap_locked(gds_file_t *file, gds_wb_t *wb)
 {
-    while (wb->head && gds_io_done(wb->head->io))
+    while (wb->head && wb->head->io && gds_io_done(wb->head->io))
         retire_locked(file, wb, wb->head);
 }
 
@@ -496,6 +518,64 @@ static int snapshot_locked(gds_wb_t *wb, const gds_request_t *req, const gds_buf
     return 0;
 }
 
+static int cmp_segment_offset(const void *a, const void *b)
+{
+    uint64_t x = ((const gds_segment_t *)a)->offset, y = ((const gds_segment_t *)b)->offset;
+    return x < y ? -1 : x > y;
+}
+
+/* Claims the file space of a deferred write (fallocate, the size kept) so
+ * that nothing else can take it before the background write lands: a disk
+ * that fills up after the call returned (another file, another process)
+ * then cannot make a write that was reported done go missing. 0: claimed,
+ * or this file system cannot claim (no fallocate: the write is deferred
+ * all the same); -1: no room (or past the size limit): the caller writes
+ * it through, and meets the error itself as sec2 would. Contiguous
+ * segments are claimed together; space reserved already is skipped. */
+static int claim_space_locked(gds_file_t *file, gds_wb_t *wb, const gds_request_t *req)
+{
+    if (wb->cannot_reserve)
+        return 0;
+    gds_segment_t one, *sorted = &one;
+    if (req->nseg > 1) {
+        if (!(sorted = malloc(req->nseg * sizeof *sorted)))
+            return -1; /* written through */
+        memcpy(sorted, req->segs, req->nseg * sizeof *sorted);
+        qsort(sorted, req->nseg, sizeof *sorted, cmp_segment_offset);
+    }
+    else
+        one = req->segs[0];
+    pthread_mutex_lock(&file->lock);
+    uint64_t reserved_end = file->reserved_end; /* gds_file_reserve's: allocated from 0 */
+    pthread_mutex_unlock(&file->lock);
+    int rc = 0;
+    for (size_t i = 0; i < req->nseg && rc == 0;) {
+        uint64_t lo = sorted[i].offset, hi = lo + sorted[i].size;
+        for (i++; i < req->nseg && sorted[i].offset <= hi; i++)
+            if (sorted[i].offset + sorted[i].size > hi)
+                hi = sorted[i].offset + sorted[i].size;
+        if (hi <= reserved_end || (lo >= wb->reserved_lo && hi <= wb->reserved_hi))
+            continue;
+        int r;
+        do
+            r = fallocate(file->fd, FALLOC_FL_KEEP_SIZE, (off_t)lo, (off_t)(hi - lo));
+        while (r < 0 && errno == EINTR);
+        if (r == 0) {
+            wb->reserved_lo = lo;
+            wb->reserved_hi = hi;
+        }
+        else if (errno == ENOSPC || errno == EDQUOT || errno == EFBIG)
+            rc = -1;
+        else {
+            wb->cannot_reserve = true; /* EOPNOTSUPP and the like: not asked again */
+            gds_file_log(file, "write-behind: file space cannot be claimed ahead (fallocate: %s)", strerror(errno));
+        }
+    }
+    if (sorted != &one)
+        free(sorted);
+    return rc;
+}
+
 int gds_wb_write(gds_file_t *file, const gds_request_t *req, gds_status_t *st)
 {
     gds_wb_t *wb = file->wb;
@@ -544,6 +624,10 @@ int gds_wb_write(gds_file_t *file, const gds_request_t *req, gds_status_t *st)
         if (overlaps(q, req->segs, req->nseg))
             retire_locked(file, wb, q);
     }
+    if (claim_space_locked(file, wb, req) < 0) {
+        gds_file_log(file, "write-behind: no room to claim for a deferred write; writing it through");
+        goto out; /* no room for it: written through, failing as sec2's write does */
+    }
     /* space: back-pressure on the oldest background write */
     uint64_t wait0 = 0;
     while (!arena_alloc(&wb->arena, need, &p->arena_off)) {
@@ -583,8 +667,15 @@ int gds_wb_write(gds_file_t *file, const gds_request_t *req, gds_status_t *st)
         snap_info[i] = snap;
     gds_request_t bg = {.write = true, .data = GDS_DATA_RAW, .nseg = req->nseg, .segs = segs,
                         .order = copied ? GDS_ORDER_EVENT : GDS_ORDER_NONE, .stream = copied, .known = snap_info};
-    rc = gds_submit_unordered(file, &bg, &p->io, st);
-    free(snap_info);
+    if (wb->hold) {
+        p->held = bg;
+        p->held_info = snap_info;
+        rc = 0;
+    }
+    else {
+        rc = gds_submit_unordered(file, &bg, &p->io, st);
+        free(snap_info);
+    }
     if (rc != 0) {
         sync_copy(wb, copied, true); /* not written: no copy may still run into memory given back */
         arena_release(&wb->arena, p->arena_off, need);

@@ -648,17 +648,25 @@ static herr_t gds_truncate(H5FD_t *_file, hid_t dxpl, hbool_t closing)
     gds_sieve_cut(&file->sieve, file->eoa);
     /* write-behind's background writes land first (their failure is
      * reported here too; the size is still set below) */
+    bool lost = false;
     if (gds_file_drain(file->engine, &st) < 0) {
         engine_error(file, H5E_WRITEERROR, &st);
         ret = -1;
+        lost = true;
     }
     if (gds_sieve_flush(&file->sieve, file->engine, &st) < 0) {
-        /* Reported by this call, but the size is still set: a file shorter
-         * than the end of allocation HDF5 recorded cannot be opened at all,
-         * where sec2 leaves one that opens without the bytes that did not fit.
-         * The end of file counted the window's bytes: ask the file system. */
         engine_error(file, H5E_WRITEERROR, &st);
         ret = -1;
+        lost = true;
+    }
+    /* After a failure the size is still set: a file shorter than the end of
+     * allocation HDF5 recorded cannot be opened at all, where sec2 leaves one
+     * that opens without the bytes that did not fit. The end of file counted
+     * bytes that were taken (window, write-behind) but never landed, so it
+     * is asked of the file system. (Before this, a background write failing
+     * after the last H5Dwrite had returned left eof == eoa, the extension
+     * was skipped and the file stayed short: unopenable.) */
+    if (lost) {
         struct stat sb;
         if (fstat(file->fd, &sb) == 0)
             file->eof = (haddr_t)sb.st_size;
