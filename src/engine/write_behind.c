@@ -189,8 +189,10 @@ struct gds_wb {
     uint64_t reserved_lo, reserved_hi; /* the last range claimed, [lo, hi) */
     /* H5GDS_TEST_WB_HOLD (tests): background writes start only when waited
      * for (a later overlapping request, back-pressure, drain), the slowest
-     * a background write can be: every write returns before any lands. */
+     * a background write can be: every write returns before any lands.
+     * "random:<seed>" holds each write or not, at random. */
     bool hold;
+    uint64_t hold_random; /* "random:<seed>": each write held with probability 1/2 (xorshift state) */
 };
 
 gds_wb_t *gds_wb_create(size_t budget)
@@ -203,7 +205,10 @@ gds_wb_t *gds_wb_create(size_t budget)
     const char *no_fallocate = getenv("H5GDS_TEST_NO_FALLOCATE");
     wb->cannot_reserve = no_fallocate && *no_fallocate && strcmp(no_fallocate, "0") != 0;
     const char *hold = getenv("H5GDS_TEST_WB_HOLD");
-    wb->hold = hold && *hold && strcmp(hold, "0") != 0;
+    if (hold && strncmp(hold, "random:", 7) == 0)
+        wb->hold_random = strtoull(hold + 7, NULL, 0) * 0x9E3779B97F4A7C15ULL | 1;
+    else
+        wb->hold = hold && *hold && strcmp(hold, "0") != 0;
     return wb;
 }
 
@@ -667,7 +672,14 @@ int gds_wb_write(gds_file_t *file, const gds_request_t *req, gds_status_t *st)
         snap_info[i] = snap;
     gds_request_t bg = {.write = true, .data = GDS_DATA_RAW, .nseg = req->nseg, .segs = segs,
                         .order = copied ? GDS_ORDER_EVENT : GDS_ORDER_NONE, .stream = copied, .known = snap_info};
-    if (wb->hold) {
+    bool hold = wb->hold;
+    if (wb->hold_random) {
+        wb->hold_random ^= wb->hold_random << 13;
+        wb->hold_random ^= wb->hold_random >> 7;
+        wb->hold_random ^= wb->hold_random << 17;
+        hold = wb->hold_random >> 63;
+    }
+    if (hold) {
         p->held = bg;
         p->held_info = snap_info;
         rc = 0;

@@ -10,6 +10,9 @@
  *   test_faults pool-cycles   200 H5open/H5close cycles reading a 64 MiB cached file through the
  *                             worker pool (H5GDS_TEST_NCPU=8); threads must not outlive H5close
  *   test_faults changed-file  another process rewrites or recreates a file that is open
+ *   test_faults truncated     another process cuts a file to nothing while it is written
+ *   test_faults stress        the timing-sensitive families repeated under CPU and I/O load
+ *                             (label faults-stress; H5GDS_FAULTS_STRESS_SEED/_REPS replay a run)
  *
  * The other arguments are the child processes' roles.
  */
@@ -486,6 +489,10 @@ static int role_write(const char *driver, const char *path, long piece, long pie
      * calls themselves, or the driver's memory of a failure, can say that
      * data is missing. */
     bool fill_first = filler && getenv("H5GDS_FAULTS_FILL_FIRST");
+    /* H5GDS_FAULTS_TRUNCATE_AT=<piece>: the file is cut to nothing after that
+     * piece is written, while it is open (another process's truncate). */
+    const char *cut = getenv("H5GDS_FAULTS_TRUNCATE_AT");
+    long truncate_at = cut ? atol(cut) : -1;
     if (fill_first)
         fill_disk(filler);
     long written = 0;
@@ -497,6 +504,8 @@ static int role_write(const char *driver, const char *path, long piece, long pie
         if (H5Dwrite(d, H5T_NATIVE_INT64, mem, space, H5P_DEFAULT, buf) < 0)
             break;
         written++;
+        if (truncate_at >= 0 && p == truncate_at && truncate(path, 0) < 0) /* as another process would */
+            return 6;
     }
     printf("written=%ld\n", written);
     fflush(stdout);
@@ -726,22 +735,33 @@ static int case_disk_full(void)
 
 static int case_fsize(void)
 {
-    const char *dir = test_path("fsize");
+    char dir[4096]; /* test_path's buffers are reused */
+    snprintf(dir, sizeof dir, "%s", test_path("fsize"));
     mkdir(dir, 0755);
     /* Limits that fall inside a window of small writes, and inside a 32 KiB write. */
     static const struct {
         const char *limit;
         long piece;
     } cases[] = {{"400000", 1024}, {"1000000", 4096}, {"65536", 32}, {"10000", 1024}};
-    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-        char env_s[64], label[128];
-        snprintf(env_s, sizeof env_s, "H5GDS_FAULTS_FSIZE=%s", cases[c].limit);
-        snprintf(label, sizeof label, "RLIMIT_FSIZE %s, %ld-byte writes", cases[c].limit, cases[c].piece * 8);
-        const char *env[] = {env_s, NULL};
-        write_report_t s = write_and_check("sec2", dir, cases[c].piece, false, env, NULL);
-        write_report_t g = write_and_check("gds", dir, cases[c].piece, false, env, NULL);
-        compare_writes(label, &s, &g, false);
-    }
+    /* Each with the driver's defaults, with write-behind, and with
+     * write-behind's background writes held to the last moment. */
+    static const char *const modes[][3] = {{"", NULL, NULL},
+                                           {", write-behind", "H5GDS_CONFIG=write_behind=4MiB", NULL},
+                                           {", write-behind, held", "H5GDS_CONFIG=write_behind=4MiB",
+                                            "H5GDS_TEST_WB_HOLD=1"}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+        for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
+            char env_s[64], label[160];
+            snprintf(env_s, sizeof env_s, "H5GDS_FAULTS_FSIZE=%s", cases[c].limit);
+            snprintf(label, sizeof label, "RLIMIT_FSIZE %s, %ld-byte writes%s", cases[c].limit, cases[c].piece * 8,
+                     modes[m][0]);
+            const char *env[] = {env_s, modes[m][1], modes[m][2], NULL};
+            write_report_t s = write_and_check("sec2", dir, cases[c].piece, false, env, NULL);
+            write_report_t g = write_and_check("gds", dir, cases[c].piece, false, env, NULL);
+            compare_writes(label, &s, &g, m > 0);
+            CHECK_MSG(g.intact >= s.intact, "%s: gds's file holds %ld intact pieces, sec2's %ld", label, g.intact,
+                      s.intact);
+        }
     return 0;
 }
 
@@ -1009,6 +1029,124 @@ static int case_changed_file(void)
     return 0;
 }
 
+/* ------------------------------------------------------------------ truncated while written */
+
+/* Another process cuts the file to nothing while it is being written: both
+ * drivers' writers go on, neither may crash or hang, gds's file opens where
+ * sec2's does and holds at least the pieces sec2's holds (sec2 loses those
+ * written before the cut; write-behind's may still land after it). */
+static int case_truncated(void)
+{
+    char dir[4096]; /* test_path's buffers are reused */
+    snprintf(dir, sizeof dir, "%s", test_path("truncated"));
+    mkdir(dir, 0755);
+    static const char *const modes[][4] = {
+        {"", "H5GDS_FAULTS_TRUNCATE_AT=100", NULL, NULL},
+        {", write-behind", "H5GDS_FAULTS_TRUNCATE_AT=100", "H5GDS_CONFIG=write_behind=4MiB", NULL},
+        {", write-behind, held", "H5GDS_FAULTS_TRUNCATE_AT=100", "H5GDS_CONFIG=write_behind=4MiB",
+         "H5GDS_TEST_WB_HOLD=1"}};
+    static const long pieces[] = {32, 1024, 16384};
+    for (size_t c = 0; c < sizeof pieces / sizeof pieces[0]; c++)
+        for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
+            char label[160];
+            snprintf(label, sizeof label, "truncated after 100 of 256 %ld-byte writes%s", pieces[c] * 8, modes[m][0]);
+            const char *env[] = {modes[m][1], modes[m][2], modes[m][3], NULL};
+            write_report_t s = write_and_check("sec2", dir, pieces[c], false, env, NULL);
+            write_report_t g = write_and_check("gds", dir, pieces[c], false, env, NULL);
+            printf("%s: sec2 %s written %ld closed %ld intact %ld | gds %s written %ld closed %ld intact %ld\n", label,
+                   outcome_names[s.child.outcome], s.written, s.closed, s.intact, outcome_names[g.child.outcome],
+                   g.written, g.closed, g.intact);
+            CHECK_MSG(g.child.outcome == OUT_OK || s.child.outcome != OUT_OK, "%s: gds writer %s (%d)", label,
+                      outcome_names[g.child.outcome], g.child.code);
+            CHECK_MSG(g.intact >= 0 || s.intact < 0, "%s: gds left a file that does not open; sec2's opens", label);
+            CHECK_MSG(g.intact >= s.intact, "%s: gds's file holds %ld intact pieces, sec2's %ld", label, g.intact,
+                      s.intact);
+        }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ under load */
+
+/* faults-stress: the timing-sensitive families again and again, with two
+ * CPU hogs and an I/O hog beside them and write-behind's background writes
+ * held at random (each with probability 1/2, from the repetition's seed),
+ * so that interleavings a quiet machine never shows are tried. The seed
+ * and the count are printed; H5GDS_FAULTS_STRESS_SEED and
+ * H5GDS_FAULTS_STRESS_REPS replay a run. */
+static pid_t start_hog(bool io, const char *scratch)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid != 0)
+        return pid;
+    alarm(900); /* never outlives a broken parent for long */
+    if (!io)
+        for (volatile unsigned long x = 0;; x++)
+            ;
+    static char block[1 << 20] __attribute__((aligned(4096)));
+    memset(block, 0x3C, sizeof block);
+    for (;;) {
+        int fd = open(scratch, O_WRONLY | O_CREAT | O_TRUNC | O_DIRECT, 0644);
+        if (fd < 0)
+            fd = open(scratch, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        for (int i = 0; fd >= 0 && i < 64; i++)
+            if (write(fd, block, sizeof block) < 0)
+                break;
+        if (fd >= 0) {
+            fsync(fd);
+            close(fd);
+        }
+    }
+}
+
+static int case_stress(void)
+{
+    const char *seed_s = getenv("H5GDS_FAULTS_STRESS_SEED"), *reps_s = getenv("H5GDS_FAULTS_STRESS_REPS");
+    unsigned long seed = seed_s ? strtoul(seed_s, NULL, 0) : (unsigned long)time(NULL);
+    long reps = reps_s ? atol(reps_s) : 15;
+    printf("faults-stress: seed %lu, %ld repetitions (replay: H5GDS_FAULTS_STRESS_SEED=%lu H5GDS_FAULTS_STRESS_REPS=%ld "
+           "test_faults stress)\n",
+           seed, reps, seed, reps);
+    char scratch[4096];
+    snprintf(scratch, sizeof scratch, "%s", test_path("io-hog"));
+    pid_t hogs[3] = {start_hog(false, NULL), start_hog(false, NULL), start_hog(true, scratch)};
+    static const char *const families[] = {"disk-full", "fsize", "truncated", "changed-file"};
+    int failed = 0;
+    double t0 = now_s();
+    for (long r = 0; r < reps; r++)
+        for (size_t f = 0; f < sizeof families / sizeof families[0]; f++) {
+            char hold[64];
+            snprintf(hold, sizeof hold, "H5GDS_TEST_WB_HOLD=random:%lu", seed + (unsigned long)r);
+            const char *args[] = {families[f], NULL}, *env[] = {hold, NULL};
+            char out[4096];
+            snprintf(out, sizeof out, "%s", test_path("stress.out"));
+            child_result_t c = run_child(args, env, out, 300);
+            bool ok = c.outcome == OUT_OK || (c.outcome == OUT_FAILED && c.code == 77);
+            if (!ok) {
+                failed++;
+                printf("FAILED: repetition %ld (H5GDS_TEST_WB_HOLD=random:%lu) %s: %s (%d); its output:\n", r,
+                       seed + (unsigned long)r, families[f], outcome_names[c.outcome], c.code);
+                FILE *log = fopen(out, "r");
+                char line[1024];
+                while (log && fgets(line, sizeof line, log))
+                    if (strstr(line, "FAIL"))
+                        fputs(line, stdout);
+                if (log)
+                    fclose(log);
+            }
+        }
+    for (int h = 0; h < 3; h++)
+        if (hogs[h] > 0) {
+            kill(hogs[h], SIGKILL);
+            waitpid(hogs[h], NULL, 0);
+        }
+    unlink(scratch);
+    printf("faults-stress: %ld repetitions of %zu families in %.0f s under load, %d failed (seed %lu)\n", reps,
+           sizeof families / sizeof families[0], now_s() - t0, failed, seed);
+    CHECK_MSG(failed == 0, "%d runs failed under load (replay with the seed above)", failed);
+    return 0;
+}
+
 /* ------------------------------------------------------------------ main */
 
 int main(int argc, char **argv)
@@ -1045,8 +1183,12 @@ int main(int argc, char **argv)
         rc = case_pool_cycles();
     else if (!strcmp(what, "changed-file"))
         rc = case_changed_file();
+    else if (!strcmp(what, "truncated"))
+        rc = case_truncated();
+    else if (!strcmp(what, "stress"))
+        rc = case_stress();
     else {
-        fprintf(stderr, "usage: test_faults malformed|disk-full|fsize|pool-cycles|changed-file\n");
+        fprintf(stderr, "usage: test_faults malformed|disk-full|fsize|pool-cycles|changed-file|truncated|stress\n");
         return 2;
     }
     if (rc == 77)
