@@ -3,7 +3,7 @@ system of DIR: os.replace over a file of SIZE, against the same rename
 while a descriptor of the old file is held (then closed afterwards, which
 is when the blocks are freed). h5gds.save holds one (see _checkpoint._hold).
 
-    python scripts/replace-cost.py [DIR] [--size 2GiB] [--repeat 3] [--csv FILE]
+    python bench/tools/replace-cost.py [DIR] [--size 2GiB] [--repeat 3] [--csv FILE]
 """
 import argparse
 import csv

@@ -2,7 +2,7 @@
 benchmark state's shape count (192 leaves: 96 + 32 + 64), but small (4 KiB
 each) so that copying does not hide the Python and HDF5 work per leaf.
 
-  python scripts/checkpoint-leaf-cost.py [--dir DIR] [--repeat 20] [--leaves 192] [--profile]
+  python bench/tools/checkpoint-leaf-cost.py [--dir DIR] [--repeat 20] [--leaves 192] [--profile]
 
 Prints the median stall of save(async_=True) (time until it returns) divided
 by the number of leaves, and with --profile the top functions by cumulative

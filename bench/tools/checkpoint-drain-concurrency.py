@@ -2,7 +2,7 @@
 busy at once (no GPU needed: host numpy leaves through the same write-behind
 machinery). Prints one CSV row per save.
 
-  python scripts/checkpoint-drain-concurrency.py [--dir DIR] [--threads 8] [--leaves 64] [--mib 4] [--repeat 2]
+  python bench/tools/checkpoint-drain-concurrency.py [--dir DIR] [--threads 8] [--leaves 64] [--mib 4] [--repeat 2]
 
 Columns: async,threads,leaves,leaf_bytes,stall_s,durable_s,peak_background_writes,peak_busy_workers,reserved_bytes
 (times on a shared 2-core machine are noise; the counts are the point).

@@ -4,8 +4,8 @@ rate at several prefetch depths and read lengths, the engine alone (reads
 into pinned slots, no device copy), the device copies alone, the time the
 caller spends in next(), and a cProfile of one run. A diagnostic for the
 loader's warm figures, not a benchmark of record.
-    python3 scripts/loader-profile.py [--dir D] [--samples 64KiB,1MiB] [--out DIR]
-    python3 scripts/loader-profile.py --cold [--config threads=32]   # cold rates beside the O_DIRECT ceiling
+    python3 bench/tools/loader-profile.py [--dir D] [--samples 64KiB,1MiB] [--out DIR]
+    python3 bench/tools/loader-profile.py --cold [--config threads=32]   # cold rates beside the O_DIRECT ceiling
 (H5GDS_TEST_LOOKAHEAD=<pieces>,<bytes> sets the engine's read-ahead depth per worker.)
 """
 from __future__ import annotations
