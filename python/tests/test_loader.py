@@ -178,9 +178,10 @@ def _drop_from_cache(path):
     fadvise_dontneed(path)
 
 
+@pytest.mark.parametrize("order", ["exact", "windowed"])
 @pytest.mark.parametrize("row,chunks", [((4096,), None), ((1000,), None), ((3, 777), None), ((4096,), (5, 4096)),
                                         ((3, 777), (4, 2, 300))])
-def test_partly_cached_file_unaligned_samples(tmp_path, row, chunks):
+def test_partly_cached_file_unaligned_samples(tmp_path, row, chunks, order):
     """Samples not in the page cache take the read-ahead path (probe, hint,
     read later), cached ones are read by the probe; a file dropped from the
     cache and then partly re-read mixes both inside every batch. Sample
@@ -201,7 +202,8 @@ def test_partly_cached_file_unaligned_samples(tmp_path, row, chunks):
                 fh.seek(off)
                 fh.read(64 << 10)
         with h5py.File(p, "r") as f:
-            loader = h5gds.Loader((f["x"], f["y"]), 100, seed=epoch, like="numpy", config="threads=4")
+            loader = h5gds.Loader((f["x"], f["y"]), 100, seed=epoch, like="numpy", config="threads=4", order=order,
+                                  window=64 << 10, buffer=256 << 10)
             seen = []
             for x, y in loader:
                 np.testing.assert_array_equal(x, data[y])
@@ -211,7 +213,8 @@ def test_partly_cached_file_unaligned_samples(tmp_path, row, chunks):
             loader.close()
 
 
-def test_samples_past_the_end_of_the_file_read_as_zeros(tmp_path):
+@pytest.mark.parametrize("order", ["exact", "windowed"])
+def test_samples_past_the_end_of_the_file_read_as_zeros(tmp_path, order):
     """A truncated file (the layout still says where the rows were): rows
     past the end come back as zeros, as the driver's reads do, and rows
     before it are intact."""
@@ -222,7 +225,7 @@ def test_samples_past_the_end_of_the_file_read_as_zeros(tmp_path):
         f.create_dataset("x", data=data)  # last in the file
         base = f["x"].id.get_offset()
     with h5py.File(p, "r") as f:
-        loader = h5gds.Loader((f["x"], f["y"]), 64, seed=1, like="numpy")
+        loader = h5gds.Loader((f["x"], f["y"]), 64, seed=1, like="numpy", order=order)
     import os
     cut = base + 300 * 1024 + 100  # inside row 300
     if os.path.getsize(p) > base + 400 * 1024:
@@ -358,7 +361,7 @@ def test_pinned_slots_are_reused_only_after_their_copy(src, monkeypatch, prefetc
     fake = _FakeCupy()
     monkeypatch.setitem(sys.modules, "cupy", fake)
     f, data = src
-    loader = h5gds.Loader((f["x"], f["y"]), 48, seed=4, like="cupy", prefetch=prefetch)
+    loader = h5gds.Loader((f["x"], f["y"]), 48, seed=4, like="cupy", prefetch=prefetch, order="exact")
     kept = []
     for batch in loader:
         # the batch's copy is queued, not waited for, when it is yielded
@@ -378,7 +381,7 @@ def test_pinned_batches_are_copied_ahead_on_the_copy_stream(src, monkeypatch):
     fake = _FakeCupy()
     monkeypatch.setitem(sys.modules, "cupy", fake)
     f, data = src
-    loader = h5gds.Loader((f["x"], f["y"]), 48, seed=5, like="cupy", prefetch=2)
+    loader = h5gds.Loader((f["x"], f["y"]), 48, seed=5, like="cupy", prefetch=2, order="exact")
     kept = []
     for batch in loader:
         time.sleep(0.02)  # a training step

@@ -7,7 +7,8 @@ After ``import h5gds``:
 * :func:`read` / :func:`write` move dataset selections into and out of
   CuPy / PyTorch / any CUDA or DLPack array (host numpy arrays too);
 * :func:`create_dataset` makes datasets ready for pass-through;
-* :class:`Loader` reads shuffled batches of samples onto the GPU;
+* :class:`Loader` reads shuffled batches of samples onto the GPU (:class:`Ragged`:
+  variable-length samples);
 * :func:`save` / :func:`load` write and read checkpoints of nested states
   (the loop stalls for a snapshot, not for the disk; atomic and durable).
 """
@@ -17,8 +18,9 @@ from . import _lib
 from ._arrays import gpu_available, set_array_module
 from ._build_info import version as __version__
 from ._io import NotGdsWarning, create_dataset, driver_id, fapl_config, gds_dcpl, last_route, read, register, write
-from ._checkpoint import CheckpointHandle, load, save
-from ._loader import Loader, TorchLoader
+from ._checkpoint import (CheckpointHandle, CheckpointMemory, checkpoint_memory_info, load, prepare_checkpoint,
+                          release_checkpoint_memory, save)
+from ._loader import Loader, Ragged, TorchLoader
 
 register()
 
@@ -28,7 +30,8 @@ hdf5_compiled: tuple[int, int, int] = tuple(_lib._build_info.hdf5_compiled)  # t
 """The HDF5 headers the native library was compiled with."""
 
 __all__ = [
-    "CheckpointHandle", "Loader", "NotGdsWarning", "TorchLoader", "load", "save", "create_dataset", "driver_id", "fapl_config", "gds_dcpl",
+    "CheckpointHandle", "CheckpointMemory", "Loader", "NotGdsWarning", "TorchLoader", "load", "save", "create_dataset", "driver_id", "fapl_config", "gds_dcpl",
+    "checkpoint_memory_info", "prepare_checkpoint", "release_checkpoint_memory",
     "gpu_available", "hdf5_compiled", "hdf5_version", "last_route", "read", "set_array_module", "write",
     "__version__",
 ]
