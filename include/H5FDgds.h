@@ -177,6 +177,66 @@ H5GDS_API herr_t H5FD_gds_get_stats(hid_t file_id, H5FD_gds_stats_t *stats);
 H5GDS_API const char *H5FD_gds_route_name(H5FD_gds_route_t route);
 
 /* ------------------------------------------------------------------------
+ * Write-behind snapshot memory, made ready ahead
+ *
+ * A file with write-behind allocates its snapshot memory (`write_behind`
+ * bytes) at its first raw-data write, and the process keeps it for the next
+ * such file when the file closes. Allocating gigabytes of device or pinned
+ * memory takes a second or more: without preparation the first write of a
+ * process's first such file pays it. H5FD_gds_prepare_snapshot_memory
+ * allocates it beforehand, as the kept memory the next file takes (a file
+ * whose `write_behind` is at most `bytes` and that wants that kind, in the
+ * same CUDA context); nothing is allocated when memory that serves is kept
+ * already, or held by an open file. A file whose first snapshot comes while
+ * a preparation of its kind runs waits for that memory instead of
+ * allocating its own.
+ * --------------------------------------------------------------------- */
+
+/* Where snapshots live: the values of H5FD_gds_config_t.write_behind_memory. */
+typedef enum H5FD_gds_wb_memory_t {
+    H5FD_GDS_WB_MEMORY_AUTO = 0, /* device memory for device data when it can be had, else host */
+    H5FD_GDS_WB_MEMORY_DEVICE,   /* device memory (a file writing device data takes it) */
+    H5FD_GDS_WB_MEMORY_HOST      /* pinned host memory (plain, with every page touched, without CUDA) */
+} H5FD_gds_wb_memory_t;
+
+/* Makes `bytes` of snapshot memory ready, in the CUDA context current on
+ * the calling thread: DEVICE needs one; HOST is pinned memory when there is
+ * one, else plain host memory; AUTO is DEVICE when a context is current and
+ * the device has the room, else HOST. Returns when it is allocated. Fails
+ * (negative, reason on the HDF5 error stack) for 0 bytes, DEVICE without a
+ * current context, and more memory than the device or machine has. */
+H5GDS_API herr_t H5FD_gds_prepare_snapshot_memory(size_t bytes, H5FD_gds_wb_memory_t memory);
+
+/* The same on a thread of the library's own: returns once started (the
+ * failures that need no allocation are reported here, NULL). Every handle
+ * must be given to H5FD_gds_prepare_snapshot_memory_wait exactly once. */
+typedef struct H5FD_gds_snapshot_prep_t H5FD_gds_snapshot_prep_t;
+H5GDS_API H5FD_gds_snapshot_prep_t *H5FD_gds_prepare_snapshot_memory_start(size_t bytes,
+                                                                           H5FD_gds_wb_memory_t memory);
+/* Positive once the preparation has ended, 0 while it runs (negative: no handle). */
+H5GDS_API htri_t H5FD_gds_prepare_snapshot_memory_done(H5FD_gds_snapshot_prep_t *prep);
+/* Waits for the end, frees the handle; negative with the reason on the
+ * HDF5 error stack when the memory could not be allocated. */
+H5GDS_API herr_t H5FD_gds_prepare_snapshot_memory_wait(H5FD_gds_snapshot_prep_t *prep);
+
+/* Frees the snapshot memory kept for the next file (after any preparation
+ * in progress has ended). Memory of open files is kept again when they close. */
+H5GDS_API herr_t H5FD_gds_release_snapshot_memory(void);
+
+/* The process's snapshot memory. */
+typedef struct H5FD_gds_snapshot_memory_info_t {
+    size_t ready_device_bytes; /* kept device memory the next file can take (0: none) */
+    size_t ready_host_bytes;   /* kept host memory */
+    int ready_host_pinned;     /* that host memory is pinned */
+    size_t open_bytes;         /* held by open files (kept when they close) */
+    unsigned preparing;        /* preparations in progress */
+    uint64_t files_ready;      /* files that found their snapshot memory ready (kept or prepared) */
+    uint64_t files_allocated;  /* files that allocated it at their first snapshot */
+    uint64_t prepared;         /* allocations made by preparations */
+} H5FD_gds_snapshot_memory_info_t;
+H5GDS_API herr_t H5FD_gds_get_snapshot_memory_info(H5FD_gds_snapshot_memory_info_t *info);
+
+/* ------------------------------------------------------------------------
  * Datasets and GPU buffers
  *
  * HDF5 hands the application's buffer to the driver only when it has no

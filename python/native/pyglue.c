@@ -22,6 +22,7 @@
 
 #include "H5FDgds.h"
 #include "engine.h"
+#include "write_behind.h"
 #include "gds_config.h"
 #include "gds_hdf5.h"
 
@@ -272,6 +273,76 @@ API int h5gds_py_wb_stats(int64_t file_id, uint64_t out[10])
     out[8] = st.wb_stream_ordered;
     out[9] = st.reserved_bytes;
     return 0;
+}
+
+/* ---- checkpoints: snapshot memory made ready ahead ----
+ * h5gds.prepare_checkpoint calls the engine's preparations directly: no
+ * HDF5 call, so no h5py lock is needed and the wait runs without the GIL;
+ * the preparation's thread never touches HDF5. The memory is of the
+ * context of `like` (a device pointer of the state, when given), else of
+ * the calling thread's current context, as the save's first snapshot will
+ * ask for it. */
+
+API int h5gds_py_prepare_start(uint64_t bytes, int kind, const void *like, void **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    void *ctx = NULL;
+    gds_buffer_info_t info;
+    if (like && gds_classify_buffer(like, &info) && !gds_memory_is_host(info.kind))
+        ctx = info.context;
+    const gds_cuda_api_t *cu = gds_cuda_if_loaded();
+    if (!ctx && cu && cu->CtxGetCurrent((CUcontext *)&ctx) != CUDA_SUCCESS)
+        ctx = NULL;
+    gds_status_t st = {0, ""};
+    gds_wb_prep_t *prep = NULL;
+    if (gds_wb_prepare_start((size_t)bytes, (gds_wb_memory_t)kind, ctx, &prep, &st) != 0) {
+        put_error(err, errlen, st.msg);
+        return st.err ? -st.err : -EIO;
+    }
+    *out = prep;
+    return 0;
+}
+
+API int h5gds_py_prepare_done(void *prep)
+{
+    return gds_wb_prepare_done(prep) ? 1 : 0;
+}
+
+/* 0, or a negative errno with what failed (asked again: the same answer). */
+API int h5gds_py_prepare_wait(void *prep, char *err, size_t errlen)
+{
+    gds_status_t st = {0, ""};
+    if (gds_wb_prepare_wait(prep, &st) == 0)
+        return 0;
+    put_error(err, errlen, st.msg);
+    return st.err ? -st.err : -EIO;
+}
+
+API void h5gds_py_prepare_free(void *prep)
+{
+    gds_wb_prepare_free(prep);
+}
+
+API void h5gds_py_release_snapshot_memory(void)
+{
+    gds_wb_release_kept();
+}
+
+/* Ready device bytes, ready host bytes, host pinned, bytes open files hold,
+ * preparations running, files that found their memory ready, files that
+ * allocated theirs, allocations made by preparations. */
+API void h5gds_py_snapshot_memory_info(uint64_t out[8])
+{
+    gds_wb_memory_info_t in;
+    gds_wb_memory_info(&in);
+    out[0] = in.ready_device_bytes;
+    out[1] = in.ready_host_bytes;
+    out[2] = in.ready_host_pinned;
+    out[3] = in.open_bytes;
+    out[4] = in.preparing;
+    out[5] = in.files_ready;
+    out[6] = in.files_allocated;
+    out[7] = in.prepared;
 }
 
 /* ---- checkpoints: every leaf of a state in one call ----

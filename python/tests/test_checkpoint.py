@@ -302,3 +302,165 @@ def test_previous_checkpoint_freed_after_the_new_one_is_durable(tmp_path: Path) 
     deleted = [os.readlink(f"/proc/self/fd/{fd}") for fd in os.listdir("/proc/self/fd")
                if os.path.exists(f"/proc/self/fd/{fd}") and str(tmp_path) in os.readlink(f"/proc/self/fd/{fd}")]
     assert not deleted, deleted
+
+
+# ---- snapshot memory made ready ahead (prepare_checkpoint) ----
+# Observed through the process's counters (h5gds.checkpoint_memory_info) and
+# the driver's log line, never through timings.
+
+def _big_state(seed: int) -> dict:
+    rng = np.random.default_rng(seed)
+    return {"w": rng.standard_normal(1 << 20).astype(np.float32), "b": rng.standard_normal(100),
+            "opt": {"step": 3, "m": np.ones((64, 64), dtype=np.float16)}}
+
+
+def _deltas(before: dict, after: dict) -> dict:
+    return {k: after[k] - before[k] for k in ("files_ready", "files_allocated", "prepared")}
+
+
+@pytest.mark.parametrize("background", [True, False])
+def test_prepared_memory_is_taken_by_the_next_save(tmp_path: Path, capfd, background: bool) -> None:
+    h5gds.release_checkpoint_memory()
+    state = _big_state(1)
+    before = h5gds.checkpoint_memory_info()
+    mem = h5gds.prepare_checkpoint(state, background=background)
+    mem.wait()
+    assert mem.done() and mem.nbytes >= 4 << 20
+    ready = h5gds.checkpoint_memory_info()
+    assert _deltas(before, ready) == {"files_ready": 0, "files_allocated": 0, "prepared": 1}
+    assert ready["ready_host_bytes"] == mem.nbytes and ready["preparing"] == 0
+    capfd.readouterr()
+    h = h5gds.save(state, tmp_path / "c.h5", log="on")
+    h.wait()
+    err = capfd.readouterr().err
+    after = h5gds.checkpoint_memory_info()
+    assert _deltas(ready, after) == {"files_ready": 1, "files_allocated": 0, "prepared": 0}
+    assert h.snapshot_memory_bytes == mem.nbytes  # the prepared arena itself
+    assert "ready: kept or prepared ahead" in err and "allocated now" not in err, err
+    assert after["ready_host_bytes"] == mem.nbytes  # kept again for the save after
+    assert _equal(state, h5gds.load(tmp_path / "c.h5", device="cpu"))
+
+
+def test_without_preparation_the_first_save_allocates(tmp_path: Path, capfd) -> None:
+    h5gds.release_checkpoint_memory()
+    state = _big_state(2)
+    before = h5gds.checkpoint_memory_info()
+    assert before["ready_host_bytes"] == before["ready_device_bytes"] == 0
+    capfd.readouterr()
+    h5gds.save(state, tmp_path / "a.h5", log="on").wait()
+    assert "allocated now" in capfd.readouterr().err
+    first = h5gds.checkpoint_memory_info()
+    assert _deltas(before, first) == {"files_ready": 0, "files_allocated": 1, "prepared": 0}
+    h5gds.save(state, tmp_path / "b.h5").wait()  # the steady state: the kept arena
+    assert _deltas(first, h5gds.checkpoint_memory_info()) == {"files_ready": 1, "files_allocated": 0, "prepared": 0}
+
+
+def test_save_during_a_background_preparation_waits_for_its_memory(tmp_path: Path) -> None:
+    """The preparation is marked before prepare_checkpoint returns: a save
+    right after it takes that memory, whether or not it is allocated yet,
+    and never allocates a second arena."""
+    h5gds.release_checkpoint_memory()
+    state = _big_state(3)
+    before = h5gds.checkpoint_memory_info()
+    mem = h5gds.prepare_checkpoint(state)  # no wait
+    h = h5gds.save(state, tmp_path / "c.h5")
+    h.wait()
+    mem.wait()
+    assert _deltas(before, h5gds.checkpoint_memory_info()) == {"files_ready": 1, "files_allocated": 0, "prepared": 1}
+    assert h.snapshot_memory_bytes == mem.nbytes
+
+
+def test_prepare_when_ready_allocates_nothing(tmp_path: Path) -> None:
+    h5gds.release_checkpoint_memory()
+    state = _big_state(4)
+    before = h5gds.checkpoint_memory_info()
+    h5gds.prepare_checkpoint(state, background=False)
+    h5gds.prepare_checkpoint(state).wait()  # the same again
+    h5gds.prepare_checkpoint(1 << 20, memory="host").wait()  # smaller
+    h5gds.save(state, tmp_path / "c.h5").wait()
+    h5gds.prepare_checkpoint(state).wait()  # kept by that save
+    assert _deltas(before, h5gds.checkpoint_memory_info()) == {"files_ready": 1, "files_allocated": 0, "prepared": 1}
+
+
+def test_prepare_by_size_covers_the_state(tmp_path: Path) -> None:
+    """A number of bytes: the state's size with room for its arrays'
+    alignment added, so the save of a state of that size takes it."""
+    h5gds.release_checkpoint_memory()
+    state = {f"a{i}": np.full(8192 + i, i, dtype=np.float64) for i in range(300)}  # 300 arrays, odd sizes
+    nbytes = sum(a.nbytes for a in state.values())
+    mem = h5gds.prepare_checkpoint(nbytes, memory="host", background=False)
+    assert mem.nbytes > nbytes
+    before = h5gds.checkpoint_memory_info()
+    h5gds.save(state, tmp_path / "c.h5").wait()
+    assert _deltas(before, h5gds.checkpoint_memory_info())["files_ready"] == 1
+
+
+def test_release_frees_the_kept_memory(tmp_path: Path) -> None:
+    h5gds.prepare_checkpoint(_big_state(5), background=False)
+    assert h5gds.checkpoint_memory_info()["ready_host_bytes"] > 0
+    h5gds.release_checkpoint_memory()
+    info = h5gds.checkpoint_memory_info()
+    assert info["ready_host_bytes"] == info["ready_device_bytes"] == 0
+    h5gds.save(_big_state(5), tmp_path / "c.h5").wait()
+    assert _deltas(info, h5gds.checkpoint_memory_info())["files_allocated"] == 1
+
+
+@pytest.mark.parametrize("background", [True, False])
+def test_prepare_more_than_the_machine_has_fails(background: bool) -> None:
+    machine = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    before = h5gds.checkpoint_memory_info()
+    with pytest.raises(MemoryError, match=r"more than this machine's \d+ bytes"):
+        h5gds.prepare_checkpoint(2 * machine, memory="host", background=background)
+    after = h5gds.checkpoint_memory_info()
+    assert after["prepared"] == before["prepared"] and after["preparing"] == 0
+
+
+def test_prepare_arguments() -> None:
+    state = _big_state(6)
+    with pytest.raises(ValueError, match="memory must be"):
+        h5gds.prepare_checkpoint(state, memory="gpu")
+    with pytest.raises(ValueError, match="positive number of bytes"):
+        h5gds.prepare_checkpoint(0)
+    with pytest.raises(ValueError, match="positive number of bytes"):
+        h5gds.prepare_checkpoint(-5)
+    with pytest.raises(TypeError, match="not a bool"):
+        h5gds.prepare_checkpoint(True)
+    with pytest.raises(ValueError, match="host memory"):
+        h5gds.prepare_checkpoint(state, memory="device")  # host arrays: their save snapshots into host memory
+    assert h5gds.prepare_checkpoint({"n": 1, "s": "x"}).nbytes == 0  # nothing to snapshot: nothing prepared
+    # device memory by size needs a CUDA context on the calling thread: a new
+    # thread has none, on a machine with a GPU too
+    import threading
+    caught: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            h5gds.prepare_checkpoint(1 << 20, memory="device")
+        except BaseException as exc:  # noqa: BLE001 - checked below
+            caught.append(exc)
+    t = threading.Thread(target=run)
+    t.start()
+    t.join()
+    assert len(caught) == 1 and isinstance(caught[0], ValueError), caught
+    assert "needs a CUDA context" in str(caught[0])
+
+
+def test_memory_handle_wait_with_timeout() -> None:
+    mem = h5gds.prepare_checkpoint(_big_state(7))
+    mem.wait(timeout=60)
+    mem.wait()  # asked again: the same answer
+    assert mem.done() and "ready" in repr(mem)
+    del mem  # the handle given back
+
+
+def test_bench_summary_keeps_first_and_steady_apart() -> None:
+    from h5gds.bench import checkpoint as bench
+    rows = [dict(bench="checkpoint", state="s", method="h5gds-async", memory="device", phase=phase, prepared=prep,
+                 stall_s=str(stall), durable_s="2.0")
+            for phase, prep, stall in (("first", "no", 1.5), ("first", "ahead", 0.03), ("steady", "-", 0.02),
+                                       ("steady", "-", 0.04))]
+    lines = bench.summary(rows)
+    assert len(lines) == 3, lines
+    assert any("| first | no |" in ln and "1.500" in ln for ln in lines)
+    assert any("| first | ahead |" in ln and "0.030" in ln for ln in lines)
+    assert any("| steady | - |" in ln and "0.030" in ln for ln in lines)  # the median of the two

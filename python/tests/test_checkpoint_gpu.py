@@ -171,3 +171,70 @@ def test_sync_save_same_path(tmp_path: Path) -> None:
     if can_reserve:  # every leaf created before any was written: one reservation covering them all
         assert h.reserved_bytes >= sum(v.numel() * 4 for v in expect.values())
     _check(torch, tmp_path / "c.h5", expect)
+
+
+# ---- snapshot memory made ready ahead (prepare_checkpoint), device state ----
+
+def _deltas(before: dict, after: dict) -> dict:
+    return {k: after[k] - before[k] for k in ("files_ready", "files_allocated", "prepared")}
+
+
+@pytest.mark.parametrize("memory", ["device", "host", "auto"])
+@pytest.mark.parametrize("wait_first", [True, False])
+def test_prepared_device_state_memory_is_taken(tmp_path: Path, memory: str, wait_first: bool) -> None:
+    """Device (or pinned host) memory prepared for a device state is the
+    memory the next save snapshots into; a save started while it is being
+    prepared waits for it rather than allocating its own."""
+    torch = _torch()
+    h5gds.release_checkpoint_memory()
+    g = torch.Generator(device="cuda").manual_seed(3)
+    state = {"w": torch.randn(4096, 1024, device="cuda", generator=g).half(),
+             "b": torch.randn(1 << 20, device="cuda", generator=g), "step": 7}
+    expect = {k: v.clone() for k, v in state.items() if hasattr(v, "clone")}
+    before = h5gds.checkpoint_memory_info()
+    mem = h5gds.prepare_checkpoint(state, memory=memory)  # in the background
+    if wait_first:
+        mem.wait()
+        ready = h5gds.checkpoint_memory_info()
+        assert _deltas(before, ready)["prepared"] == 1 and ready["preparing"] == 0
+        if memory == "host":
+            assert ready["ready_host_bytes"] == mem.nbytes and ready["ready_host_pinned"] == 1
+        else:  # auto: device memory, the device has the room
+            assert ready["ready_device_bytes"] == mem.nbytes
+    h = h5gds.save(state, tmp_path / "c.h5", memory=memory)
+    state["w"].zero_()
+    h.wait()
+    mem.wait()
+    assert _deltas(before, h5gds.checkpoint_memory_info()) == {"files_ready": 1, "files_allocated": 0, "prepared": 1}
+    assert h.snapshot_memory_bytes == mem.nbytes
+    back = h5gds.load(tmp_path / "c.h5", device="cuda")
+    assert torch.equal(back["w"], expect["w"]) and torch.equal(back["b"], expect["b"]) and back["step"] == 7
+
+
+def test_prepared_memory_of_the_state_device() -> None:
+    """The memory is of the device the state's first array is on (its
+    context), whichever device is current."""
+    torch = _torch()
+    if torch.cuda.device_count() < 2:
+        pytest.skip("needs two GPUs")
+    h5gds.release_checkpoint_memory()
+    state = {"w": torch.ones(64 << 20, device="cuda:1")}  # 256 MiB
+    free_before = [torch.cuda.mem_get_info(i)[0] for i in (0, 1)]
+    with torch.cuda.device(0):
+        mem = h5gds.prepare_checkpoint(state, memory="device", background=False)
+    free_after = [torch.cuda.mem_get_info(i)[0] for i in (0, 1)]
+    assert free_before[1] - free_after[1] >= mem.nbytes  # on device 1
+    assert free_before[0] - free_after[0] < mem.nbytes // 2
+    h5gds.release_checkpoint_memory()
+
+
+def test_prepare_more_device_memory_than_free_fails() -> None:
+    torch = _torch()
+    free, total = torch.cuda.mem_get_info()
+    before = h5gds.checkpoint_memory_info()
+    with pytest.raises(MemoryError, match="device"):
+        h5gds.prepare_checkpoint(free, memory="device").wait()
+    with pytest.raises(MemoryError, match=r"more than the device's \d+ bytes"):
+        h5gds.prepare_checkpoint(2 * total, memory="device")
+    after = h5gds.checkpoint_memory_info()
+    assert after["prepared"] == before["prepared"] and after["preparing"] == 0

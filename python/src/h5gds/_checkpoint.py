@@ -14,6 +14,10 @@ renames it over ``path`` and fsyncs the directory. A
 crash at any moment leaves the previous checkpoint at ``path`` intact; its
 blocks are freed after the new one is durable, not inside the rename.
 
+The snapshot memory is allocated by a process's first save and kept for
+the next ones; ``prepare_checkpoint`` allocates it ahead (in the background
+by default), so that the first save stalls no longer than the later ones.
+
 Layout: groups for dicts, lists and tuples (attribute ``h5gds_container``),
 one contiguous dataset per array, plain values as JSON in the group
 attribute ``h5gds_values``; the root's ``h5gds_arrays`` (JSON) gives each
@@ -24,6 +28,7 @@ mantissa 0..6), which h5py reads, converting.
 from __future__ import annotations
 
 import ctypes
+import errno
 import json
 import os
 import threading
@@ -39,7 +44,8 @@ from . import _arrays
 from ._io import _dxpl, gds_dcpl
 from ._lib import errbuf, hdf5_error_text, native
 
-__all__ = ["CheckpointHandle", "save", "load"]
+__all__ = ["CheckpointHandle", "CheckpointMemory", "checkpoint_memory_info", "load", "prepare_checkpoint",
+           "release_checkpoint_memory", "save"]
 
 _H5S_ALL = 0
 _PLAIN = (type(None), bool, int, float, str)
@@ -274,7 +280,12 @@ def save(state: Any, path: str | os.PathLike[str], *, async_: bool = True, memor
     ``async_`` it returns once the checkpoint is durable; it takes the same
     path with a snapshot pool of at most 1 GiB (unless ``budget`` is given),
     so that many leaves are written side by side. Other keywords are
-    driver options (``threads=``, ...)."""
+    driver options (``threads=``, ...).
+
+    The snapshot memory is allocated by the first save of the process (a
+    second or more for gigabytes of device or pinned memory: that save
+    stalls that much longer) and kept for the next saves, unless
+    :func:`prepare_checkpoint` made it ready before."""
     path = os.fspath(path)
     t0 = time.perf_counter()
     handle = CheckpointHandle(path)
@@ -284,7 +295,7 @@ def save(state: Any, path: str | os.PathLike[str], *, async_: bool = True, memor
     total = sum(i[4] for i in infos)
     clock.lap("walk")
     if budget is None:
-        budget = max(total + 256 * len(infos), 1 << 20)
+        budget = _snapshot_budget(total, len(infos))
         if not async_:
             # Synchronous saves take the same path (snapshots written side by
             # side, many leaves in flight); a bounded pool is enough for that.
@@ -318,6 +329,157 @@ def save(state: Any, path: str | os.PathLike[str], *, async_: bool = True, memor
 
 
 _SYNC_BUDGET = 1 << 30
+
+
+def _snapshot_budget(total: int, narrays: int) -> int:
+    """Snapshot memory of an asynchronous save: the state's bytes and room
+    for each array's alignment (write-behind places snapshots at multiples of
+    256 bytes), at least 1 MiB."""
+    return max(total + 256 * narrays, 1 << 20)
+
+
+# The engine's kinds of snapshot memory (gds_wb_memory_t; H5FD_gds_wb_memory_t).
+_MEMORY_KINDS = {"auto": 0, "device": 1, "host": 2}
+
+
+def _device_pointer(arr: Any) -> int | None:
+    """The address of a device array's memory, None for a host array."""
+    if type(arr).__module__.split(".")[0] == "torch":
+        return int(arr.data_ptr()) if arr.is_cuda else None
+    if isinstance(arr, np.ndarray):
+        return None
+    v = _arrays.view(arr, writable=False, name="state array", contiguous_copy=True)
+    return v.ptr if v.device else None
+
+
+class CheckpointMemory:
+    """Snapshot memory being made ready for the next checkpoint, returned by
+    :func:`prepare_checkpoint`. ``wait(timeout=None)`` returns once it is
+    allocated, or raises what failed (``MemoryError`` when the device or the
+    machine has not that much free); ``done()`` polls. ``nbytes``: the bytes
+    asked for (0: nothing to prepare); ``memory``: the kind asked for."""
+
+    def __init__(self, prep: int | None, nbytes: int, memory: str) -> None:
+        self._prep = prep
+        self.nbytes = nbytes
+        self.memory = memory
+
+    def done(self) -> bool:
+        return self._prep is None or bool(native.h5gds_py_prepare_done(self._prep))
+
+    def wait(self, timeout: float | None = None) -> None:
+        if self._prep is None:
+            return
+        if timeout is not None:
+            deadline = time.monotonic() + timeout
+            while not self.done():
+                if time.monotonic() >= deadline:
+                    raise TimeoutError(f"checkpoint memory ({self.nbytes} bytes) not ready after {timeout} s")
+                time.sleep(0.002)
+        err = errbuf()
+        rc = native.h5gds_py_prepare_wait(self._prep, err, len(err))  # without the GIL
+        if rc != 0:
+            raise _memory_error(rc, err.value.decode(errors="replace"))
+
+    def __del__(self) -> None:
+        prep, self._prep = self._prep, None
+        if prep is not None and native is not None:
+            native.h5gds_py_prepare_free(prep)  # a preparation in progress goes on
+
+    def __repr__(self) -> str:
+        state = "ready" if self.done() else "in progress"
+        return f"<CheckpointMemory {self.nbytes} bytes, {self.memory}, {state}>"
+
+
+def _memory_error(rc: int, msg: str) -> Exception:
+    if -rc == errno.ENOMEM:
+        return MemoryError(msg)
+    if -rc == errno.EINVAL:
+        return ValueError(msg)
+    return OSError(-rc, msg)
+
+
+def prepare_checkpoint(state: Any, *, memory: str = "auto", background: bool = True) -> CheckpointMemory:
+    """Makes the snapshot memory of the next :func:`save` ready ahead, so
+    that a process's first save stalls no longer than its later ones
+    (without it, the first save allocates that memory: a second or more for
+    gigabytes). Returns a :class:`CheckpointMemory`.
+
+    ``state``: the state you will save (its snapshot memory is sized and
+    placed as ``save(state, memory=memory)`` asks for it: device memory of
+    its first array's device, or host memory), or a number of bytes: a
+    state's size, to which room for the arrays' alignment is added (1 MiB
+    and 1/256th, enough for arrays of 64 KiB on average, or a ``budget=``
+    of ``save`` up to that total); then the memory is of the current
+    device. ``memory``: as for :func:`save`, "auto" (device memory for a
+    device state when the device has the room, else pinned host memory),
+    "device" or "host" (pinned). With ``background`` (the default) it
+    returns at once and the memory is allocated on a thread of its own: a
+    save that starts meanwhile waits for that memory instead of allocating
+    its own; ``wait()`` says whether it worked. Without, it returns once the
+    memory is ready.
+
+    The memory is kept for later saves (one arena per kind, the larger one
+    when two meet) until :func:`release_checkpoint_memory` or the end of
+    the process; asking again for memory that is ready allocates nothing.
+    Call it from the thread that saves (its current CUDA device).
+    ``ValueError``: a wrong argument, or device memory without a GPU;
+    ``MemoryError``: more than the device or the machine has."""
+    if memory not in _MEMORY_KINDS:
+        raise ValueError(f"memory must be 'auto', 'device' or 'host', not {memory!r}")
+    like: int | None = None
+    if isinstance(state, bool):
+        raise TypeError("prepare_checkpoint: a state or a number of bytes, not a bool")
+    if isinstance(state, int):
+        if state <= 0:
+            raise ValueError(f"prepare_checkpoint: {state} bytes (a positive number of bytes, or the state)")
+        nbytes = state + (1 << 20) + state // 256
+        kind = _MEMORY_KINDS[memory]
+    else:
+        leaves = list(_leaves(state, ""))
+        infos = [_array_info(a) for _, a in leaves]
+        total = sum(i[4] for i in infos)
+        if total == 0:  # nothing a save would snapshot
+            return CheckpointMemory(None, 0, memory)
+        first = next(a for (_, a), i in zip(leaves, infos) if i[4])  # the save's first snapshot decides
+        like = _device_pointer(first)
+        if like is None and memory == "device":
+            raise ValueError("memory='device' for a state whose first array is in host memory: its save "
+                             "snapshots into host memory")
+        nbytes = _snapshot_budget(total, len(infos))
+        kind = _MEMORY_KINDS["host"] if like is None else _MEMORY_KINDS[memory]
+    prep = ctypes.c_void_p()
+    err = errbuf()
+    rc = native.h5gds_py_prepare_start(nbytes, kind, like, ctypes.byref(prep), err, len(err))
+    if rc != 0:
+        raise _memory_error(rc, err.value.decode(errors="replace"))
+    handle = CheckpointMemory(prep.value, nbytes, memory)
+    if not background:
+        handle.wait()
+    return handle
+
+
+def release_checkpoint_memory() -> None:
+    """Frees the snapshot memory kept for the next save (after a preparation
+    in progress has ended). A save running now keeps its memory, and keeps
+    it again for the next save when it ends."""
+    native.h5gds_py_release_snapshot_memory()
+
+
+_INFO_KEYS = ("ready_device_bytes", "ready_host_bytes", "ready_host_pinned", "open_bytes", "preparing",
+              "files_ready", "files_allocated", "prepared")
+
+
+def checkpoint_memory_info() -> dict[str, int]:
+    """The process's snapshot memory: bytes ready for the next save (device,
+    host; ``ready_host_pinned``), bytes held by files being written
+    (``open_bytes``), preparations running, and counters since the start:
+    files that found their memory ready (``files_ready``) or allocated it
+    (``files_allocated``), and allocations made by preparations
+    (``prepared``)."""
+    out = (ctypes.c_uint64 * len(_INFO_KEYS))()
+    native.h5gds_py_snapshot_memory_info(out)
+    return dict(zip(_INFO_KEYS, (int(v) for v in out)))
 
 
 def _discard(f: h5py.File, tmp: str) -> None:

@@ -136,6 +136,19 @@ native.h5gds_py_save_leaves.argtypes = [_c_int64, _c_size_t, ctypes.POINTER(ctyp
                                         ctypes.POINTER(ctypes.c_double), ctypes.POINTER(_c_int64), ctypes.c_char_p,
                                         _c_size_t]
 native.h5gds_py_save_leaves.restype = ctypes.c_int
+native.h5gds_py_prepare_start.argtypes = [ctypes.c_uint64, ctypes.c_int, _c_void_p, ctypes.POINTER(_c_void_p),
+                                          ctypes.c_char_p, _c_size_t]
+native.h5gds_py_prepare_start.restype = ctypes.c_int
+native.h5gds_py_prepare_done.argtypes = [_c_void_p]
+native.h5gds_py_prepare_done.restype = ctypes.c_int
+native.h5gds_py_prepare_wait.argtypes = [_c_void_p, ctypes.c_char_p, _c_size_t]
+native.h5gds_py_prepare_wait.restype = ctypes.c_int
+native.h5gds_py_prepare_free.argtypes = [_c_void_p]
+native.h5gds_py_prepare_free.restype = None
+native.h5gds_py_release_snapshot_memory.argtypes = []
+native.h5gds_py_release_snapshot_memory.restype = None
+native.h5gds_py_snapshot_memory_info.argtypes = [_u64p]
+native.h5gds_py_snapshot_memory_info.restype = None
 native.h5gds_py_close_datasets.argtypes = [_c_size_t, ctypes.POINTER(_c_int64), ctypes.c_char_p, _c_size_t]
 native.h5gds_py_close_datasets.restype = ctypes.c_int
 for _name in ("H5Dwrite", "H5Dread"):  # h5py's own libhdf5: datasets known to pass through

@@ -23,12 +23,22 @@ checkpoint: the state of the round-2 anchors (96 x 4096x4096 fp16, 32 x 1M
                      to host memory inside the call), durable = its future
    Each measurement starts in an empty directory (the previous files deleted
    and synced outside the clock, as h5gds-bench does).
-   Columns: bench,method,state,memory,bytes,repeat,stall_s,durable_s,
-   peak_host_bytes,peak_device_bytes,note (h5gds rows: background writes
-   in flight and workers busy at most, stream-ordered snapshots, bytes
-   reserved; host: growth of the resident set, sampled
+   Columns: bench,method,state,memory,phase,prepared,bytes,repeat,stall_s,
+   durable_s,peak_host_bytes,peak_device_bytes,note (h5gds rows: background
+   writes in flight and workers busy at most, stream-ordered snapshots,
+   bytes reserved; host: growth of the resident set, sampled
    every 5 ms; device: torch's peak allocation above the state, or the
-   snapshot memory h5gds reports).
+   snapshot memory h5gds reports). phase: `first` for an h5gds save that
+   allocated its snapshot memory (a process's first save of that kind) and
+   for another method's first run in the process, `steady` otherwise;
+   the summary keeps them apart.
+first-save (with h5gds-async, bench = first-save): a process's first save
+   apart, each in a fresh process (python -m h5gds.bench.checkpoint): the
+   state made, then two saves (phase first, then steady), device and pinned
+   host snapshots, the snapshot memory prepared: `no`; `ahead`
+   (h5gds.prepare_checkpoint(state, background=False) before the first
+   save; its time in note); `background` (prepare_checkpoint started in
+   the background, then about 2 s of GPU compute before the first save).
 train-loop: N steps of a fixed GPU compute (matrix products, about 30 ms),
    a checkpoint every k steps (k steps of compute: longer than one drain),
    the state changing every step; mean step time without checkpoints, with
@@ -39,9 +49,12 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import os
 import shutil
 import statistics
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -49,8 +62,8 @@ from typing import Any, Callable
 
 import h5gds
 
-FIELDS = ["bench", "method", "state", "memory", "bytes", "repeat", "stall_s", "durable_s", "peak_host_bytes",
-          "peak_device_bytes", "step_ms", "steps", "every", "note"]
+FIELDS = ["bench", "method", "state", "memory", "phase", "prepared", "bytes", "repeat", "stall_s", "durable_s",
+          "peak_host_bytes", "peak_device_bytes", "step_ms", "steps", "every", "note"]
 
 
 def _rss() -> int:
@@ -143,12 +156,15 @@ def checkpoint_methods(torch: Any, state: dict[str, Any], d: Path) -> list[tuple
     def h5gds_save(async_: bool, memory: str) -> Callable[[], tuple[float, float, int]]:
         def run() -> tuple[float, float, int]:
             path = d / "h5gds.h5"
+            allocated = h5gds.checkpoint_memory_info()["files_allocated"]
             torch.cuda.synchronize()
             t0 = time.perf_counter()
             h = h5gds.save(state, path, async_=async_, memory=memory)
             stall = time.perf_counter() - t0
             h.wait()
             durable = time.perf_counter() - t0
+            # the save allocated its snapshot memory: a first save (phase)
+            NOTES["allocated"] = "yes" if h5gds.checkpoint_memory_info()["files_allocated"] > allocated else "no"
             # how the drain went (column note)
             NOTES["last"] = (f"background writes at once {h.peak_background_writes}; busy workers at most "
                              f"{h.peak_busy_workers}; stream-ordered snapshots {h.stream_ordered_snapshots}; "
@@ -240,8 +256,12 @@ def bench_checkpoint(args: argparse.Namespace, rows: list[dict[str, Any]]) -> No
     import torch
     d = Path(args.dir) / "ckpt"
     d.mkdir(parents=True, exist_ok=True)
-    states = [STATES[k] for k in args.states.split(",") if k in STATES]
-    for state_name, half_name, layers in states:
+    keys = [k for k in args.states.split(",") if k in STATES]
+    for key in keys:
+        state_name, half_name, layers = STATES[key]
+        if not args.methods or "h5gds-async" in args.methods:
+            for rep in range(args.repeat):
+                first_save_rows(key, d, rep, rows)
         state = make_state(torch, getattr(torch, half_name), layers)
         nbytes = sum(v.numel() * v.element_size() for v in state.values())
         methods = checkpoint_methods(torch, state, d)
@@ -252,6 +272,7 @@ def bench_checkpoint(args: argparse.Namespace, rows: list[dict[str, Any]]) -> No
                 torch.cuda.reset_peak_memory_stats()
                 base = torch.cuda.memory_allocated()
                 NOTES.pop("last", None)
+                NOTES.pop("allocated", None)
                 note = ""
                 # Every method writes into an empty directory, its previous
                 # files deleted and their blocks freed before the clock starts
@@ -272,11 +293,13 @@ def bench_checkpoint(args: argparse.Namespace, rows: list[dict[str, Any]]) -> No
                         note = f"failed: {str(exc).splitlines()[0][:200]}"
                         torch.cuda.empty_cache()
                 peak_dev = max(dev_bytes, torch.cuda.max_memory_allocated() - base)
-                r = dict(bench="checkpoint", method=method, state=state_name, memory=memory, bytes=nbytes,
-                         repeat=rep, stall_s=f"{stall:.4f}", durable_s=f"{durable:.4f}", peak_host_bytes=rss.growth,
+                allocated = NOTES.get("allocated")  # h5gds: whether the save allocated its snapshot memory
+                phase = "first" if (allocated == "yes" if allocated else rep == 0) else "steady"
+                r = dict(bench="checkpoint", method=method, state=state_name, memory=memory, phase=phase,
+                         prepared="no" if allocated else "-", bytes=nbytes, repeat=rep, stall_s=f"{stall:.4f}", durable_s=f"{durable:.4f}", peak_host_bytes=rss.growth,
                          peak_device_bytes=peak_dev, note=note or NOTES.get("last", ""))
                 rows.append(r)
-                print(f"checkpoint {state_name:13s} {method:15s} {memory:6s} stall {stall:7.3f} s  durable "
+                print(f"checkpoint {state_name:13s} {method:15s} {memory:6s} {phase:6s} stall {stall:7.3f} s  durable "
                       f"{durable:7.3f} s  host +{rss.growth / 2**30:5.2f} GiB  device +{peak_dev / 2**30:5.2f} GiB",
                       flush=True)
         if args.verify:  # an asynchronous save (device snapshots) read back
@@ -292,6 +315,91 @@ def bench_checkpoint(args: argparse.Namespace, rows: list[dict[str, Any]]) -> No
         del state, methods
         torch.cuda.empty_cache()
     shutil.rmtree(d, ignore_errors=True)
+
+
+FIRST_SAVE_KINDS = (("device", "no"), ("device", "ahead"), ("device", "background"), ("host", "no"),
+                    ("host", "ahead"), ("host", "background"))
+
+
+def first_save_rows(key: str, d: Path, rep: int, rows: list[dict[str, Any]]) -> None:
+    """A process's first save and the one after it, each kind in a fresh
+    process (this module run as a program): rows of bench first-save."""
+    state_name = STATES[key][0]
+    for memory, prepared in FIRST_SAVE_KINDS:
+        spec = json.dumps({"state": key, "memory": memory, "prepared": prepared, "dir": str(d / "first")})
+        t0 = time.perf_counter()
+        proc = subprocess.run([sys.executable, "-m", "h5gds.bench.checkpoint", "--first-save", spec],
+                              capture_output=True, text=True, timeout=900, check=False)
+        lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+        if proc.returncode != 0 or not lines:
+            why = (proc.stderr.strip().splitlines() or ["no output"])[-1][:200]
+            rows.append(dict(bench="first-save", method="h5gds-async", state=state_name, memory=memory, phase="first",
+                             prepared=prepared, repeat=rep, stall_s="nan", durable_s="nan",
+                             note=f"failed (exit {proc.returncode}): {why}"))
+            print(f"first-save {state_name} {memory} prepared={prepared}: failed: {why}", flush=True)
+            continue
+        res = json.loads(lines[-1])
+        for phase in ("first", "steady"):
+            m = res[phase]
+            note = ("stall ms: " + " ".join(f"{k} {v * 1e3:.1f}" for k, v in m["timings"].items() if k != "metadata")
+                    + f"; memory ready {m['ready']}")
+            if phase == "first" and prepared != "no":
+                note += f"; prepare_checkpoint call {res['prepare_call_s'] * 1e3:.1f} ms, ready after " \
+                        f"{res['prepare_ready_s'] * 1e3:.1f} ms"
+            rows.append(dict(bench="first-save", method="h5gds-async", state=state_name, memory=memory, phase=phase,
+                             prepared=prepared if phase == "first" else "-", bytes=res["bytes"], repeat=rep,
+                             stall_s=f"{m['stall_s']:.4f}", durable_s=f"{m['durable_s']:.4f}",
+                             peak_device_bytes=m["snapshot_memory_bytes"] if memory == "device" else 0, note=note))
+        print(f"first-save {state_name} {memory:6s} prepared={prepared:10s} first stall {res['first']['stall_s']:7.3f} s "
+              f"(memory ready: {res['first']['ready']}), steady {res['steady']['stall_s']:7.3f} s  "
+              f"[{time.perf_counter() - t0:.0f} s in all]", flush=True)
+    shutil.rmtree(d / "first", ignore_errors=True)
+
+
+def _first_save_child(spec: dict[str, Any]) -> None:
+    """In a fresh process: make the state, maybe prepare its snapshot
+    memory, then save twice (first, steady); one JSON line on stdout."""
+    import torch
+    _, half_name, layers = STATES[spec["state"]]
+    d = Path(spec["dir"])
+    d.mkdir(parents=True, exist_ok=True)
+    state = make_state(torch, getattr(torch, half_name), layers)
+    memory, prepared = spec["memory"], spec["prepared"]
+    res: dict[str, Any] = {"bytes": sum(v.numel() * v.element_size() for v in state.values())}
+    t0 = time.perf_counter()
+    if prepared == "ahead":
+        h5gds.prepare_checkpoint(state, memory=memory, background=False)
+        res["prepare_call_s"] = res["prepare_ready_s"] = time.perf_counter() - t0
+    elif prepared == "background":
+        mem = h5gds.prepare_checkpoint(state, memory=memory)
+        res["prepare_call_s"] = time.perf_counter() - t0
+        # the training loop goes on meanwhile: about 2 s of matrix products
+        a = torch.randn(8192, 8192, device="cuda", dtype=torch.float16)
+        t1 = time.perf_counter()
+        while time.perf_counter() - t1 < 2.0:
+            for _ in range(10):
+                a = torch.mm(a, a).clamp_(-1, 1)
+            torch.cuda.synchronize()
+        mem.wait()  # done long before: it returns at once
+        res["prepare_ready_s"] = time.perf_counter() - t0
+        del a
+    for phase in ("first", "steady"):
+        for old in d.iterdir():
+            _clear(old)
+        os.sync()
+        before = h5gds.checkpoint_memory_info()
+        torch.cuda.synchronize()
+        t = time.perf_counter()
+        h = h5gds.save(state, d / "h5gds.h5", memory=memory)
+        stall = time.perf_counter() - t
+        h.wait()
+        durable = time.perf_counter() - t
+        after = h5gds.checkpoint_memory_info()
+        res[phase] = {"stall_s": stall, "durable_s": durable, "timings": h.timings,
+                      "snapshot_memory_bytes": h.snapshot_memory_bytes,
+                      "ready": "yes" if after["files_ready"] > before["files_ready"] else "no"}
+    shutil.rmtree(d, ignore_errors=True)
+    print(json.dumps(res), flush=True)
 
 
 def bench_train_loop(args: argparse.Namespace, rows: list[dict[str, Any]]) -> None:
@@ -366,19 +474,24 @@ def bench_train_loop(args: argparse.Namespace, rows: list[dict[str, Any]]) -> No
 
 
 def summary(rows: list[dict[str, Any]]) -> list[str]:
+    """Markdown rows, medians per state, method, memory, phase and
+    preparation: a process's first saves apart from the steady state."""
     out = []
-    groups: dict[tuple[str, str, str, str], list[dict[str, Any]]] = {}
+    groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
     for r in rows:
-        if r.get("bench") in ("checkpoint", "train-loop") and r.get("method") != "verify":
-            groups.setdefault((r["bench"], r.get("state", ""), r["method"], r.get("memory", "")), []).append(r)
-    for (bench, state, method, memory), rs in groups.items():
-        if bench == "checkpoint":
-            stall = statistics.median(float(r["stall_s"]) for r in rs)
-            durable = statistics.median(float(r["durable_s"]) for r in rs)
-            out.append(f"| {state} | {method} | {memory} | {stall:.3f} | {durable:.3f} |")
-        else:
+        if r.get("bench") in ("checkpoint", "first-save", "train-loop") and r.get("method") != "verify":
+            key = (r["bench"], r.get("state", ""), r["method"], r.get("memory", ""), r.get("phase", ""),
+                   r.get("prepared", ""))
+            groups.setdefault(key, []).append(r)
+    for (bench, state, method, memory, phase, prepared), rs in groups.items():
+        if bench == "train-loop":
             ms = statistics.median(float(r["step_ms"]) for r in rs)
-            out.append(f"| train-loop | {method} | | {ms:.2f} ms/step | |")
+            out.append(f"| train-loop | {method} | | | | {ms:.2f} ms/step | |")
+            continue
+        stall = statistics.median(float(r["stall_s"]) for r in rs)
+        durable = statistics.median(float(r["durable_s"]) for r in rs)
+        where = " (fresh process)" if bench == "first-save" else ""
+        out.append(f"| {state} | {method}{where} | {memory} | {phase} | {prepared} | {stall:.3f} | {durable:.3f} |")
     return out
 
 
@@ -396,7 +509,8 @@ def run(parts: list[str], args: argparse.Namespace) -> None:
         for r in rows:
             w.writerow({k: r.get(k, "") for k in FIELDS})
     (out / "checkpoint-summary.md").write_text(
-        "| state | method | memory | stall (s) | durable (s) |\n|---|---|---|---|---|\n" + "\n".join(summary(rows)) + "\n")
+        "| state | method | memory | phase | prepared | stall (s) | durable (s) |\n|---|---|---|---|---|---|---|\n"
+        + "\n".join(summary(rows)) + "\n")
     try:
         _plot(rows, out / "checkpoint.png")
     except ImportError:
@@ -409,6 +523,8 @@ def _plot(rows: list[dict[str, Any]], png: Path) -> None:
     import matplotlib.pyplot as plt
     cp = [r for r in rows if r.get("bench") == "checkpoint" and r.get("method") != "verify"
           and r.get("state") == "fp16-3.13GiB"]
+    if any(r.get("phase") == "steady" for r in cp):  # the steady state (first saves: the summary)
+        cp = [r for r in cp if r.get("phase") == "steady"]
     if not cp:
         return
     names: list[str] = []
@@ -428,7 +544,14 @@ def _plot(rows: list[dict[str, Any]], png: Path) -> None:
     ax.set_xticks(list(x))
     ax.set_xticklabels(names, rotation=30, ha="right")
     ax.set_yscale("log")
-    ax.set_title("Checkpoint of a 3.13 GiB PyTorch state (fp16), median")
+    ax.set_title("Checkpoint of a 3.13 GiB PyTorch state (fp16), median of the steady state")
     ax.legend()
     fig.tight_layout()
     fig.savefig(png, dpi=110)
+
+
+if __name__ == "__main__":  # the fresh process of first_save_rows
+    if len(sys.argv) != 3 or sys.argv[1] != "--first-save":
+        raise SystemExit("usage: python -m h5gds.bench.checkpoint --first-save JSON (run by python -m h5gds.bench "
+                         "checkpoint)")
+    _first_save_child(json.loads(sys.argv[2]))
