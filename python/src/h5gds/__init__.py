@@ -30,7 +30,7 @@ hdf5_compiled: tuple[int, int, int] = tuple(_lib._build_info.hdf5_compiled)  # t
 """The HDF5 headers the native library was compiled with."""
 
 __all__ = [
-    "CheckpointHandle", "CheckpointMemory", "Loader", "NotGdsWarning", "TorchLoader", "load", "save", "create_dataset", "driver_id", "fapl_config", "gds_dcpl",
+    "CheckpointHandle", "CheckpointMemory", "Loader", "NotGdsWarning", "Ragged", "TorchLoader", "load", "save", "create_dataset", "driver_id", "fapl_config", "gds_dcpl",
     "checkpoint_memory_info", "prepare_checkpoint", "release_checkpoint_memory",
     "gpu_available", "hdf5_compiled", "hdf5_version", "last_route", "read", "set_array_module", "write",
     "__version__",
