@@ -1,7 +1,9 @@
 /* Run-time loading of libcuda and libcufile; see cuda_loader.h. */
 #include "cuda_loader.h"
+#include "nvcomp_api.h"
 
 #include <dlfcn.h>
+#include <glob.h>
 #include <link.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -83,6 +85,10 @@ static const symbol_slot_t cuda_symbols[] = {
     SLOT(ModuleLoadData, "cuModuleLoadData"),
     SLOT(ModuleGetFunction, "cuModuleGetFunction"),
     SLOT(LaunchKernel, "cuLaunchKernel"),
+    SLOT(DeviceGetAttribute, "cuDeviceGetAttribute"),
+    SLOT(ModuleUnload, "cuModuleUnload"),
+    SLOT(MemsetD32Async, "cuMemsetD32Async"),
+    SLOT(StreamQuery, "cuStreamQuery"),
 };
 #undef SLOT
 
@@ -330,4 +336,278 @@ const char *gds_cufile_error_text(CUfileError_t st, char *buf, size_t size)
 bool gds_nvfs_present(void)
 {
     return access("/proc/driver/nvidia-fs/version", F_OK) == 0 || access("/sys/module/nvidia_fs", F_OK) == 0;
+}
+
+/* ---- NVRTC ---- */
+
+static gds_nvrtc_api_t nvrtc_api;
+static const gds_nvrtc_api_t *nvrtc_ready;
+static char nvrtc_failure[800];
+static pthread_once_t nvrtc_once = PTHREAD_ONCE_INIT;
+
+#define RSLOT(field, sym) {(void **)&nvrtc_api.field, sym}
+static const symbol_slot_t nvrtc_symbols[] = {
+    RSLOT(GetErrorString, "nvrtcGetErrorString"),
+    RSLOT(CreateProgram, "nvrtcCreateProgram"),
+    RSLOT(DestroyProgram, "nvrtcDestroyProgram"),
+    RSLOT(CompileProgram, "nvrtcCompileProgram"),
+    RSLOT(GetProgramLogSize, "nvrtcGetProgramLogSize"),
+    RSLOT(GetProgramLog, "nvrtcGetProgramLog"),
+    RSLOT(GetCUBINSize, "nvrtcGetCUBINSize"),
+    RSLOT(GetCUBIN, "nvrtcGetCUBIN"),
+    RSLOT(GetPTXSize, "nvrtcGetPTXSize"),
+    RSLOT(GetPTX, "nvrtcGetPTX"),
+};
+#undef RSLOT
+
+/* dlopen of `name` in each folder of `dirs` (NULL-terminated; an empty
+ * entry means the dynamic loader's own search). */
+static void *open_in(const char *const *dirs, const char *name, char *path, size_t path_size)
+{
+    for (size_t i = 0; dirs[i]; i++) {
+        if (!dirs[i][0])
+            snprintf(path, path_size, "%s", name);
+        else
+            snprintf(path, path_size, "%s/%s", dirs[i], name);
+        void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+        if (lib)
+            return lib;
+    }
+    return NULL;
+}
+
+static void nvrtc_open_once(void)
+{
+    char home[400] = "";
+    const char *cuda_home = getenv("CUDA_HOME");
+    if (!cuda_home || !*cuda_home)
+        cuda_home = getenv("CUDA_PATH");
+    if (cuda_home && *cuda_home)
+        snprintf(home, sizeof home, "%s/lib64", cuda_home);
+    const char *dirs[] = {"", home[0] ? home : "/usr/local/cuda/lib64", "/usr/local/cuda/lib64",
+                          "/usr/local/cuda/targets/x86_64-linux/lib", NULL};
+    static const char *const names[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2", "libnvrtc.so"};
+    char path[600];
+    void *lib = NULL;
+    for (size_t i = 0; !lib && i < sizeof names / sizeof names[0]; i++)
+        lib = open_in(dirs, names[i], path, sizeof path);
+    if (!lib) {
+        snprintf(nvrtc_failure, sizeof nvrtc_failure,
+                 "NVRTC not found (libnvrtc.so.13 or .12): install the CUDA toolkit's NVRTC "
+                 "(or the nvidia-cuda-nvrtc wheel) and put it on LD_LIBRARY_PATH");
+        return;
+    }
+    const char *missing = NULL;
+    if (!resolve_all(lib, nvrtc_symbols, sizeof nvrtc_symbols / sizeof nvrtc_symbols[0], &missing)) {
+        snprintf(nvrtc_failure, sizeof nvrtc_failure, "%s lacks %s (NVRTC too old)", path, missing);
+        dlclose(lib);
+        return;
+    }
+    int (*version)(int *, int *) = (int (*)(int *, int *))dlsym(lib, "nvrtcVersion");
+    if (!version || version(&nvrtc_api.major, &nvrtc_api.minor) != 0)
+        nvrtc_api.major = nvrtc_api.minor = 0;
+    __atomic_store_n(&nvrtc_ready, &nvrtc_api, __ATOMIC_RELEASE);
+}
+
+const gds_nvrtc_api_t *gds_nvrtc_load(const char **why)
+{
+    pthread_once(&nvrtc_once, nvrtc_open_once);
+    const gds_nvrtc_api_t *api = __atomic_load_n(&nvrtc_ready, __ATOMIC_ACQUIRE);
+    if (!api && why)
+        *why = nvrtc_failure;
+    return api;
+}
+
+/* ---- nvCOMP ---- */
+
+static gds_nvcomp_api_t nvcomp_api;
+static const gds_nvcomp_api_t *nvcomp_ready;
+static char nvcomp_failure[700];
+static pthread_once_t nvcomp_once = PTHREAD_ONCE_INIT;
+
+/* nvCOMP 5's temp-size queries take no stream: called through these. */
+typedef gds_nvcomp_status_t (*temp5_deflate_c)(size_t, size_t, gds_nvcomp_deflate_copts_t, size_t *, size_t);
+typedef gds_nvcomp_status_t (*temp5_deflate_d)(size_t, size_t, gds_nvcomp_deflate_dopts_t, size_t *, size_t);
+typedef gds_nvcomp_status_t (*temp5_lz4_c)(size_t, size_t, gds_nvcomp_lz4_copts_t, size_t *, size_t);
+typedef gds_nvcomp_status_t (*temp5_lz4_d)(size_t, size_t, gds_nvcomp_lz4_dopts_t, size_t *, size_t);
+typedef gds_nvcomp_status_t (*temp5_zstd_c)(size_t, size_t, gds_nvcomp_zstd_copts_t, size_t *, size_t);
+typedef gds_nvcomp_status_t (*temp5_zstd_d)(size_t, size_t, gds_nvcomp_zstd_dopts_t, size_t *, size_t);
+static temp5_deflate_c v5_deflate_c;
+static temp5_deflate_d v5_deflate_d;
+static temp5_lz4_c v5_lz4_c;
+static temp5_lz4_d v5_lz4_d;
+static temp5_zstd_c v5_zstd_c;
+static temp5_zstd_d v5_zstd_d;
+#define V5_WRAP(fn, ptr, opts_t)                                                                 \
+    static gds_nvcomp_status_t fn(size_t n, size_t mx, opts_t o, size_t *t, size_t tot, CUstream s) \
+    {                                                                                            \
+        (void)s;                                                                                 \
+        return ptr(n, mx, o, t, tot);                                                            \
+    }
+V5_WRAP(v5_deflate_c_wrap, v5_deflate_c, gds_nvcomp_deflate_copts_t)
+V5_WRAP(v5_deflate_d_wrap, v5_deflate_d, gds_nvcomp_deflate_dopts_t)
+V5_WRAP(v5_lz4_c_wrap, v5_lz4_c, gds_nvcomp_lz4_copts_t)
+V5_WRAP(v5_lz4_d_wrap, v5_lz4_d, gds_nvcomp_lz4_dopts_t)
+V5_WRAP(v5_zstd_c_wrap, v5_zstd_c, gds_nvcomp_zstd_copts_t)
+V5_WRAP(v5_zstd_d_wrap, v5_zstd_d, gds_nvcomp_zstd_dopts_t)
+#undef V5_WRAP
+
+/* Fills one algorithm's table (the seven slots, in GDS_NVCOMP_ALGO_TABLE's
+ * order) from `lib`; false with the missing symbol. */
+static bool nvcomp_algo(void *lib, void *table, const char *name, int major, const char **missing)
+{
+    static const char *const parts[] = {"CompressGetRequiredAlignments", "CompressGetTempSize",
+                                        "CompressGetMaxOutputChunkSize", "CompressAsync",
+                                        "DecompressGetRequiredAlignments", "DecompressGetTempSize",
+                                        "DecompressAsync"};
+    static char symbol[7][96];
+    void **slots = (void **)table;
+    symbol_slot_t syms[7];
+    for (size_t i = 0; i < 7; i++) {
+        bool temp = strstr(parts[i], "TempSize") != NULL;
+        snprintf(symbol[i], sizeof symbol[i], "nvcompBatched%s%s%s", name, parts[i], temp && major < 6 ? "Async" : "");
+        syms[i].slot = &slots[i];
+        syms[i].name = symbol[i];
+    }
+    return resolve_all(lib, syms, 7, missing);
+}
+
+_Static_assert(sizeof(((gds_nvcomp_api_t *)0)->deflate) == 7 * sizeof(void *), "nvCOMP table: seven slots");
+
+static bool nvcomp_bind(void *lib, int major, const char **missing)
+{
+    gds_nvcomp_api_t *a = &nvcomp_api;
+    if (!nvcomp_algo(lib, &a->deflate, "Deflate", major, missing) || !nvcomp_algo(lib, &a->lz4, "LZ4", major, missing) ||
+        !nvcomp_algo(lib, &a->zstd, "Zstd", major, missing))
+        return false;
+    if (major < 6) {
+        /* the slots hold nvCOMP 5's stream-less functions: route them through the wrappers */
+        v5_deflate_c = (temp5_deflate_c)(void *)a->deflate.CompressGetTempSize;
+        v5_deflate_d = (temp5_deflate_d)(void *)a->deflate.DecompressGetTempSize;
+        v5_lz4_c = (temp5_lz4_c)(void *)a->lz4.CompressGetTempSize;
+        v5_lz4_d = (temp5_lz4_d)(void *)a->lz4.DecompressGetTempSize;
+        v5_zstd_c = (temp5_zstd_c)(void *)a->zstd.CompressGetTempSize;
+        v5_zstd_d = (temp5_zstd_d)(void *)a->zstd.DecompressGetTempSize;
+        a->deflate.CompressGetTempSize = v5_deflate_c_wrap;
+        a->deflate.DecompressGetTempSize = v5_deflate_d_wrap;
+        a->lz4.CompressGetTempSize = v5_lz4_c_wrap;
+        a->lz4.DecompressGetTempSize = v5_lz4_d_wrap;
+        a->zstd.CompressGetTempSize = v5_zstd_c_wrap;
+        a->zstd.DecompressGetTempSize = v5_zstd_d_wrap;
+    }
+    a->GetStatusString = (const char *(*)(gds_nvcomp_status_t))dlsym(lib, "nvcompGetStatusString");
+    a->major = major;
+    return true;
+}
+
+/* The major version of an opened nvCOMP: from nvcompGetProperties (version
+ * = major*1000 + minor*100 + patch), else from the file name. */
+static int nvcomp_major(void *lib, const char *path)
+{
+    typedef struct { uint32_t version, cudart_version; } props_t;
+    gds_nvcomp_status_t (*props)(props_t *) = (gds_nvcomp_status_t (*)(props_t *))dlsym(lib, "nvcompGetProperties");
+    props_t p = {0, 0};
+    if (props && props(&p) == 0 && p.version >= 1000)
+        return (int)(p.version / 1000);
+    const char *so = strstr(path, ".so.");
+    return so ? atoi(so + 4) : 0;
+}
+
+static bool nvcomp_try(const char *path, char *why, size_t why_size)
+{
+    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        const char *e = dlerror();
+        snprintf(why, why_size, "%s", e ? e : "cannot be opened");
+        return false;
+    }
+    int major = nvcomp_major(lib, path);
+    const char *missing = NULL;
+    if (major != 5 && major != 6) {
+        snprintf(why, why_size, "%s is nvCOMP %d (5 or 6 needed)", path, major);
+        dlclose(lib);
+        return false;
+    }
+    if (!nvcomp_bind(lib, major, &missing)) {
+        snprintf(why, why_size, "%s lacks %s", path, missing);
+        dlclose(lib);
+        return false;
+    }
+    snprintf(nvcomp_api.path, sizeof nvcomp_api.path, "%s", path);
+    return true;
+}
+
+/* The Python wheels' folders: <prefix>/lib/python3.X/site-packages/nvidia/... */
+static bool nvcomp_try_wheels(char *why, size_t why_size)
+{
+    const char *home = getenv("HOME");
+    const char *venv = getenv("VIRTUAL_ENV");
+    const char *conda = getenv("CONDA_PREFIX");
+    char home_local[400] = "";
+    if (home && *home)
+        snprintf(home_local, sizeof home_local, "%s/.local", home);
+    const char *prefixes[] = {venv, conda, home_local, "/usr/local", "/usr", NULL};
+    static const char *const tails[] = {"nvidia/libnvcomp/lib64/libnvcomp.so.6", "nvidia/libnvcomp/lib/libnvcomp.so.6",
+                                        "nvidia/nvcomp/lib64/libnvcomp.so.6",    "nvidia/nvcomp/lib/libnvcomp.so.6",
+                                        "nvidia/libnvcomp/lib64/libnvcomp.so.5", "nvidia/nvcomp/lib64/libnvcomp.so.5"};
+    char pattern[900];
+    for (size_t t = 0; t < sizeof tails / sizeof tails[0]; t++) {
+        for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0] - 1; i++) {
+            if (!prefixes[i] || !*prefixes[i])
+                continue;
+            snprintf(pattern, sizeof pattern, "%s/lib/python3*/*-packages/%s", prefixes[i], tails[t]);
+            glob_t g;
+            if (glob(pattern, 0, NULL, &g) == 0) {
+                for (size_t k = 0; k < g.gl_pathc; k++)
+                    if (nvcomp_try(g.gl_pathv[k], why, why_size)) {
+                        globfree(&g);
+                        return true;
+                    }
+                globfree(&g);
+            }
+        }
+        /* $PYTHONPATH entries hold packages directly */
+        const char *pp = getenv("PYTHONPATH");
+        while (pp && *pp) {
+            const char *end = strchr(pp, ':');
+            size_t len = end ? (size_t)(end - pp) : strlen(pp);
+            if (len && len < 400) {
+                snprintf(pattern, sizeof pattern, "%.*s/%s", (int)len, pp, tails[t]);
+                if (access(pattern, R_OK) == 0 && nvcomp_try(pattern, why, why_size))
+                    return true;
+            }
+            pp = end ? end + 1 : NULL;
+        }
+    }
+    return false;
+}
+
+static void nvcomp_open_once(void)
+{
+    char why[400] = "";
+    const char *explicit_path = getenv("H5GDS_NVCOMP_LIB");
+    if (explicit_path && *explicit_path) {
+        if (!nvcomp_try(explicit_path, why, sizeof why)) {
+            snprintf(nvcomp_failure, sizeof nvcomp_failure, "nvCOMP from H5GDS_NVCOMP_LIB=%s: %s", explicit_path,
+                     why);
+            return;
+        }
+    }
+    else if (!nvcomp_try("libnvcomp.so.6", why, sizeof why) && !nvcomp_try("libnvcomp.so.5", why, sizeof why) &&
+             !nvcomp_try_wheels(why, sizeof why)) {
+        snprintf(nvcomp_failure, sizeof nvcomp_failure,
+                 "nvCOMP not found: install nvidia-libnvcomp-cu13 (pip) or set H5GDS_NVCOMP_LIB to the path of "
+                 "libnvcomp.so.6");
+        return;
+    }
+    __atomic_store_n(&nvcomp_ready, &nvcomp_api, __ATOMIC_RELEASE);
+}
+
+const gds_nvcomp_api_t *gds_nvcomp_load(const char **why)
+{
+    pthread_once(&nvcomp_once, nvcomp_open_once);
+    const gds_nvcomp_api_t *api = __atomic_load_n(&nvcomp_ready, __ATOMIC_ACQUIRE);
+    if (!api && why)
+        *why = nvcomp_failure;
+    return api;
 }

@@ -60,6 +60,11 @@ typedef struct gds_cuda_api {
     CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
     CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                              CUstream, void **, void **);
+    /* for the GPU codecs (src/codec) */
+    CUresult (*DeviceGetAttribute)(int *, CUdevice_attribute, CUdevice);
+    CUresult (*ModuleUnload)(CUmodule);
+    CUresult (*MemsetD32Async)(CUdeviceptr, unsigned int, size_t, CUstream);
+    CUresult (*StreamQuery)(CUstream);
 } gds_cuda_api_t;
 
 typedef struct gds_cufile_api {
@@ -117,6 +122,38 @@ const char *gds_cufile_error_text(CUfileError_t st, char *buf, size_t size);
 
 /* True when the nvidia-fs kernel module (true GPUDirect Storage) is present. */
 bool gds_nvfs_present(void);
+
+/* ---- NVRTC: run-time compilation of CUDA C (the codec's kernels) ----
+ * Declared here (nvrtc.h is not needed to build); results are nvrtcResult
+ * values (0 = success). */
+typedef struct gds_nvrtc_program *gds_nvrtc_program_t;
+typedef struct gds_nvrtc_api {
+    int major, minor; /* NVRTC version */
+    const char *(*GetErrorString)(int);
+    int (*CreateProgram)(gds_nvrtc_program_t *, const char *src, const char *name, int nheaders,
+                         const char *const *headers, const char *const *include_names);
+    int (*DestroyProgram)(gds_nvrtc_program_t *);
+    int (*CompileProgram)(gds_nvrtc_program_t, int noptions, const char *const *options);
+    int (*GetProgramLogSize)(gds_nvrtc_program_t, size_t *);
+    int (*GetProgramLog)(gds_nvrtc_program_t, char *);
+    int (*GetCUBINSize)(gds_nvrtc_program_t, size_t *);
+    int (*GetCUBIN)(gds_nvrtc_program_t, char *);
+    int (*GetPTXSize)(gds_nvrtc_program_t, size_t *);
+    int (*GetPTX)(gds_nvrtc_program_t, char *);
+} gds_nvrtc_api_t;
+
+/* NVRTC (libnvrtc.so.13, .12, .11.2; also under $CUDA_HOME and
+ * /usr/local/cuda), loaded once per process; NULL with the reason in `why`. */
+const gds_nvrtc_api_t *gds_nvrtc_load(const char **why);
+
+/* ---- nvCOMP (batched C API): see nvcomp_api.h ---- */
+struct gds_nvcomp_api;
+/* nvCOMP (libnvcomp.so.6 or .5), loaded once per process: the file named by
+ * H5GDS_NVCOMP_LIB if set (and nothing else), else the soname through the
+ * dynamic loader, else the Python wheels' folders (nvidia/libnvcomp/lib64 in
+ * site-packages of $VIRTUAL_ENV, $CONDA_PREFIX, ~/.local, /usr/local, /usr,
+ * and $PYTHONPATH). NULL with the reason in `why`. */
+const struct gds_nvcomp_api *gds_nvcomp_load(const char **why);
 
 /* Testing hook: H5GDS_DISABLE_CUFILE=1 in the environment makes cuFile
  * unavailable, as on a machine without it. */

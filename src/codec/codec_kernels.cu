@@ -1,0 +1,857 @@
+// The GPU codecs' own kernels: framing of HDF5's filters around nvCOMP's
+// batched (de)compressors, byte shuffle, bit shuffle, checksums.
+// Compiled at run time by NVRTC for the device's architecture
+// (gpu_codec.c); embedded in the library as a string at build time.
+// Every size read from a chunk is checked against the chunk's end before
+// it is used: corrupt input gives an error code, never a read or write
+// outside the buffers.
+#include "codec_shared.h"
+
+typedef unsigned char u8;
+typedef gds_u64 u64;
+typedef gds_u32 u32;
+
+#define ADLER_MOD 65521u
+#define FLETCHER_MOD 65535u
+
+__device__ __forceinline__ void fail(u32 *err, u64 *detail, u32 chunk, u32 code, u64 det)
+{
+    if (atomicCAS(&err[chunk], 0u, code) == 0u)
+        detail[chunk] = det;
+}
+
+__device__ __forceinline__ u32 be32(const u8 *p)
+{
+    return ((u32)p[0] << 24) | ((u32)p[1] << 16) | ((u32)p[2] << 8) | (u32)p[3];
+}
+__device__ __forceinline__ u64 be64(const u8 *p) { return ((u64)be32(p) << 32) | be32(p + 4); }
+__device__ __forceinline__ void put_be32(u8 *p, u32 v)
+{
+    p[0] = (u8)(v >> 24); p[1] = (u8)(v >> 16); p[2] = (u8)(v >> 8); p[3] = (u8)v;
+}
+__device__ __forceinline__ void put_be64(u8 *p, u64 v)
+{
+    put_be32(p, (u32)(v >> 32));
+    put_be32(p + 4, (u32)v);
+}
+__device__ __forceinline__ u32 le32(const u8 *p)
+{
+    return (u32)p[0] | ((u32)p[1] << 8) | ((u32)p[2] << 16) | ((u32)p[3] << 24);
+}
+__device__ __forceinline__ void put_le32(u8 *p, u32 v)
+{
+    p[0] = (u8)v; p[1] = (u8)(v >> 8); p[2] = (u8)(v >> 16); p[3] = (u8)(v >> 24);
+}
+
+// This thread's index and the stride over the x dimension of the grid.
+__device__ __forceinline__ u64 gtid() { return (u64)blockIdx.x * blockDim.x + threadIdx.x; }
+__device__ __forceinline__ u64 gstride() { return (u64)gridDim.x * blockDim.x; }
+
+// Copies len bytes, all threads of the x dimension sharing the work.
+__device__ void copy_bytes(u8 *dst, const u8 *src, u64 len, u64 tid, u64 stride)
+{
+    if ((((u64)dst | (u64)src) & 15) == 0) {
+        u64 n16 = len / 16;
+        const uint4 *s = (const uint4 *)src;
+        uint4 *d = (uint4 *)dst;
+        for (u64 i = tid; i < n16; i += stride)
+            d[i] = s[i];
+        for (u64 i = n16 * 16 + tid; i < len; i += stride)
+            dst[i] = src[i];
+    }
+    else if ((((u64)dst | (u64)src) & 3) == 0) {
+        u64 n4 = len / 4;
+        const u32 *s = (const u32 *)src;
+        u32 *d = (u32 *)dst;
+        for (u64 i = tid; i < n4; i += stride)
+            d[i] = s[i];
+        for (u64 i = n4 * 4 + tid; i < len; i += stride)
+            dst[i] = src[i];
+    }
+    else {
+        for (u64 i = tid; i < len; i += stride)
+            dst[i] = src[i];
+    }
+}
+
+// Sums of a block's threads (u64), into thread 0's return value.
+__device__ u64 block_sum(u64 v)
+{
+    __shared__ u64 part[32];
+    for (int o = 16; o > 0; o >>= 1)
+        v += __shfl_down_sync(0xffffffffu, v, o);
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    __syncthreads();
+    if (lane == 0)
+        part[warp] = v;
+    __syncthreads();
+    v = 0;
+    if (warp == 0) {
+        int nw = (blockDim.x + 31) >> 5;
+        v = lane < nw ? part[lane] : 0;
+        for (int o = 16; o > 0; o >>= 1)
+            v += __shfl_down_sync(0xffffffffu, v, o);
+    }
+    return v;
+}
+
+__device__ __forceinline__ u64 job_len(const gds_kjob_t &jb, const u64 *dsize)
+{
+    return dsize ? dsize[jb.chunk] : jb.in_size;
+}
+
+extern "C" {
+
+// Errors the host found while planning a stage.
+__global__ void codec_mark_dead(const gds_kjob_t *jobs, u32 n, u32 *err, u64 *detail)
+{
+    u32 j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j < n && jobs[j].dead)
+        fail(err, detail, jobs[j].chunk, jobs[j].dead, jobs[j].in_size);
+}
+
+// The first GDS_HEAD_BYTES bytes of each job's input (zeros past its end),
+// for the host to plan the blocks.
+__global__ void codec_gather_head(const gds_kjob_t *jobs, u32 n, u8 *heads)
+{
+    u32 t = blockIdx.x * blockDim.x + threadIdx.x;
+    u32 j = t / GDS_HEAD_BYTES, b = t % GDS_HEAD_BYTES;
+    if (j >= n)
+        return;
+    const gds_kjob_t jb = jobs[j];
+    heads[(u64)j * GDS_HEAD_BYTES + b] = b < jb.in_size ? ((const u8 *)jb.in)[b] : 0;
+}
+
+// in -> out, the input's length (dsize when given).
+__global__ void codec_copy(const gds_kjob_t *jobs, const u64 *dsize)
+{
+    const gds_kjob_t jb = jobs[blockIdx.y];
+    copy_bytes((u8 *)jb.out, (const u8 *)jb.in, job_len(jb, dsize), gtid(), gstride());
+}
+
+// Fletcher-32 as HDF5 computes it (H5_checksum_fletcher32): big-endian
+// 16-bit words, a trailing odd byte as the high byte of a last word,
+// sums folded with (x & 0xffff) + (x >> 16). Folding keeps each sum
+// congruent to the true sum mod 65535 and never makes a positive sum 0, so
+// the result is: 0 for a true sum of 0, else the residue with 0 written as
+// 0xffff. Sums per chunk: acc[3j] = sum of words, acc[3j+1] = sum of
+// (m - i) * word_i (m words), acc[3j+2] = whether any word is nonzero.
+// `trailer` bytes at the end are not summed (the stored checksum).
+__global__ void codec_fletcher_sum(const gds_kjob_t *jobs, const u64 *dsize, u64 *acc, u32 trailer)
+{
+    const gds_kjob_t jb = jobs[blockIdx.y];
+    u64 len = job_len(jb, dsize);
+    len = len >= trailer ? len - trailer : 0;
+    const u8 *p = (const u8 *)jb.in;
+    u64 m = (len + 1) / 2;
+    u64 s1 = 0, s2 = 0, nz = 0;
+    for (u64 w = gtid(); w < m; w += gstride()) {
+        u32 hi = p[2 * w];
+        u32 lo = 2 * w + 1 < len ? p[2 * w + 1] : 0;
+        u32 v = (hi << 8) | lo;
+        s1 += v;
+        s2 += (u64)v * ((m - w) % FLETCHER_MOD);
+        nz |= v;
+    }
+    s1 = block_sum(s1 % FLETCHER_MOD);
+    s2 = block_sum(s2 % FLETCHER_MOD);
+    nz = block_sum(nz ? 1 : 0);
+    if (threadIdx.x == 0) {
+        atomicAdd((unsigned long long *)&acc[3 * blockIdx.y], (unsigned long long)s1);
+        atomicAdd((unsigned long long *)&acc[3 * blockIdx.y + 1], (unsigned long long)s2);
+        if (nz)
+            atomicOr((unsigned long long *)&acc[3 * blockIdx.y + 2], 1ull);
+    }
+}
+
+__device__ __forceinline__ u32 fletcher_value(const u64 *a)
+{
+    u32 f1 = (u32)(a[0] % FLETCHER_MOD), f2 = (u32)(a[1] % FLETCHER_MOD);
+    if (a[2]) {
+        f1 = f1 ? f1 : FLETCHER_MOD;
+        f2 = f2 ? f2 : FLETCHER_MOD;
+    }
+    return (f2 << 16) | f1;
+}
+
+// Compares with the stored checksum (little-endian, the last 4 bytes), or
+// with its byte-swapped form, as HDF5 accepts for files of HDF5 < 1.6.3.
+__global__ void codec_fletcher_check(const gds_kjob_t *jobs, u32 n, const u64 *acc, u32 *err, u64 *detail, u32 code)
+{
+    u32 j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= n)
+        return;
+    const gds_kjob_t jb = jobs[j];
+    if (jb.in_size < 4)
+        return; // the host marked it
+    u32 f = fletcher_value(&acc[3 * j]);
+    u32 rev = ((f & 0x00ff00ffu) << 8) | ((f >> 8) & 0x00ff00ffu);
+    u32 stored = le32((const u8 *)jb.in + jb.in_size - 4);
+    if (stored != f && stored != rev)
+        fail(err, detail, jb.chunk, code, ((u64)stored << 32) | f);
+}
+
+// Appends the checksum (encoding): in place after the data, size + 4.
+__global__ void codec_fletcher_put(const gds_kjob_t *jobs, u32 n, u64 *dsize, const u64 *acc)
+{
+    u32 j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= n)
+        return;
+    const gds_kjob_t jb = jobs[j];
+    u64 len = dsize[jb.chunk];
+    put_le32((u8 *)jb.in + len, fletcher_value(&acc[3 * j]));
+    dsize[jb.chunk] = len + 4;
+}
+
+// Adler-32 sums: acc[2j] = sum of bytes, acc[2j+1] = sum of (len - i) * byte_i.
+// which = 0: over the output (out_size bytes, decoding); 1: over the input.
+__global__ void codec_adler_sum(const gds_kjob_t *jobs, u64 *acc, u32 which)
+{
+    const gds_kjob_t jb = jobs[blockIdx.y];
+    const u8 *p = (const u8 *)(which ? jb.in : jb.out);
+    u64 len = which ? jb.in_size : jb.out_size;
+    u64 s1 = 0, s2 = 0;
+    for (u64 i = gtid(); i < len; i += gstride()) {
+        u32 v = p[i];
+        s1 += v;
+        s2 += (u64)v * ((len - i) % ADLER_MOD);
+    }
+    s1 = block_sum(s1 % ADLER_MOD);
+    s2 = block_sum(s2 % ADLER_MOD);
+    if (threadIdx.x == 0) {
+        atomicAdd((unsigned long long *)&acc[2 * blockIdx.y], (unsigned long long)s1);
+        atomicAdd((unsigned long long *)&acc[2 * blockIdx.y + 1], (unsigned long long)s2);
+    }
+}
+
+__device__ __forceinline__ u32 adler_value(const u64 *a, u64 len)
+{
+    u32 s1 = (u32)((1 + a[0]) % ADLER_MOD);
+    u32 s2 = (u32)((len % ADLER_MOD + a[1]) % ADLER_MOD);
+    return (s2 << 16) | s1;
+}
+
+// zlib's trailer: big-endian Adler-32 of the decoded data, the chunk's last 4 bytes.
+__global__ void codec_adler_check(const gds_kjob_t *jobs, u32 n, const u64 *acc, u32 *err, u64 *detail, u32 code)
+{
+    u32 j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= n)
+        return;
+    const gds_kjob_t jb = jobs[j];
+    if (jb.in_size < 7 || err[jb.chunk])
+        return;
+    u32 a = adler_value(&acc[2 * j], jb.out_size);
+    u32 stored = be32((const u8 *)jb.in + jb.in_size - 4);
+    if (stored != a)
+        fail(err, detail, jb.chunk, code, ((u64)stored << 32) | a);
+}
+
+__device__ __forceinline__ void set_entry(const gds_kentries_t &e, u64 i, u64 in, u64 in_bytes, u64 out, u64 cap,
+                                          u32 chunk, u32 flags)
+{
+    ((u64 *)e.in_ptrs)[i] = in;
+    ((u64 *)e.in_bytes)[i] = in_bytes;
+    ((u64 *)e.out_ptrs)[i] = out;
+    ((u64 *)e.out_cap)[i] = cap;
+    ((u64 *)e.out_actual)[i] = 0;
+    ((int *)e.status)[i] = 0;
+    gds_kentry_t *x = &((gds_kentry_t *)e.aux)[i];
+    x->chunk = chunk;
+    x->flags = flags;
+    x->copy_src = x->copy_dst = x->copy_len = 0;
+}
+
+// A valid tiny stream in place of an entry that must not be decoded (its
+// chunk failed already, or it is a raw block): it decodes to one byte of scratch.
+__device__ __forceinline__ void set_dummy(const gds_kentries_t &e, u64 i, u64 dummy_in, u64 dummy_len, u64 scratch,
+                                          u32 chunk, u32 flags)
+{
+    set_entry(e, i, dummy_in, dummy_len, scratch, 1, chunk, flags | GDS_KENTRY_DUMMY);
+}
+
+// zlib stream -> raw deflate for nvCOMP: checks the 2-byte header (CM = 8,
+// window <= 32K, no preset dictionary, header check), copies the deflate
+// data (without header and Adler-32 trailer) to 4-byte aligned staging
+// (mid), one entry per chunk.
+__global__ void codec_zlib_prep(const gds_kjob_t *jobs, gds_kentries_t e, u32 *err, u64 *detail, u32 code,
+                                u64 dummy_in, u64 dummy_len, u64 scratch)
+{
+    const gds_kjob_t jb = jobs[blockIdx.y];
+    const u8 *p = (const u8 *)jb.in;
+    bool usable = jb.in_size >= 7 && !jb.dead;
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        bool ok = usable && err[jb.chunk] == 0;
+        if (ok) {
+            u32 cmf = p[0], flg = p[1];
+            if ((cmf & 15) != 8 || (cmf >> 4) > 7 || ((cmf << 8) | flg) % 31 != 0 || (flg & 0x20)) {
+                fail(err, detail, jb.chunk, code | GDS_KERR_HEADER, (cmf << 8) | flg);
+                ok = false;
+            }
+        }
+        if (ok)
+            set_entry(e, jb.entry0, jb.mid, jb.in_size - 6, jb.out, jb.out_size, blockIdx.y, 0);
+        else
+            set_dummy(e, jb.entry0, dummy_in, dummy_len, scratch, blockIdx.y, 0);
+    }
+    if (usable)
+        copy_bytes((u8 *)jb.mid, p + 2, jb.in_size - 6, gtid(), gstride());
+}
+
+// One entry per chunk, the whole input (zstd frames).
+__global__ void codec_entry_simple(const gds_kjob_t *jobs, u32 n, gds_kentries_t e, const u32 *err, u64 dummy_in,
+                                   u64 dummy_len, u64 scratch)
+{
+    u32 j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= n)
+        return;
+    const gds_kjob_t jb = jobs[j];
+    if (jb.dead || err[jb.chunk] || jb.in_size == 0)
+        set_dummy(e, jb.entry0, dummy_in, dummy_len, scratch, j, 0);
+    else
+        set_entry(e, jb.entry0, jb.in, jb.in_size, jb.out, jb.out_size, j, 0);
+}
+
+// nvCOMP's per-entry results: status, and the decoded size (must fill the output).
+__global__ void codec_nvcomp_check(const gds_kjob_t *jobs, gds_kentries_t e, u64 nent, u32 *err, u64 *detail,
+                                   u32 code)
+{
+    u64 i = gtid();
+    if (i >= nent)
+        return;
+    const gds_kentry_t x = ((const gds_kentry_t *)e.aux)[i];
+    if (x.flags & GDS_KENTRY_DUMMY)
+        return;
+    u32 chunk = jobs[x.chunk].chunk;
+    int st = ((const int *)e.status)[i];
+    u64 got = ((const u64 *)e.out_actual)[i], want = ((const u64 *)e.out_cap)[i];
+    if (st != 0)
+        fail(err, detail, chunk, code | GDS_KERR_DECODE, (u64)(unsigned)st);
+    else if (got != want)
+        fail(err, detail, chunk, code | GDS_KERR_SIZE, got);
+}
+
+// The copies entries ask for (raw blocks, encoded blocks to their place):
+// one thread block per entry.
+__global__ void codec_entry_copy(gds_kentries_t e, u64 nent)
+{
+    for (u64 i = blockIdx.x; i < nent; i += gridDim.x) {
+        const gds_kentry_t x = ((const gds_kentry_t *)e.aux)[i];
+        if (x.flags & GDS_KENTRY_COPY)
+            copy_bytes((u8 *)x.copy_dst, (const u8 *)x.copy_src, x.copy_len, threadIdx.x, blockDim.x);
+    }
+}
+
+// HDF5's LZ4 filter (32004): 8-byte BE original size, 4-byte BE block size
+// (checked by the host: out_size and p1), then per block a 4-byte BE
+// compressed size and the block, stored raw when that size equals the
+// block's size. One thread per chunk walks the blocks.
+__global__ void codec_lz4h5_walk(const gds_kjob_t *jobs, u32 n, gds_kentries_t e, u32 *err, u64 *detail, u32 code,
+                                 u64 dummy_in, u64 dummy_len, u64 scratch)
+{
+    u32 j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= n)
+        return;
+    const gds_kjob_t jb = jobs[j];
+    const u8 *p = (const u8 *)jb.in;
+    u64 bs = jb.p1, pos = 12;
+    bool ok = !jb.dead && err[jb.chunk] == 0 && jb.in_size >= 12;
+    for (u32 k = 0; k < jb.nentries; k++) {
+        u64 i = jb.entry0 + k;
+        u64 off = (u64)k * bs;
+        u64 bsz = jb.out_size - off < bs ? jb.out_size - off : bs;
+        if (ok && pos + 4 > jb.in_size) {
+            fail(err, detail, jb.chunk, code | GDS_KERR_TRUNCATED, pos);
+            ok = false;
+        }
+        u64 cs = ok ? be32(p + pos) : 0;
+        if (ok && (cs > jb.in_size - pos - 4 || cs == 0)) {
+            fail(err, detail, jb.chunk, code | GDS_KERR_TRUNCATED, pos);
+            ok = false;
+        }
+        if (!ok) {
+            set_dummy(e, i, dummy_in, dummy_len, scratch, j, 0);
+            continue;
+        }
+        if (cs == bsz) {
+            set_dummy(e, i, dummy_in, dummy_len, scratch, j, GDS_KENTRY_COPY);
+            gds_kentry_t *x = &((gds_kentry_t *)e.aux)[i];
+            x->copy_src = jb.in + pos + 4;
+            x->copy_dst = jb.out + off;
+            x->copy_len = bsz;
+        }
+        else
+            set_entry(e, i, jb.in + pos + 4, cs, jb.out + off, bsz, j, 0);
+        pos += 4 + cs;
+    }
+}
+
+// bitshuffle's framing (32008 with LZ4 or zstd): 8-byte BE size, 4-byte BE
+// block size in bytes (checked by the host: p0 = element size, p1 = block
+// size in elements), then per block a 4-byte BE compressed size and the
+// compressed, bit-shuffled block; the elements that do not fill a multiple
+// of 8 follow raw (their address goes to tail[j]). The blocks decode into
+// mid at their place in the output.
+__global__ void codec_bshuf_walk(const gds_kjob_t *jobs, u32 n, gds_kentries_t e, u64 *tail, u32 *err, u64 *detail,
+                                 u32 code, u64 dummy_in, u64 dummy_len, u64 scratch)
+{
+    u32 j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= n)
+        return;
+    const gds_kjob_t jb = jobs[j];
+    const u8 *p = (const u8 *)jb.in;
+    u64 elem = jb.p0, bs = jb.p1;
+    u64 size = jb.out_size / elem;
+    u64 full = size / bs, last = (size % bs) / 8 * 8;
+    u64 leftover = (size % 8) * elem;
+    u64 pos = 12;
+    bool ok = !jb.dead && err[jb.chunk] == 0 && jb.in_size >= 12;
+    for (u32 k = 0; k < jb.nentries; k++) {
+        u64 i = jb.entry0 + k;
+        u64 belems = k < full ? bs : last;
+        if (ok && pos + 4 > jb.in_size) {
+            fail(err, detail, jb.chunk, code | GDS_KERR_TRUNCATED, pos);
+            ok = false;
+        }
+        long long cs = ok ? (long long)(int)be32(p + pos) : 0;
+        if (ok && (cs <= 0 || (u64)cs > jb.in_size - pos - 4)) {
+            fail(err, detail, jb.chunk, code | GDS_KERR_TRUNCATED, pos);
+            ok = false;
+        }
+        if (!ok) {
+            set_dummy(e, i, dummy_in, dummy_len, scratch, j, 0);
+            continue;
+        }
+        set_entry(e, i, jb.in + pos + 4, (u64)cs, jb.mid + (u64)k * bs * elem, belems * elem, j, 0);
+        pos += 4 + (u64)cs;
+    }
+    if (ok && pos + leftover > jb.in_size) {
+        fail(err, detail, jb.chunk, code | GDS_KERR_TRUNCATED, pos);
+        ok = false;
+    }
+    tail[j] = ok ? jb.in + pos : 0;
+}
+
+// 8x8 bit transpose of a little-endian word: bit t of byte k <-> bit k of byte t.
+__device__ __forceinline__ u64 trans_bit_8x8(u64 x)
+{
+    u64 t;
+    t = (x ^ (x >> 7)) & 0x00AA00AA00AA00AAull;
+    x = x ^ t ^ (t << 7);
+    t = (x ^ (x >> 14)) & 0x0000CCCC0000CCCCull;
+    x = x ^ t ^ (t << 14);
+    t = (x ^ (x >> 28)) & 0x00000000F0F0F0F0ull;
+    x = x ^ t ^ (t << 28);
+    return x;
+}
+
+// Bit unshuffle (bitshuffle's layout): per block of S elements (S a
+// multiple of 8), bit k of byte b of element i is bit i % 8 of byte i / 8
+// of row 8 b + k (rows of S / 8 bytes). One thread per group of 8
+// elements; the leftover elements (size % 8) are copied from tail[j]
+// (after the compressed blocks), or from after the blocks of the input.
+// Source: mid when set (decompressed blocks), else in.
+__global__ void codec_bitunshuffle(const gds_kjob_t *jobs, const u64 *tail, const u32 *err)
+{
+    const gds_kjob_t jb = jobs[blockIdx.y];
+    if (err[jb.chunk] || jb.dead)
+        return;
+    const u8 *src = (const u8 *)(jb.mid ? jb.mid : jb.in);
+    u8 *out = (u8 *)jb.out;
+    u64 elem = jb.p0, bs = jb.p1;
+    u64 size = jb.out_size / elem;
+    u64 groups = size / 8, full = size / bs, last = (size % bs) / 8 * 8;
+    u64 leftover = (size % 8) * elem;
+    const u8 *t8 = jb.mid ? (const u8 *)tail[blockIdx.y] : src + groups * 8 * elem;
+    for (u64 g = gtid(); g < groups + leftover; g += gstride()) {
+        if (g >= groups) {
+            out[groups * 8 * elem + (g - groups)] = t8[g - groups];
+            continue;
+        }
+        u64 e0 = g * 8, k = e0 / bs, b0 = k * bs;
+        u64 S = k < full ? bs : last;
+        u64 row = S / 8, gl = (e0 - b0) / 8;
+        const u8 *blk = src + b0 * elem;
+        for (u64 jj = 0; jj < elem; jj++) {
+            u64 x = 0;
+            for (u32 kk = 0; kk < 8; kk++)
+                x |= (u64)blk[(jj * 8 + kk) * row + gl] << (8 * kk);
+            x = trans_bit_8x8(x);
+            for (u32 t = 0; t < 8; t++)
+                out[(e0 + t) * elem + jj] = (u8)(x >> (8 * t));
+        }
+    }
+}
+
+// Bit shuffle (encoding): in -> mid when set (blocks for the compressor;
+// the leftover elements stay in the input), else in -> out (the leftover
+// copied after the blocks). Sizes: in_size bytes.
+__global__ void codec_bitshuffle(const gds_kjob_t *jobs)
+{
+    const gds_kjob_t jb = jobs[blockIdx.y];
+    const u8 *in = (const u8 *)jb.in;
+    u8 *dst = (u8 *)(jb.mid ? jb.mid : jb.out);
+    u64 elem = jb.p0, bs = jb.p1;
+    u64 size = jb.in_size / elem;
+    u64 groups = size / 8, full = size / bs, last = (size % bs) / 8 * 8;
+    u64 leftover = jb.mid ? 0 : (size % 8) * elem;
+    for (u64 g = gtid(); g < groups + leftover; g += gstride()) {
+        if (g >= groups) {
+            u64 at = groups * 8 * elem + (g - groups);
+            dst[at] = in[at];
+            continue;
+        }
+        u64 e0 = g * 8, k = e0 / bs, b0 = k * bs;
+        u64 S = k < full ? bs : last;
+        u64 row = S / 8, gl = (e0 - b0) / 8;
+        u8 *blk = dst + b0 * elem;
+        for (u64 jj = 0; jj < elem; jj++) {
+            u64 x = 0;
+            for (u32 t = 0; t < 8; t++)
+                x |= (u64)in[(e0 + t) * elem + jj] << (8 * t);
+            x = trans_bit_8x8(x);
+            for (u32 kk = 0; kk < 8; kk++)
+                blk[(jj * 8 + kk) * row + gl] = (u8)(x >> (8 * kk));
+        }
+    }
+}
+
+// HDF5's shuffle: with T bytes per element and N = len / T elements (T > 1,
+// N > 1), byte t of element i is at t * N + i; the len % T leftover bytes
+// stay at the end. Otherwise a plain copy. One thread per element.
+__global__ void codec_unshuffle(const gds_kjob_t *jobs, const u64 *dsize, u32 T)
+{
+    const gds_kjob_t jb = jobs[blockIdx.y];
+    const u8 *in = (const u8 *)jb.in;
+    u8 *out = (u8 *)jb.out;
+    u64 len = job_len(jb, dsize);
+    u64 N = len / T;
+    if (T <= 1 || N <= 1) {
+        copy_bytes(out, in, len, gtid(), gstride());
+        return;
+    }
+    u64 left = len - N * T;
+    for (u64 i = gtid(); i < N + left; i += gstride()) {
+        if (i >= N) {
+            out[N * T + (i - N)] = in[N * T + (i - N)];
+            continue;
+        }
+        if (T == 4 && (((u64)out & 3) == 0)) {
+            u32 v = (u32)in[i] | ((u32)in[N + i] << 8) | ((u32)in[2 * N + i] << 16) | ((u32)in[3 * N + i] << 24);
+            ((u32 *)out)[i] = v;
+        }
+        else if (T == 8 && (((u64)out & 7) == 0)) {
+            u64 v = 0;
+            for (u32 t = 0; t < 8; t++)
+                v |= (u64)in[t * N + i] << (8 * t);
+            ((u64 *)out)[i] = v;
+        }
+        else if (T == 2 && (((u64)out & 1) == 0)) {
+            ((unsigned short *)out)[i] = (unsigned short)(in[i] | (in[N + i] << 8));
+        }
+        else {
+            for (u32 t = 0; t < T; t++)
+                out[i * T + t] = in[(u64)t * N + i];
+        }
+    }
+}
+
+__global__ void codec_shuffle(const gds_kjob_t *jobs, const u64 *dsize, u32 T)
+{
+    const gds_kjob_t jb = jobs[blockIdx.y];
+    const u8 *in = (const u8 *)jb.in;
+    u8 *out = (u8 *)jb.out;
+    u64 len = job_len(jb, dsize);
+    u64 N = len / T;
+    if (T <= 1 || N <= 1) {
+        copy_bytes(out, in, len, gtid(), gstride());
+        return;
+    }
+    u64 left = len - N * T;
+    for (u64 i = gtid(); i < N + left; i += gstride()) {
+        if (i >= N) {
+            out[N * T + (i - N)] = in[N * T + (i - N)];
+            continue;
+        }
+        if (T == 4 && (((u64)in & 3) == 0)) {
+            u32 v = ((const u32 *)in)[i];
+            out[i] = (u8)v; out[N + i] = (u8)(v >> 8); out[2 * N + i] = (u8)(v >> 16); out[3 * N + i] = (u8)(v >> 24);
+        }
+        else {
+            for (u32 t = 0; t < T; t++)
+                out[(u64)t * N + i] = in[i * T + t];
+        }
+    }
+}
+
+// ---- encoding ----
+
+// Entries of nvCOMP compressions of fixed-size blocks: block k of a chunk
+// is bytes [k * bs, ...) of its input (bitshuffle: of the bit-shuffled
+// blocks in mid), bs = p1 * p0 (elements * element size), the last one
+// shorter (bitshuffle: a multiple of 8 elements; else whatever is left);
+// entry i compresses into out_base + i * slot_bytes.
+__global__ void codec_blocks_plan(const gds_kjob_t *jobs, u32 n, gds_kentries_t e, u64 slot_bytes, u64 out_base,
+                                  u32 bitshuffle)
+{
+    u32 j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= n)
+        return;
+    const gds_kjob_t jb = jobs[j];
+    u64 elem = jb.p0, bs = (u64)jb.p1 * elem;
+    u64 size = jb.in_size / elem;
+    u64 len = bitshuffle ? (size / 8 * 8) * elem : jb.in_size;
+    u64 src = bitshuffle ? jb.mid : jb.in;
+    for (u32 k = 0; k < jb.nentries; k++) {
+        u64 off = (u64)k * bs;
+        u64 bsz = len - off < bs ? len - off : bs;
+        u64 i = jb.entry0 + k;
+        set_entry(e, i, src + off, bsz, out_base + i * slot_bytes, slot_bytes, j, 0);
+    }
+}
+
+// zlib stream from nvCOMP's raw deflate (in mid): header, data, Adler-32
+// (acc from codec_adler_sum over the input). When that is longer than the
+// same data in stored blocks (or nvCOMP failed to compress: an error), the
+// stored form is written. An optional filter whose output is not smaller
+// than its input is skipped (mask bit set, the input copied).
+// stored_only (level 0): no nvCOMP entries, the stored form.
+__global__ void codec_zlib_assemble(const gds_kjob_t *jobs, gds_kentries_t e, u64 *dsize, u32 *mask, const u64 *acc,
+                                    u32 *err, u64 *detail, u32 code, u32 flg, u32 bit, u32 optional, u32 stored_only)
+{
+    const gds_kjob_t jb = jobs[blockIdx.y];
+    const u8 *in = (const u8 *)jb.in;
+    u8 *out = (u8 *)jb.out;
+    u64 len = jb.in_size;
+    int st = stored_only ? 0 : ((const int *)e.status)[jb.entry0];
+    u64 c = stored_only ? ~0ull / 2 : ((const u64 *)e.out_actual)[jb.entry0];
+    u64 nstored = len ? (len + GDS_DEFLATE_STORED_MAX - 1) / GDS_DEFLATE_STORED_MAX : 1;
+    u64 stored_total = 2 + len + 5 * nstored + 4;
+    bool comp = st == 0 && c + 6 <= stored_total;
+    u64 total = comp ? c + 6 : stored_total;
+    bool skip = optional && total >= len;
+    if (st != 0) {
+        if (blockIdx.x == 0 && threadIdx.x == 0)
+            fail(err, detail, jb.chunk, code | GDS_KERR_ENCODE, (u64)(unsigned)st);
+        return;
+    }
+    u64 tid = gtid(), stride = gstride();
+    if (skip) {
+        copy_bytes(out, in, len, tid, stride);
+        if (tid == 0)
+            mask[jb.chunk] |= bit;
+        return;
+    }
+    if (comp)
+        copy_bytes(out + 2, (const u8 *)jb.mid, c, tid, stride);
+    else {
+        const u64 span = 5 + GDS_DEFLATE_STORED_MAX;
+        for (u64 o = tid; o < total - 6; o += stride) {
+            u64 b = o / span, w = o % span;
+            u64 bl = len - b * GDS_DEFLATE_STORED_MAX;
+            bl = bl < GDS_DEFLATE_STORED_MAX ? bl : GDS_DEFLATE_STORED_MAX;
+            u8 v;
+            if (w == 0)
+                v = b == nstored - 1 ? 1 : 0; // BFINAL, BTYPE = 00
+            else if (w == 1) v = (u8)bl;
+            else if (w == 2) v = (u8)(bl >> 8);
+            else if (w == 3) v = (u8)~bl;
+            else if (w == 4) v = (u8)(~bl >> 8);
+            else v = in[b * GDS_DEFLATE_STORED_MAX + w - 5];
+            out[2 + o] = v;
+        }
+    }
+    if (tid == 0) {
+        out[0] = 0x78;
+        out[1] = (u8)flg;
+        put_be32(out + total - 4, adler_value(&acc[2 * blockIdx.y], len));
+        dsize[jb.chunk] = total;
+    }
+}
+
+// zstd frame from nvCOMP's output (in mid): HDF5's zstd filter sizes its
+// output from the frame's content size, so a frame without one gets it (8
+// bytes, inserted after the header's fixed part). A frame longer than the
+// data in raw blocks is replaced by the raw form. Skipped like deflate.
+__global__ void codec_zstd_assemble(const gds_kjob_t *jobs, gds_kentries_t e, u64 *dsize, u32 *mask, u32 *err,
+                                    u64 *detail, u32 code, u32 bit, u32 optional)
+{
+    const gds_kjob_t jb = jobs[blockIdx.y];
+    const u8 *in = (const u8 *)jb.in, *m = (const u8 *)jb.mid;
+    u8 *out = (u8 *)jb.out;
+    u64 len = jb.in_size;
+    int st = ((const int *)e.status)[jb.entry0];
+    u64 c = ((const u64 *)e.out_actual)[jb.entry0];
+    if (st != 0) {
+        if (blockIdx.x == 0 && threadIdx.x == 0)
+            fail(err, detail, jb.chunk, code | GDS_KERR_ENCODE, (u64)(unsigned)st);
+        return;
+    }
+    u64 nraw = len ? (len + GDS_ZSTD_RAW_BLOCK_MAX - 1) / GDS_ZSTD_RAW_BLOCK_MAX : 1;
+    u64 raw_total = 13 + 3 * nraw + len;
+    // nvCOMP's frame header
+    bool valid = c >= 6 && le32(m) == 0xFD2FB528u;
+    u32 fhd = valid ? m[4] : 0;
+    u32 fcs_flag = fhd >> 6, single = (fhd >> 5) & 1, did = fhd & 3;
+    u64 fixed = 5 + (single ? 0 : 1) + (did == 3 ? 4 : did);
+    u64 fcs_bytes = fcs_flag ? (1ull << fcs_flag) : (single ? 1 : 0);
+    u64 insert = fcs_bytes ? 0 : 8;
+    valid = valid && c >= fixed + fcs_bytes;
+    bool comp = valid && c + insert <= raw_total;
+    u64 total = comp ? c + insert : raw_total;
+    bool skip = optional && total >= len;
+    u64 tid = gtid(), stride = gstride();
+    if (skip) {
+        copy_bytes(out, in, len, tid, stride);
+        if (tid == 0)
+            mask[jb.chunk] |= bit;
+        return;
+    }
+    if (comp && !insert)
+        copy_bytes(out, m, c, tid, stride);
+    else if (comp) {
+        for (u64 o = tid; o < total; o += stride) {
+            u8 v;
+            if (o < fixed) v = o == 4 ? (u8)(fhd | 0xC0) : m[o];
+            else if (o < fixed + 8) v = (u8)(len >> (8 * (o - fixed)));
+            else v = m[o - 8];
+            out[o] = v;
+        }
+    }
+    else {
+        const u64 span = 3 + GDS_ZSTD_RAW_BLOCK_MAX;
+        for (u64 o = tid; o < total; o += stride) {
+            u8 v;
+            if (o < 4) v = (u8)(0xFD2FB528u >> (8 * o));
+            else if (o == 4) v = 0xE0; // content size in 8 bytes, single segment
+            else if (o < 13) v = (u8)(len >> (8 * (o - 5)));
+            else {
+                u64 b = (o - 13) / span, w = (o - 13) % span;
+                u64 bl = len - b * GDS_ZSTD_RAW_BLOCK_MAX;
+                bl = bl < GDS_ZSTD_RAW_BLOCK_MAX ? bl : GDS_ZSTD_RAW_BLOCK_MAX;
+                u32 hdr = (u32)(bl << 3) | (b == nraw - 1 ? 1u : 0u); // raw block, last flag
+                v = w < 3 ? (u8)(hdr >> (8 * w)) : in[b * GDS_ZSTD_RAW_BLOCK_MAX + w - 3];
+            }
+            out[o] = v;
+        }
+    }
+    if (tid == 0)
+        dsize[jb.chunk] = total;
+}
+
+// HDF5's LZ4 framing around nvCOMP's compressed blocks: header, then per
+// block its size and bytes (raw when compression did not shrink it, as the
+// filter does). Writes the size fields and turns each entry into the copy
+// of its bytes (codec_entry_copy does the copies). Skipped like deflate.
+__global__ void codec_lz4h5_layout(const gds_kjob_t *jobs, u32 n, gds_kentries_t e, u64 *dsize, u32 *mask, u32 *err,
+                                   u64 *detail, u32 code, u32 bit, u32 optional)
+{
+    u32 j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= n)
+        return;
+    const gds_kjob_t jb = jobs[j];
+    u8 *out = (u8 *)jb.out;
+    u64 len = jb.in_size, bs = jb.p1;
+    u64 pos = 12;
+    bool failed = false;
+    for (u32 k = 0; k < jb.nentries; k++) {
+        u64 i = jb.entry0 + k;
+        u64 off = (u64)k * bs;
+        u64 bsz = len - off < bs ? len - off : bs;
+        int st = ((const int *)e.status)[i];
+        u64 cs = ((const u64 *)e.out_actual)[i];
+        gds_kentry_t *x = &((gds_kentry_t *)e.aux)[i];
+        if (st != 0) {
+            fail(err, detail, jb.chunk, code | GDS_KERR_ENCODE, (u64)(unsigned)st);
+            failed = true;
+        }
+        bool raw = cs >= bsz;
+        u64 n_k = raw ? bsz : cs;
+        put_be32(out + pos, (u32)n_k);
+        x->copy_src = raw ? jb.in + off : ((const u64 *)e.out_ptrs)[i];
+        x->copy_dst = jb.out + pos + 4;
+        x->copy_len = n_k;
+        x->flags = GDS_KENTRY_COPY;
+        pos += 4 + n_k;
+    }
+    if (failed) {
+        for (u32 k = 0; k < jb.nentries; k++)
+            ((gds_kentry_t *)e.aux)[jb.entry0 + k].flags = 0;
+        return;
+    }
+    put_be64(out, len);
+    put_be32(out + 8, (u32)bs);
+    if (optional && pos >= len) {
+        for (u32 k = 0; k < jb.nentries; k++) {
+            gds_kentry_t *x = &((gds_kentry_t *)e.aux)[jb.entry0 + k];
+            u64 off = (u64)k * bs;
+            x->copy_src = jb.in + off;
+            x->copy_dst = jb.out + off;
+            x->copy_len = len - off < bs ? len - off : bs;
+        }
+        mask[jb.chunk] |= bit;
+        pos = len;
+    }
+    dsize[jb.chunk] = pos;
+}
+
+// bitshuffle's framing around nvCOMP's compressed bit-shuffled blocks:
+// header (size, block size in bytes), per block its BE size and bytes, then
+// the leftover elements raw (copied here). Skipped like deflate.
+__global__ void codec_bshuf_layout(const gds_kjob_t *jobs, u32 n, gds_kentries_t e, u64 *dsize, u32 *mask, u32 *err,
+                                   u64 *detail, u32 code, u32 bit, u32 optional, u64 cap)
+{
+    u32 j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= n)
+        return;
+    const gds_kjob_t jb = jobs[j];
+    const u8 *in = (const u8 *)jb.in;
+    u8 *out = (u8 *)jb.out;
+    u64 len = jb.in_size, elem = jb.p0, bs = jb.p1;
+    u64 size = len / elem;
+    u64 body = size / 8 * 8 * elem, leftover = len - body;
+    u64 pos = 12;
+    bool failed = false;
+    for (u32 k = 0; k < jb.nentries; k++) {
+        u64 i = jb.entry0 + k;
+        int st = ((const int *)e.status)[i];
+        u64 cs = ((const u64 *)e.out_actual)[i];
+        gds_kentry_t *x = &((gds_kentry_t *)e.aux)[i];
+        if (st != 0 || pos + 4 + cs + leftover > cap) {
+            fail(err, detail, jb.chunk, code | GDS_KERR_ENCODE, (u64)(unsigned)st);
+            failed = true;
+            break;
+        }
+        put_be32(out + pos, (u32)cs);
+        x->copy_src = ((const u64 *)e.out_ptrs)[i];
+        x->copy_dst = jb.out + pos + 4;
+        x->copy_len = cs;
+        x->flags = GDS_KENTRY_COPY;
+        pos += 4 + cs;
+    }
+    if (failed) {
+        for (u32 k = 0; k < jb.nentries; k++)
+            ((gds_kentry_t *)e.aux)[jb.entry0 + k].flags = 0;
+        return;
+    }
+    if (optional && pos + leftover >= len) {
+        for (u32 k = 0; k < jb.nentries; k++) {
+            gds_kentry_t *x = &((gds_kentry_t *)e.aux)[jb.entry0 + k];
+            u64 off = (u64)k * bs * elem;
+            x->copy_src = jb.in + off;
+            x->copy_dst = jb.out + off;
+            x->copy_len = body - off < bs * elem ? body - off : bs * elem;
+        }
+        for (u64 b = 0; b < leftover; b++)
+            out[body + b] = in[body + b];
+        mask[jb.chunk] |= bit;
+        dsize[jb.chunk] = len;
+        return;
+    }
+    put_be64(out, len);
+    put_be32(out + 8, (u32)(bs * elem));
+    for (u64 b = 0; b < leftover; b++)
+        out[pos + b] = in[body + b];
+    dsize[jb.chunk] = pos + leftover;
+}
+
+} // extern "C"

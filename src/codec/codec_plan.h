@@ -1,0 +1,98 @@
+/*
+ * The host side of the GPU codecs that needs no GPU: which filters a
+ * pipeline holds and whether they can run on the GPU, the sizes the data
+ * has between filters, the chunk headers the host reads to plan a batch
+ * (parsed here from host bytes, so the unit tests check them), bounds of
+ * encoded sizes, and error texts.
+ */
+#ifndef H5GDS_CODEC_PLAN_H
+#define H5GDS_CODEC_PLAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpu_codec.h"
+
+typedef enum gds_step_kind {
+    GDS_STEP_FLETCHER32,
+    GDS_STEP_SHUFFLE,
+    GDS_STEP_BITSHUFFLE, /* bitshuffle without compression */
+    GDS_STEP_DEFLATE,
+    GDS_STEP_ZSTD,
+    GDS_STEP_LZ4,
+    GDS_STEP_BSHUF_LZ4,
+    GDS_STEP_BSHUF_ZSTD
+} gds_step_kind_t;
+
+/* One active filter of a chunk's pipeline. */
+typedef struct gds_codec_step {
+    gds_step_kind_t kind;
+    unsigned pos;   /* the filter's position in the pipeline (its mask bit, its name in errors) */
+    unsigned elem;  /* shuffle: bytes per element; bitshuffle: element size */
+    unsigned block; /* bitshuffle: elements per block (0: bitshuffle's default); LZ4: block bytes (0: 1 GiB) */
+    int level;      /* deflate 0-9; zstd */
+    bool optional;  /* H5Z_FLAG_OPTIONAL */
+    bool verify;    /* fletcher32: checked on read (not H5Z_FLAG_SKIP_EDC) */
+} gds_codec_step_t;
+
+#define GDS_SIZE_UNKNOWN ((size_t)-1)
+
+/* HDF5's LZ4 filter's default block (1 GiB), bitshuffle's constants. */
+#define GDS_LZ4H5_DEFAULT_BLOCK (1u << 30)
+#define GDS_BSHUF_TARGET_BLOCK_BYTES 8192u
+#define GDS_BSHUF_MIN_BLOCK 128u
+/* nvCOMP's largest LZ4 block to compress. */
+#define GDS_NVCOMP_LZ4_MAX_BLOCK (1u << 24)
+
+/* The active filters (write order) of p for a chunk whose mask is `mask`;
+ * `encode`: those the encoder supports. -1 with the reason. */
+int gds_codec_plan_steps(const gds_codec_pipeline_t *p, unsigned mask, bool encode, gds_codec_step_t *steps,
+                         size_t *nsteps, char *why, size_t why_size);
+
+/* Whether the step changes the data's size in a way only the data decides. */
+bool gds_codec_step_compresses(gds_step_kind_t kind);
+
+/* The size after the step when writing, for `in` bytes before it;
+ * GDS_SIZE_UNKNOWN for compressors. */
+size_t gds_codec_step_forward(const gds_codec_step_t *s, size_t in);
+
+/* The most bytes the GPU encoder writes for the step, `in` bytes before it. */
+size_t gds_codec_step_bound(const gds_codec_step_t *s, size_t in);
+
+/* bitshuffle's block size for an element size (bshuf_default_block_size). */
+size_t gds_bshuf_default_block(size_t elem);
+
+/* bitshuffle's block layout for `size` elements: full blocks, the elements
+ * of the last partial block (a multiple of 8), the leftover elements. */
+void gds_bshuf_layout(size_t size, size_t block, size_t *full, size_t *last, size_t *leftover);
+
+/* The LZ4 block size the encoder uses (cd value, capped to the chunk and to nvCOMP's limit). */
+size_t gds_lz4h5_encode_block(const gds_codec_step_t *s, size_t in);
+
+/* A chunk's header parsed on the host (the first GDS_HEAD_BYTES bytes,
+ * `stored` = the chunk's stored size): HDF5's LZ4 framing and bitshuffle's.
+ * 0 with the block size and count, or -1 with an error code (GDS_KERR_*)
+ * and its detail. `expect` = the decoded size the pipeline gives. */
+typedef struct gds_codec_blocks {
+    uint64_t block;   /* LZ4: block bytes; bitshuffle: block elements */
+    uint64_t nblocks; /* compressed blocks */
+    int reason;       /* GDS_KERR_* when -1 */
+    uint64_t detail;
+} gds_codec_blocks_t;
+int gds_codec_parse_lz4h5(const unsigned char *head, size_t stored, size_t expect, gds_codec_blocks_t *b);
+int gds_codec_parse_bshuf(const unsigned char *head, size_t stored, size_t expect, size_t elem, gds_codec_blocks_t *b);
+
+/* zlib's 2-byte header as HDF5's inflate accepts it (CM 8, window <= 32K,
+ * check bits, no preset dictionary); the kernel does the same. */
+bool gds_codec_zlib_header_ok(unsigned cmf, unsigned flg);
+/* The FLG byte the encoder writes for a deflate level (zlib's FLEVEL). */
+unsigned gds_codec_zlib_flg(int level);
+
+/* A filter's name ("deflate", "lz4"...). */
+const char *gds_codec_filter_name(unsigned id);
+
+/* The message for a kernel's error code (see codec_shared.h) on pipeline p. */
+void gds_codec_error_text(const gds_codec_pipeline_t *p, unsigned code, uint64_t detail, char *buf, size_t size);
+
+#endif

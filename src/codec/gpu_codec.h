@@ -1,0 +1,107 @@
+/*
+ * GPU codecs for HDF5's standard filter pipelines (no HDF5 here): chunks in
+ * device memory are decoded (and encoded) on the GPU, bit-identical with
+ * HDF5's own filters and hdf5plugin's: deflate (zlib stream, Adler-32
+ * checked), shuffle, fletcher32 (checked, with HDF5's byte-swapped form for
+ * old files), zstd (32015), LZ4 (32004, HDF5's LZ4 framing), bitshuffle
+ * (32008, plain or with LZ4 / zstd).
+ *
+ * The compressors are NVIDIA's nvCOMP (batched API), loaded at run time
+ * (src/cuda/cuda_loader.c); the framing, shuffles and checksums are the
+ * layer's own kernels, CUDA C compiled at run time by NVRTC for the device
+ * (src/codec/codec_kernels.cu), launched through the driver API. A pipeline
+ * may hold one size-changing filter (compressor) at most: can_decode says
+ * why not otherwise, and the caller then uses HDF5's CPU path.
+ */
+#ifndef H5GDS_GPU_CODEC_H
+#define H5GDS_GPU_CODEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "cuda_loader.h" /* CUstream, CUcontext ... */
+#include "engine.h"      /* gds_status_t, gds_status_set */
+
+enum {
+    GDS_FILTER_DEFLATE = 1,
+    GDS_FILTER_SHUFFLE = 2,
+    GDS_FILTER_FLETCHER32 = 3,
+    GDS_FILTER_LZ4 = 32004,
+    GDS_FILTER_BITSHUFFLE = 32008,
+    GDS_FILTER_ZSTD = 32015,
+    GDS_FILTER_BLOSC = 32001
+};
+
+/* HDF5's filter flags (H5Zpublic.h) that matter here. */
+enum {
+    GDS_FILTER_FLAG_OPTIONAL = 0x0001, /* H5Z_FLAG_OPTIONAL: may be skipped when it fails (encode) */
+    GDS_FILTER_FLAG_SKIP_EDC = 0x0200  /* H5Z_FLAG_SKIP_EDC: fletcher32 not verified on read */
+};
+
+#define GDS_CODEC_MAX_FILTERS 16
+#define GDS_CODEC_MAX_CD 20
+
+typedef struct gds_codec_filter {
+    unsigned id;
+    unsigned flags; /* HDF5's filter flags (GDS_FILTER_FLAG_*) */
+    size_t ncd;
+    unsigned cd[GDS_CODEC_MAX_CD]; /* client data as stored in the dataset's pipeline */
+} gds_codec_filter_t;
+
+typedef struct gds_codec_pipeline {
+    size_t nfilters;
+    gds_codec_filter_t filter[GDS_CODEC_MAX_FILTERS]; /* HDF5 order: applied 0..n-1 when writing */
+    size_t type_size;                                 /* bytes per element of the dataset's file type */
+    size_t chunk_bytes;                               /* bytes of one whole decoded chunk */
+} gds_codec_pipeline_t;
+
+/* Whether the GPU can decode every filter of the pipeline (no GPU needed to
+ * answer); why not in `why` (may be NULL). */
+bool gds_codec_can_decode(const gds_codec_pipeline_t *p, char *why, size_t why_size);
+bool gds_codec_can_encode(const gds_codec_pipeline_t *p, char *why, size_t why_size);
+
+/* One per CUDA context: nvCOMP entry points, the NVRTC-compiled module,
+ * cached temporary memory. Calls on one codec are serialised (a lock). */
+typedef struct gds_codec gds_codec_t;
+
+/* Loads CUDA, NVRTC and nvCOMP and compiles the kernels for ctx's device
+ * (the compiled code is cached per process and architecture); -1 with a
+ * clear message when one is missing. ctx NULL: the calling thread's current
+ * context. */
+int gds_codec_open(gds_codec_t **out, CUcontext ctx, gds_status_t *st);
+void gds_codec_close(gds_codec_t *c);
+
+typedef struct gds_codec_chunk {
+    const void *src;      /* device memory: the chunk as stored in the file */
+    size_t src_bytes;
+    unsigned filter_mask; /* HDF5's per-chunk mask: bit i set = filter i was skipped */
+    void *dst;            /* device memory, pipeline->chunk_bytes */
+} gds_codec_chunk_t;
+
+/* Decodes n chunks in batches on `stream`, returns after they are done
+ * (synchronises the stream). On failure -1, *bad = index of the first
+ * (lowest-index) failing chunk, st says which filter and why (corrupt
+ * stream, wrong decoded size, checksum mismatch, parameter not
+ * supported...). `bad` may be NULL. The dst of a failing chunk holds
+ * undefined bytes; the other chunks are decoded. */
+int gds_codec_decode(gds_codec_t *c, const gds_codec_pipeline_t *p, const gds_codec_chunk_t *chunks, size_t n,
+                     CUstream stream, size_t *bad, gds_status_t *st);
+
+/* Bytes an encoded chunk of p may take (dst of gds_codec_encode); 0 when
+ * the pipeline cannot be encoded. */
+size_t gds_codec_max_encoded_bytes(const gds_codec_pipeline_t *p);
+
+/* Encodes n whole chunks (src = decoded, chunk_bytes each; dst = device
+ * buffers of at least gds_codec_max_encoded_bytes(p) each); out_bytes[i] =
+ * stored size; out_mask[i] = filter mask to store (an optional filter whose
+ * output is not smaller than its input is skipped). Synchronises the
+ * stream. The compressed bytes are not those of HDF5's CPU filters, but
+ * HDF5 / hdf5plugin decode them to the same data. */
+int gds_codec_encode(gds_codec_t *c, const gds_codec_pipeline_t *p, const void *const *src, void *const *dst,
+                     size_t *out_bytes, unsigned *out_mask, size_t n, CUstream stream, gds_status_t *st);
+
+/* Which nvCOMP was loaded (path, major version) and the device's
+ * architecture, for logs; "" before open. */
+const char *gds_codec_describe(const gds_codec_t *c);
+
+#endif
