@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
-# Tests of h5gds-bench itself (CPU only): argument errors exit 2 with usage,
-# the CSV has the documented schema, verification catches a corrupted byte,
-# and failures (unwritable directory, full disk) give a clear error and
-# leave no files behind.   usage: test_bench.sh BENCH WORKDIR
+# Tests of h5gds-bench itself (CPU only): a wrong argument gets one line
+# saying what is wrong and exit status 2, sizes are those of the driver's
+# configuration, the CSV has the documented schema, verification catches a
+# corrupted byte, and failures (unwritable directory, full disk) give a
+# clear error and leave no files behind. The other CLIs of tools/ (the C
+# ones built beside BENCH, the Python scripts) get the same argument checks.
+#   usage: test_bench.sh BENCH WORKDIR
 set -uo pipefail
-bench=$1 work=$2
+bench=$(readlink -f "$1") work=$2
+tools_bin=$(cd "$(dirname "$bench")" && pwd)
+tools_src=$(cd "$(dirname "$0")/../tools" && pwd)
 rm -rf "$work" && mkdir -p "$work" && cd "$work" || exit 1
 pass=0 fail=0
 ok()  { pass=$((pass + 1)); echo "PASS $1"; }
@@ -16,15 +21,34 @@ expect_rc() { # rc description command...
 }
 leftovers() { find "$1" -mindepth 1 -name 'h5gds-bench.*' | wc -l; }
 
+# A wrong argument: exit 2 and one line that names the problem (no usage
+# block, no error stack, no traceback).   wrong_arg "text in the line" CMD...
+wrong_arg() {
+  local want=$1; shift
+  "$@" >out.txt 2>&1; local rc=$?
+  local what="${*##*/}"
+  if [ "$rc" -ne 2 ]; then bad "$what: exit $rc, expected 2"
+  elif [ "$(wc -l < out.txt)" -ne 1 ]; then bad "$what: $(wc -l < out.txt) lines, expected 1"
+  elif ! grep -qF -- "$want" out.txt; then bad "$what: no '$want' in the line"
+  else ok "$what: one line, exit 2"; fi
+}
+bits="lowercase b, which can mean bits"
 expect_rc 0 "--help" "$bench" --help
-expect_rc 2 "unknown option" "$bench" --bogus
-expect_rc 2 "bad size" "$bench" --sizes 12XB
-expect_rc 2 "bad repeat" "$bench" --repeat 0
-expect_rc 2 "unknown method" "$bench" --methods FOO
-expect_rc 2 "bad threads" "$bench" --threads 0
-expect_rc 2 "bad config" "$bench" --config threads=many
-expect_rc 2 "stray argument" "$bench" extra
-grep -q "usage: h5gds-bench" out.txt && ok "usage printed on error" || bad "usage printed on error"
+wrong_arg "unknown option '--bogus'" "$bench" --bogus
+wrong_arg "'12XB': is not a size" "$bench" --sizes 12XB
+wrong_arg "$bits" "$bench" --sizes 64Mb
+# (small sizes: an argument let through would run a short benchmark, not a long one)
+wrong_arg "'1.5KiB': is not a size" "$bench" --sizes 1.5KiB
+wrong_arg "empty item" "$bench" --sizes 64KiB,
+wrong_arg "'0': is 0 bytes" "$bench" --blocks 0
+wrong_arg "$bits" "$bench" --chunk 8mb
+wrong_arg "--repeat '0'" "$bench" --repeat 0
+wrong_arg "needs a value" "$bench" --repeat
+wrong_arg "unknown method 'FOO'" "$bench" --methods FOO
+wrong_arg "--threads '0'" "$bench" --threads 0
+wrong_arg "'threads' = 'many' is not a whole number" "$bench" --config threads=many
+wrong_arg "$bits" "$bench" --config io_block_size=4Mb
+wrong_arg "unexpected argument 'extra'" "$bench" extra
 
 mkdir -p runs
 expect_rc 0 "small run" "$bench" --sizes 1MiB,3MiB --repeat 2 --methods SEC2,GDS --memory host --dir runs --csv r.csv
@@ -47,6 +71,12 @@ assert all("mode=auto" in r["driver_config"] for r in rows if r["method"] == "GD
 PY
 [ "$(leftovers runs)" -eq 0 ] && ok "no files left after a run" || bad "files left after a run"
 
+# Decimal and binary units as the configuration takes them: 100KB is 100000 bytes.
+expect_rc 0 "sizes in KB and K" "$bench" --sizes 100KB,4K --repeat 1 --methods GDS --memory host --no-ceilings \
+  --dir runs --csv d.csv
+[ "$(cut -d, -f4 d.csv | sort -u | tr '\n' ' ')" = "100000 4096 size_bytes " ] && ok "sizes 100KB and 4K in the CSV" \
+  || bad "sizes 100KB and 4K in the CSV: $(cut -d, -f4 d.csv | sort -u | tr '\n' ' ')"
+
 expect_rc 1 "a corrupted byte is caught" "$bench" --sizes 1MiB --repeat 1 --methods GDS --memory host --no-ceilings \
   --dir runs --csv c.csv --inject-corruption
 grep -q "verification failed" out.txt && ok "corruption reported" || bad "corruption reported"
@@ -61,6 +91,40 @@ expect_rc 1 "full disk" bash -c "ulimit -f 4096; exec '$bench' --sizes 16MiB --r
   --no-ceilings --dir runs --csv f.csv"
 grep -qi "disk full\|failed" out.txt && ok "clear message for a full disk" || bad "clear message for a full disk"
 [ "$(leftovers runs)" -eq 0 ] && ok "no files left after a full disk" || bad "files left after a full disk"
+
+# The other C tools, built beside h5gds-bench.
+calls=$tools_bin/h5gds-calls engine=$tools_bin/h5gds-engine-bench
+if [ -x "$calls" ] && [ -x "$engine" ]; then
+  wrong_arg "$bits" "$calls" --sizes 4Kb
+  wrong_arg "'4.5KiB': is not a size" "$calls" --sizes 4KiB,4.5KiB
+  wrong_arg "--calls 'x'" "$calls" --calls x
+  wrong_arg "needs a value" "$calls" --rounds
+  wrong_arg "unknown argument '--bogus'" "$calls" --bogus
+  expect_rc 0 "h5gds-calls with sizes 1KB and 4K" "$calls" --sizes 1KB,4K --calls 3 --rounds 1 --dir runs
+  wrong_arg "$bits" "$engine" --size 2Gb
+  wrong_arg "--repeat 'x'" "$engine" --repeat x
+  wrong_arg "--kernel-ms 'nan'" "$engine" --kernel-ms nan
+  wrong_arg "unknown argument '--bogus'" "$engine" --bogus 1
+else
+  bad "h5gds-calls and h5gds-engine-bench not built in $tools_bin"
+fi
+
+# The Python scripts of tools/ (no GPU needed for their argument checks).
+py() { python3 "$tools_src/$1" "${@:2}"; }
+wrong_arg "$bits" py bench_peers.py --csv p.csv --sizes 256Mb
+wrong_arg "unknown peer 'nope'" py bench_peers.py --csv p.csv --peers nope
+[ ! -e p.csv ] && ok "bench_peers: no CSV left by a wrong argument" || bad "bench_peers: a CSV left by a wrong argument"
+wrong_arg "'1.5GiB' is not a size" py shared_file_model.py --size-per-rank 1.5GiB
+wrong_arg "--ranks: '0'" py shared_file_model.py --ranks 0
+wrong_arg "$bits" py autotune_summary.py r.csv --tuned 16x32Mb
+wrong_arg "cannot read" py plot_bench.py no-such.csv
+wrong_arg "not an h5gds-bench CSV" py plot_bench.py out.txt
+wrong_arg "required: out_dir" py summarize_shared.py
+head -1 r.csv > empty.csv
+expect_rc 0 "plot_bench: a CSV with no rows is not an error" py plot_bench.py empty.csv --summary empty.md
+grep -q "no rows" out.txt && ok "plot_bench: says there is nothing to plot" || bad "plot_bench: says there is nothing to plot"
+expect_rc 0 "shared_file_model in the configuration's units" py shared_file_model.py --ranks 4 --size-per-rank 1MB \
+  --stripe 64K
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

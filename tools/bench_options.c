@@ -2,6 +2,7 @@
  * Command line of h5gds-bench: the options, their parsing and --help.
  */
 #include "bench.h"
+#include "cli_args.h"
 
 const char *const memory_names[] = {"host", "pinned", "device", "managed"};
 const char *const method_names[] = {"SEC2",       "SEC2+PINNED", "DIRECT",    "DIRECT+PINNED", "GDS",
@@ -17,7 +18,8 @@ static void usage(FILE *to)
             "usage: h5gds-bench [--quick | --full] [options]\n"
             "  --quick               64 MiB and 256 MiB, 2 repeats (default; under 2 minutes)\n"
             "  --full                the paper's sizes 64 MiB .. 2 GiB, 3 repeats\n"
-            "  --sizes LIST          dataset sizes, e.g. 64MiB,1GiB,16GiB\n"
+            "  --sizes LIST          dataset sizes, e.g. 64MiB,1GiB,16GiB (sizes as in the gds configuration:\n"
+            "                        4096, 64KiB, 8MiB, 1G; KiB..TiB or K..T = 1024^n, KB..TB = 1000^n)\n"
             "  --methods LIST        SEC2,SEC2+PINNED,DIRECT,DIRECT+PINNED,GDS,GDS-staged,GDS-cufile,GDS-posix,\n"
             "                        GDS-SHARED,MPIO-HOST (default: all that apply to the memory and the build)\n"
             "                        Under mpirun, with a parallel HDF5 >= 1.14 (the gds_mpio driver):\n"
@@ -50,6 +52,7 @@ static void usage(FILE *to)
             "  -h, --help            this text\n");
 }
 
+/* A wrong argument: one line saying what is wrong, exit status 2. */
 static void die_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 static void die_usage(const char *fmt, ...)
 {
@@ -58,75 +61,79 @@ static void die_usage(const char *fmt, ...)
     va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "\n");
-    usage(stderr);
+    fprintf(stderr, " (--help for usage)\n");
     exit(2);
 }
 
-static bool parse_size(const char *s, size_t *out)
+/* A positive size, or a one-line error naming the option. */
+static size_t size_option(const char *option, const char *text)
 {
-    char *end;
-    errno = 0;
-    if (*s < '0' || *s > '9')
-        return false;
-    double v = strtod(s, &end);
-    if (errno || v <= 0)
-        return false;
-    size_t mult = 1;
-    if (!strcasecmp(end, "") || !strcasecmp(end, "b"))
-        mult = 1;
-    else if (!strcasecmp(end, "k") || !strcasecmp(end, "kib"))
-        mult = 1 << 10;
-    else if (!strcasecmp(end, "m") || !strcasecmp(end, "mib"))
-        mult = MiB;
-    else if (!strcasecmp(end, "g") || !strcasecmp(end, "gib"))
-        mult = GiB;
-    else
-        return false;
-    *out = (size_t)(v * (double)mult);
-    return *out > 0;
+    size_t v = 0;
+    const char *why = cli_parse_size(text, &v);
+    if (why)
+        die_usage("bad %s '%s': %s", option, text, why);
+    if (v == 0)
+        die_usage("bad %s '%s': is 0 bytes", option, text);
+    return v;
+}
+
+static long count_option(const char *option, const char *text, long min, long max)
+{
+    long v = 0;
+    const char *why = cli_parse_long(text, min, max, &v);
+    if (why)
+        die_usage("bad %s '%s': %s", option, text, why);
+    return v;
+}
+
+/* The innermost message of the error stack (the library's own words). */
+static herr_t innermost(unsigned n, const H5E_error2_t *e, void *data)
+{
+    if (n == 0 && e->desc)
+        snprintf(data, 512, "%s", e->desc);
+    return 0;
 }
 
 /* Splits a comma list, calling `each` per item; false if any item is bad. */
 static void parse_list(const char *arg, const char *what, void (*each)(const char *, const char *))
 {
-    char *copy = strdup(arg), *save = NULL;
-    for (char *it = strtok_r(copy, ",", &save); it; it = strtok_r(NULL, ",", &save))
+    /* Every item, empty ones too ("1GiB," is a mistake, not one size). */
+    char *copy = strdup(arg);
+    if (!copy)
+        die_usage("out of memory");
+    for (char *it = copy, *next; it; it = next) {
+        next = strchr(it, ',');
+        if (next)
+            *next++ = '\0';
+        if (!*it)
+            die_usage("empty item in --%s '%s'", what, arg);
         each(it, what);
+    }
     free(copy);
 }
 
 static void add_size(const char *s, const char *what)
 {
-    size_t v;
-    if (!parse_size(s, &v) || opt.nsizes == MAX_LIST)
-        die_usage("bad size in --%s: '%s'", what, s);
+    char option[32];
+    snprintf(option, sizeof option, "--%s", what);
+    size_t v = size_option(option, s);
+    if (opt.nsizes == MAX_LIST)
+        die_usage("more than %d sizes in %s", MAX_LIST, option);
     opt.sizes[opt.nsizes++] = v;
 }
 static void add_block(const char *s, const char *what)
 {
-    size_t v = 0;
     (void)what;
-    if (!strcmp(s, "auto") && opt.nblocks < MAX_LIST) {
-        opt.blocks[opt.nblocks++] = 0;
-        return;
-    }
-    if (!parse_size(s, &v) || v == 0 || opt.nblocks == MAX_LIST)
-        die_usage("bad size in --blocks: '%s'", s);
-    opt.blocks[opt.nblocks++] = v;
+    if (opt.nblocks == MAX_LIST)
+        die_usage("more than %d sizes in --blocks", MAX_LIST);
+    opt.blocks[opt.nblocks++] = strcmp(s, "auto") ? size_option("--blocks", s) : 0;
 }
 static void add_threads(const char *s, const char *what)
 {
     (void)what;
-    if (!strcmp(s, "auto") && opt.nthreads < MAX_LIST) {
-        opt.threads[opt.nthreads++] = 0;
-        return;
-    }
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (*end || v < 1 || v > 256 || opt.nthreads == MAX_LIST)
-        die_usage("bad thread count in --threads: '%s' (1..256)", s);
-    opt.threads[opt.nthreads++] = (unsigned)v;
+    if (opt.nthreads == MAX_LIST)
+        die_usage("more than %d thread counts in --threads", MAX_LIST);
+    opt.threads[opt.nthreads++] = strcmp(s, "auto") ? (unsigned)count_option("thread count in --threads", s, 1, 256) : 0;
 }
 static void add_method(const char *s, const char *what)
 {
@@ -175,8 +182,8 @@ void parse_args(int argc, char **argv)
     opt.csv = "h5gds-bench.csv";
     int c;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        char *end;
+    /* ':' first: a missing value is told apart from an unknown option */
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         switch (c) {
         case O_QUICK: full = false; break;
         case O_FULL: full = true; break;
@@ -194,42 +201,25 @@ void parse_args(int argc, char **argv)
             opt.memory_given = true;
             break;
         }
-        case O_BUFMODE:
-            opt.buffer_mode = (int)strtol(optarg, &end, 10);
-            if (*end || opt.buffer_mode < 0 || opt.buffer_mode > 3)
-                die_usage("bad --buffer-mode '%s' (0..3)", optarg);
-            break;
+        case O_BUFMODE: opt.buffer_mode = (int)count_option("--buffer-mode", optarg, 0, 3); break;
         case O_THREADS: parse_list(optarg, "threads", add_threads); break;
         case O_BLOCKS: parse_list(optarg, "blocks", add_block); break;
         case O_CONFIG: opt.config = optarg; break;
-        case O_REPEAT:
-            opt.repeat = (int)strtol(optarg, &end, 10);
-            if (*end || opt.repeat < 1 || opt.repeat > 1000)
-                die_usage("bad --repeat '%s' (1..1000)", optarg);
-            break;
+        case O_REPEAT: opt.repeat = (int)count_option("--repeat", optarg, 1, 1000); break;
         case O_NOCEIL: opt.ceilings = false; break;
-        case O_CEILT:
-            opt.ceiling_threads = (unsigned)strtol(optarg, &end, 10);
-            if (*end || opt.ceiling_threads < 1 || opt.ceiling_threads > 256)
-                die_usage("bad --ceiling-threads '%s' (1..256)", optarg);
-            break;
+        case O_CEILT: opt.ceiling_threads = (unsigned)count_option("--ceiling-threads", optarg, 1, 256); break;
         case O_DIR: opt.dir = optarg; break;
         case O_TUNE: opt.tune = true; break;
         case O_CSV: opt.csv = optarg; break;
         case O_PLOT: opt.plot = true; break;
         case O_KEEP: opt.keep = true; break;
         case O_INJECT: opt.inject_corruption = true; break;
-        case O_INJECT_RANK: opt.inject_failure_rank = atoi(optarg); break;
-        case O_CHUNK:
-            if (!parse_size(optarg, &opt.chunk))
-                die_usage("bad --chunk '%s'", optarg);
-            break;
-        case O_BOUNDARY:
-            if (!parse_size(optarg, &opt.boundary))
-                die_usage("bad --boundary '%s' (elements per rank and row, e.g. 4099)", optarg);
-            break;
+        case O_INJECT_RANK: opt.inject_failure_rank = (int)count_option("--inject-failure-rank", optarg, 0, 1 << 20); break;
+        case O_CHUNK: opt.chunk = size_option("--chunk", optarg); break;
+        case O_BOUNDARY: opt.boundary = size_option("--boundary (elements per rank and row, e.g. 4099)", optarg); break;
         case 'h': usage(stdout); exit(0);
-        default: die_usage("unknown or incomplete option '%s'", argv[optind - 1]);
+        case ':': die_usage("option '%s' needs a value", argv[optind - 1]);
+        default: die_usage("unknown option '%s'", argv[optind - 1]);
         }
     }
     if (optind < argc)
@@ -249,10 +239,17 @@ void parse_args(int argc, char **argv)
     if (!opt.phases[0] && !opt.phases[1] && !opt.phases[2])
         opt.phases[0] = opt.phases[1] = opt.phases[2] = true;
     if (opt.config) {
+        /* The library's reason in one line, rather than its error stack printed. */
+        H5E_auto2_t print_func;
+        void *print_data;
+        H5Eget_auto2(H5E_DEFAULT, &print_func, &print_data);
+        H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
         H5FD_gds_config_t c;
         if (H5FD_gds_config_init(&c) < 0 || H5FD_gds_config_parse(&c, opt.config) < 0) {
-            /* (the library printed the error stack) */
-            die_usage("bad --config '%s'", opt.config);
+            char why[512] = "";
+            H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, innermost, why);
+            die_usage("bad --config '%s': %s", opt.config, why[0] ? why : "see the gds configuration keys");
         }
+        H5Eset_auto2(H5E_DEFAULT, print_func, print_data);
     }
 }

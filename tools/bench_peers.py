@@ -17,15 +17,10 @@ import sys
 import tempfile
 import time
 
-UNITS = {"": 1, "b": 1, "k": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mib": 1 << 20, "g": 1 << 30, "gib": 1 << 30}
+from cli_common import ArgumentParser, fail, int_arg, int_list_arg, size_list_arg
 
-
-def parse_size(text):
-    num = text.rstrip("bBkKmMgGiI")
-    unit = text[len(num):].lower()
-    if not num or unit not in UNITS:
-        raise argparse.ArgumentTypeError(f"bad size {text!r}")
-    return int(float(num) * UNITS[unit])
+PROG = "bench_peers"
+PEERS = ("h5py+cupy", "kvikio")
 
 
 def drop_cache(path):
@@ -55,27 +50,39 @@ def fsync_path(path):
     os.close(fd)
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sizes", default="256MiB", type=lambda s: [parse_size(x) for x in s.split(",")])
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--kvikio-threads", default="1,8,16", type=lambda s: [int(x) for x in s.split(",")])
-    ap.add_argument("--peers", default="h5py+cupy,kvikio")
+def main(argv=None):
+    ap = ArgumentParser(prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default="256MiB", type=size_list_arg,
+                    help="sizes as in the gds configuration: 4096, 64KiB, 8MiB, 1GiB, 1G, 500MB")
+    ap.add_argument("--repeat", type=int_arg(1), default=3)
+    ap.add_argument("--kvikio-threads", default="1,8,16", type=int_list_arg(1))
+    ap.add_argument("--peers", default="h5py+cupy,kvikio", help=f"a comma list of {', '.join(PEERS)}")
     ap.add_argument("--dir", default=None)
     ap.add_argument("--csv", required=True)
     ap.add_argument("--append", action="store_true", help="append rows (no header) to an existing CSV")
-    args = ap.parse_args()
-
-    import cupy as cp  # noqa: E402  (imported late: --help works without a GPU)
-
+    args = ap.parse_args(argv)
     peers = args.peers.split(",")
+    for p in peers:
+        if p not in PEERS:
+            ap.error(f"argument --peers: unknown peer {p!r} ({', '.join(PEERS)})")
+    if args.dir is not None and not os.path.isdir(args.dir):
+        ap.error(f"argument --dir: {args.dir!r} is not a directory")
+
+    try:
+        import cupy as cp  # (imported late: --help and argument errors work without a GPU)
+        gpu = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
+    except Exception as exc:  # noqa: BLE001 - no CuPy, no driver, no device: one line
+        fail(PROG, f"needs CuPy and a CUDA GPU ({' '.join(str(exc).split()) or type(exc).__name__})", status=1)
+
+    mode = "a" if args.append else "w"
+    try:
+        out = open(args.csv, mode, newline="")
+    except OSError as exc:
+        ap.error(f"argument --csv: cannot open {args.csv!r}: {exc.strerror}")
     workdir = tempfile.mkdtemp(prefix="h5gds-peers.", dir=args.dir)
     path = os.path.join(workdir, "peer.bin")
-    gpu = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
     fs = "unknown"
     machine = dict(gpu=gpu, cpus=os.cpu_count(), kernel=platform.release())
-    mode = "a" if args.append else "w"
-    out = open(args.csv, mode, newline="")
     w = csv.writer(out)
     if not args.append:
         w.writerow("method,phase,memory,size_bytes,threads,block_bytes,repeat,seconds,rate_GBps,gpu,cpus,"
@@ -87,7 +94,7 @@ def main():
                     f"{size / seconds / 1e9:.4f}", machine["gpu"], machine["cpus"], fs, machine["kernel"],
                     hdf5, config, cold])
         out.flush()
-        print(f"  {method:12s} {phase:10s} {size >> 20:6d} MiB  threads {threads:3d}  "
+        print(f"  {method:12s} {phase:10s} {size / (1 << 20):9.2f} MiB  threads {threads:3d}  "
               f"{size / seconds / 1e9:7.2f} GB/s", flush=True)
 
     try:

@@ -3,6 +3,7 @@
  * CSV, summarised in the table beside the ceilings.
  */
 #include "bench.h"
+#include "cli_args.h"
 
 result_t *results;
 size_t nresults, cap_results;
@@ -67,8 +68,9 @@ void progress(const char *what, size_t size, int phase, int rep)
 {
     if (par.rank != 0 || !isatty(STDERR_FILENO))
         return;
-    fprintf(stderr, "\r\033[K  %-14s %6zu MiB  %-9s  repeat %d/%d", what, size / MiB, phase_names[phase], rep + 1,
-            opt.repeat);
+    char sz[32];
+    fprintf(stderr, "\r\033[K  %-14s %9s  %-9s  repeat %d/%d", what, cli_format_size(size, sz, sizeof sz),
+            phase_names[phase], rep + 1, opt.repeat);
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -150,17 +152,20 @@ void print_table(void)
                 }
                 for (int c = 0; c < nc; c++) {
                     double med, lo, hi;
-                    stats_for(seen[k], ph, opt.sizes[si], tl[c], bl[c] ? bl[c] : 0, &med, &lo, &hi);
+                    /* Combinations come from every row, ranks' own among them: one with
+                     * no aggregate row has nothing to show here. */
+                    if (!stats_for(seen[k], ph, opt.sizes[si], tl[c], bl[c] ? bl[c] : 0, &med, &lo, &hi))
+                        continue;
                     char range[64], pct[16] = "";
                     snprintf(range, sizeof range, "%7.2f (%.2f-%.2f)", med, lo, hi);
                     double ceil = ceiling_for(ph, opt.sizes[si], opt.memory);
                     if (ceil > 0 && strncmp(seen[k], "CEIL", 4))
                         snprintf(pct, sizeof pct, "%5.0f%%", 100 * med / ceil);
-                    char blk[16] = "-";
+                    char blk[32] = "-", sz[32];
                     if (bl[c])
-                        snprintf(blk, sizeof blk, "%zuM", bl[c] / MiB);
-                    printf("%-14s %-10s %6zuMiB %7u %8s  %-22s %s\n", seen[k], phase_names[ph], opt.sizes[si] / MiB,
-                           tl[c], blk, range, pct);
+                        cli_format_size(bl[c], blk, sizeof blk);
+                    printf("%-14s %-10s %9s %7u %8s  %-22s %s\n", seen[k], phase_names[ph],
+                           cli_format_size(opt.sizes[si], sz, sizeof sz), tl[c], blk, range, pct);
                 }
             }
     if (par.on) {
@@ -173,7 +178,8 @@ void print_table(void)
                     double med, lo, hi;
                     if (!stats_for_rank(seen[k], ph, opt.sizes[si], 0, 0, 0, &med, &lo, &hi))
                         continue;
-                    printf("%-14s %-10s %6zuMiB ", seen[k], phase_names[ph], opt.sizes[si] / MiB);
+                    char sz[32];
+                    printf("%-14s %-10s %9s ", seen[k], phase_names[ph], cli_format_size(opt.sizes[si], sz, sizeof sz));
                     for (int r = 0; r < par.size; r++)
                         if (stats_for_rank(seen[k], ph, opt.sizes[si], 0, 0, r, &med, &lo, &hi))
                             printf(" r%d %.2f", r, med);

@@ -21,6 +21,7 @@
 #include <hdf5.h>
 
 #include "H5FDgds.h"
+#include "cli_args.h"
 #include "cuda_loader.h"
 
 static double now(void)
@@ -48,21 +49,47 @@ static void fail(const char *what)
     _exit(1);
 }
 
-static size_t parse_size(const char *s)
+/* A wrong argument: one line, exit status 2. */
+static void bad_arg(const char *option, const char *value, const char *why)
 {
-    char *end;
-    double v = strtod(s, &end);
-    if (end == s || v <= 0)
-        fail("bad size");
-    if (!strcmp(end, "KiB"))
-        v *= 1024;
-    else if (!strcmp(end, "MiB"))
-        v *= 1024 * 1024;
-    else if (!strcmp(end, "GiB"))
-        v *= 1024.0 * 1024 * 1024;
-    else if (*end)
-        fail("bad size unit (B, KiB, MiB, GiB)");
-    return (size_t)v;
+    fprintf(stderr, "h5gds-calls: bad %s '%s': %s (--help for usage)\n", option, value, why);
+    exit(2);
+}
+
+#define MAX_SIZES 32
+
+/* The comma list of --sizes, each a positive size (the configuration's syntax). */
+static int parse_sizes(const char *arg, size_t *sizes)
+{
+    int n = 0;
+    for (const char *it = arg;; n++) {
+        const char *comma = strchr(it, ',');
+        size_t len = comma ? (size_t)(comma - it) : strlen(it);
+        char item[64];
+        if (len == 0 || len >= sizeof item)
+            bad_arg("--sizes", arg, len ? "has an item too long to be a size" : "has an empty item");
+        if (n == MAX_SIZES)
+            bad_arg("--sizes", arg, "has more than 32 sizes");
+        memcpy(item, it, len);
+        item[len] = '\0';
+        const char *why = cli_parse_size(item, &sizes[n]);
+        if (why)
+            bad_arg("--sizes", item, why);
+        if (sizes[n] == 0)
+            bad_arg("--sizes", item, "is 0 bytes");
+        if (!comma)
+            return n + 1;
+        it = comma + 1;
+    }
+}
+
+static int count_arg(const char *option, const char *value, long min, long max)
+{
+    long v = 0;
+    const char *why = cli_parse_long(value, min, max, &v);
+    if (why)
+        bad_arg(option, value, why);
+    return (int)v;
 }
 
 /* A CUDA context in this process, as a GPU application has (through the
@@ -100,37 +127,51 @@ int main(int argc, char **argv)
     const char *sizes_arg = "4KiB,64KiB,256KiB,1MiB,4MiB", *dir = ".", *csv_path = NULL;
     int calls = 400, rounds = 5;
     int cuda = 0, only = -1, selection_off = 0;
+    static const char usage[] = "usage: h5gds-calls [--sizes LIST] [--calls N] [--rounds N] [--cuda] [--dir D] "
+                                "[--csv F] [--only sec2|gds] [--selection-io off]\n"
+                                "  sizes as in the gds configuration: 4096, 64KiB, 8MiB, 1G, 500MB\n";
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--sizes") && i + 1 < argc)
+        static const char *const with_value[] = {"--sizes", "--calls", "--rounds", "--dir", "--csv", "--only",
+                                                 "--selection-io"};
+        for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++)
+            if (!strcmp(argv[i], with_value[k]) && i + 1 == argc) {
+                fprintf(stderr, "h5gds-calls: option '%s' needs a value (--help for usage)\n", argv[i]);
+                return 2;
+            }
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            fputs(usage, stdout);
+            return 0;
+        }
+        else if (!strcmp(argv[i], "--sizes"))
             sizes_arg = argv[++i];
-        else if (!strcmp(argv[i], "--calls") && i + 1 < argc)
-            calls = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
-            rounds = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--dir") && i + 1 < argc)
+        else if (!strcmp(argv[i], "--calls"))
+            calls = count_arg("--calls", argv[++i], 1, 1000000);
+        else if (!strcmp(argv[i], "--rounds"))
+            rounds = count_arg("--rounds", argv[++i], 1, 64);
+        else if (!strcmp(argv[i], "--dir"))
             dir = argv[++i];
-        else if (!strcmp(argv[i], "--csv") && i + 1 < argc)
+        else if (!strcmp(argv[i], "--csv"))
             csv_path = argv[++i];
         else if (!strcmp(argv[i], "--cuda"))
             cuda = 1;
-        else if (!strcmp(argv[i], "--selection-io") && i + 1 < argc && !strcmp(argv[i + 1], "off")) {
-            i++;
+        else if (!strcmp(argv[i], "--selection-io")) {
+            if (strcmp(argv[++i], "off"))
+                bad_arg("--selection-io", argv[i], "only 'off' is known");
             selection_off = 1;
         }
-        else if (!strcmp(argv[i], "--only") && i + 1 < argc) {
+        else if (!strcmp(argv[i], "--only")) {
             i++;
             only = !strcmp(argv[i], "sec2") ? 0 : !strcmp(argv[i], "gds") ? 1 : -2;
             if (only == -2)
-                fail("--only takes sec2 or gds");
+                bad_arg("--only", argv[i], "takes sec2 or gds");
         }
         else {
-            fprintf(stderr, "usage: h5gds-calls [--sizes LIST] [--calls N] [--rounds N] [--cuda] [--dir D] [--csv F] "
-                            "[--only sec2|gds] [--selection-io off]\n");
+            fprintf(stderr, "h5gds-calls: unknown argument '%s' (--help for usage)\n", argv[i]);
             return 2;
         }
     }
-    if (calls < 1 || rounds < 1)
-        fail("--calls and --rounds must be positive");
+    size_t sizes[MAX_SIZES];
+    int nsizes = parse_sizes(sizes_arg, sizes);
     char path[4096];
     snprintf(path, sizeof path, "%s/h5gds-calls.%d.h5", dir, (int)getpid());
     FILE *csv = csv_path ? fopen(csv_path, "w") : NULL;
@@ -145,7 +186,7 @@ int main(int argc, char **argv)
         fail("cannot turn selection I/O off");
 #else
     if (selection_off)
-        fail("--selection-io needs HDF5 >= 1.14");
+        bad_arg("--selection-io", "off", "needs HDF5 >= 1.14 (selection I/O)");
 #endif
     unsigned char *probe = malloc(4096);
     if (cuda) {
@@ -158,9 +199,10 @@ int main(int argc, char **argv)
     free(probe);
     printf("%-9s %-5s %10s %12s %12s %8s\n", "size", "op", "calls", "sec2 us", "gds us", "gds/sec2");
 
-    char *list = strdup(sizes_arg);
-    for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
-        size_t size = parse_size(tok);
+    for (int si = 0; si < nsizes; si++) {
+        size_t size = sizes[si];
+        char tok[32];
+        cli_format_size(size, tok, sizeof tok);
         unsigned char *buf = malloc(size);
         if (!buf)
             fail("out of memory");
@@ -168,7 +210,7 @@ int main(int argc, char **argv)
             buf[i] = (unsigned char)(rand() >> 7);
         double *t = malloc(sizeof(double) * (size_t)calls);
         double med[2][2][64] = {{{0}}}; /* driver, op, round */
-        for (int r = 0; r < rounds && r < 64; r++) {
+        for (int r = 0; r < rounds; r++) {
             for (int drv = 0; drv < 2; drv++) {
                 if (only >= 0 && drv != only)
                     continue;
@@ -205,14 +247,12 @@ int main(int argc, char **argv)
             }
         }
         for (int op = 0; op < 2; op++) {
-            int n = rounds < 64 ? rounds : 64;
-            double a = median(med[0][op], n), b = median(med[1][op], n);
+            double a = median(med[0][op], rounds), b = median(med[1][op], rounds);
             printf("%-9s %-5s %10d %12.2f %12.2f %8.3f\n", tok, op ? "read" : "write", calls, a, b, b / a);
         }
         free(t);
         free(buf);
     }
-    free(list);
     H5Pclose(dxpl);
     if (csv)
         fclose(csv);

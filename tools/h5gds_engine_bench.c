@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +27,7 @@
 #include <unistd.h>
 
 #include "engine.h"
+#include "cli_args.h"
 #include "cuda_loader.h"
 #include "gpu_kernels.h"
 
@@ -41,21 +43,32 @@ static double now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static size_t parse_size(const char *s)
+/* A wrong argument: one line, exit status 2. */
+static void bad_arg(const char *option, const char *value, const char *why)
 {
-    char *end;
-    double v = strtod(s, &end);
-    if (!strcmp(end, "KiB") || !strcmp(end, "K"))
-        v *= 1024;
-    else if (!strcmp(end, "MiB") || !strcmp(end, "M"))
-        v *= 1024 * 1024;
-    else if (!strcmp(end, "GiB") || !strcmp(end, "G"))
-        v *= 1024.0 * 1024 * 1024;
-    else if (*end) {
-        fprintf(stderr, "h5gds-engine-bench: bad size '%s'\n", s);
-        exit(2);
-    }
-    return (size_t)v;
+    fprintf(stderr, "h5gds-engine-bench: bad %s '%s': %s (--help for usage)\n", option, value, why);
+    exit(2);
+}
+
+/* A positive size in the configuration's syntax (4096, 64KiB, 2GiB, 1G, 500MB). */
+static size_t size_arg(const char *option, const char *value)
+{
+    size_t v = 0;
+    const char *why = cli_parse_size(value, &v);
+    if (why)
+        bad_arg(option, value, why);
+    if (v == 0)
+        bad_arg(option, value, "is 0 bytes");
+    return v;
+}
+
+static long long_arg(const char *option, const char *value, long min, long max)
+{
+    long v = 0;
+    const char *why = cli_parse_long(value, min, max, &v);
+    if (why)
+        bad_arg(option, value, why);
+    return v;
 }
 
 static void die(const char *what)
@@ -260,30 +273,43 @@ int main(int argc, char **argv)
     double kernel_ms = 20;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help") || !v) {
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             printf("usage: h5gds-engine-bench [--dir D] [--size 2GiB] [--overlap-size 1GiB] [--repeat 3]\n"
-                   "                          [--kernel-ms 20] [--threads 16] [--csv FILE]\n");
-            return !strcmp(a, "--help") ? 0 : 2;
+                   "                          [--kernel-ms 20] [--threads 16] [--csv FILE]\n"
+                   "  sizes as in the gds configuration: 4096, 64KiB, 8MiB, 1G, 500MB\n");
+            return 0;
+        }
+        static const char *const options[] = {"--dir", "--size", "--overlap-size", "--repeat", "--kernel-ms",
+                                              "--threads", "--csv"};
+        bool known = false;
+        for (size_t k = 0; k < sizeof options / sizeof options[0]; k++)
+            known |= !strcmp(a, options[k]);
+        if (!known) {
+            fprintf(stderr, "h5gds-engine-bench: unknown argument '%s' (--help for usage)\n", a);
+            return 2;
+        }
+        if (!v) {
+            fprintf(stderr, "h5gds-engine-bench: option '%s' needs a value (--help for usage)\n", a);
+            return 2;
         }
         i++;
         if (!strcmp(a, "--dir"))
             dir = v;
         else if (!strcmp(a, "--size"))
-            size = parse_size(v);
+            size = size_arg(a, v);
         else if (!strcmp(a, "--overlap-size"))
-            overlap_size = parse_size(v);
+            overlap_size = size_arg(a, v);
         else if (!strcmp(a, "--repeat"))
-            repeat = atoi(v);
-        else if (!strcmp(a, "--kernel-ms"))
-            kernel_ms = atof(v);
-        else if (!strcmp(a, "--threads"))
-            threads = (unsigned)atoi(v);
-        else if (!strcmp(a, "--csv"))
-            csv_path = v;
-        else {
-            fprintf(stderr, "h5gds-engine-bench: unknown option %s\n", a);
-            return 2;
+            repeat = (int)long_arg(a, v, 1, 1000);
+        else if (!strcmp(a, "--kernel-ms")) {
+            const char *why = cli_parse_double(v, 0, 60000, &kernel_ms);
+            if (why)
+                bad_arg(a, v, why);
         }
+        else if (!strcmp(a, "--threads"))
+            threads = (unsigned)long_arg(a, v, 1, 256);
+        else
+            csv_path = v;
     }
     const char *why = NULL;
     char gpu[128] = "";

@@ -13,20 +13,36 @@ import os
 import statistics
 import sys
 
+from cli_common import ArgumentParser, fail
+
+PROG = "plot_bench"
+
 PHASES = ("write", "cold_read", "warm_read")
 CEILING = {"write": ["CEIL-ODIRECT"], "cold_read": ["CEIL-ODIRECT"], "warm_read": ["CEIL-PAGECACHE", "CEIL-H2D"]}
 
 
 def load(path):
-    with open(path, newline="") as f:
-        rows = list(csv.DictReader(f))
+    """The CSV's rows (the aggregate ones under MPI); a file that is not an
+    h5gds-bench CSV is a one-line error. No rows is not an error."""
     need = {"method", "phase", "memory", "size_bytes", "threads", "block_bytes", "repeat", "seconds", "rate_GBps"}
-    if not rows or not need <= set(rows[0]):
-        sys.exit(f"{path}: not an h5gds-bench CSV (need columns {sorted(need)})")
+    try:
+        with open(path, newline="") as f:
+            reader = csv.DictReader(f)
+            columns = set(reader.fieldnames or ())
+            rows = list(reader)
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        fail(PROG, f"cannot read {path}: {exc}")
+    if not need <= columns:
+        fail(PROG, f"{path}: not an h5gds-bench CSV (missing columns {', '.join(sorted(need - columns))})")
     # Under MPI the bench writes each rank's rows and the aggregate ("all"):
     # figures and summaries are of the aggregate.
-    if "rank" in rows[0]:
+    if "rank" in columns:
         rows = [r for r in rows if r["rank"] == "all"]
+    for line, r in enumerate(rows, start=2):
+        try:
+            int(r["size_bytes"]), int(r["threads"]), int(r["block_bytes"]), float(r["rate_GBps"])
+        except (TypeError, ValueError):
+            fail(PROG, f"{path}: a row (line {line}) has a value that is not a number")
     return rows
 
 
@@ -137,21 +153,28 @@ def figures(rows, med, stem):
     return made
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def main(argv=None):
+    ap = ArgumentParser(prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("csv")
     ap.add_argument("--summary")
     ap.add_argument("--no-figures", action="store_true")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     rows = load(args.csv)
+    if not rows:  # a run that measured nothing: nothing to draw or summarise
+        print(f"{PROG}: {args.csv} has no rows: no summary, no figures")
+        return 0
     med = medians(rows)
     sizes = sorted({int(r["size_bytes"]) for r in rows})
-    if args.summary:
-        summary(med, sizes, args.summary)
-    if not args.no_figures:
-        for p in figures(rows, med, os.path.splitext(args.csv)[0]):
-            print(f"figure: {p}")
+    try:
+        if args.summary:
+            summary(med, sizes, args.summary)
+        if not args.no_figures:
+            for p in figures(rows, med, os.path.splitext(args.csv)[0]):
+                print(f"figure: {p}")
+    except OSError as exc:
+        fail(PROG, f"cannot write {exc.filename or 'a figure'}: {exc.strerror or exc}", status=1)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

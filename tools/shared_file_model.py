@@ -40,14 +40,9 @@ counting with a brute-force enumeration of every piece on small cases.
 import argparse
 import math
 
+from cli_common import ArgumentParser, float_arg, int_arg, int_list_arg, size_arg
+
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
-
-
-def parse_size(text):
-    units = {"": 1, "k": KiB, "kib": KiB, "m": MiB, "mib": MiB, "g": GiB, "gib": GiB}
-    t = text.strip().lower()
-    num = t.rstrip("kmgib")
-    return int(float(num) * units[t[len(num):]])
 
 
 def stripe_counts(nranks, per_rank, piece, offset, stripe, block=4096):
@@ -198,22 +193,25 @@ def check():
     print(f"check: per-stripe counting equals brute-force enumeration on {len(cases)} layouts")
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--ranks", default="64,256,1024")
-    p.add_argument("--size-per-rank", type=parse_size, default=2 * GiB)
-    p.add_argument("--stripe", type=parse_size, default=16 * MiB)
-    p.add_argument("--osts", type=int, default=64)
-    p.add_argument("--ost-bw", type=float, default=10e9, help="bytes/s per OST (NVMe)")
-    p.add_argument("--ost-threads", type=int, default=16, help="RPCs an OST serves at once")
-    p.add_argument("--rpc-s", type=float, default=30e-6, help="cost of one write RPC")
-    p.add_argument("--lock-s", type=float, default=1e-3, help="one extent-lock handover (revoke + re-grant)")
-    p.add_argument("--gpus-per-node", type=int, default=4)
-    p.add_argument("--nic-per-node", type=float, default=100e9, help="bytes/s (4 x 25 GB/s)")
-    p.add_argument("--nvlink", type=float, default=300e9, help="bytes/s GPU to GPU inside a node")
-    p.add_argument("--client-threads", type=int, default=16, help="I/O threads per rank (the engine's)")
+def main(argv=None):
+    p = ArgumentParser(prog="shared_file_model", description=__doc__,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--ranks", default="64,256,1024", type=int_list_arg(1))
+    p.add_argument("--size-per-rank", type=size_arg, default=2 * GiB,
+                   help="sizes as in the gds configuration: 4096, 64KiB, 8MiB, 1GiB, 1G, 500MB")
+    p.add_argument("--stripe", type=size_arg, default=16 * MiB)
+    p.add_argument("--osts", type=int_arg(1), default=64)
+    p.add_argument("--ost-bw", type=float_arg(0), default=10e9, help="bytes/s per OST (NVMe)")
+    p.add_argument("--ost-threads", type=int_arg(1), default=16, help="RPCs an OST serves at once")
+    p.add_argument("--rpc-s", type=float_arg(0, strict=False), default=30e-6, help="cost of one write RPC")
+    p.add_argument("--lock-s", type=float_arg(0, strict=False), default=1e-3,
+                   help="one extent-lock handover (revoke + re-grant)")
+    p.add_argument("--gpus-per-node", type=int_arg(1), default=4)
+    p.add_argument("--nic-per-node", type=float_arg(0), default=100e9, help="bytes/s (4 x 25 GB/s)")
+    p.add_argument("--nvlink", type=float_arg(0), default=300e9, help="bytes/s GPU to GPU inside a node")
+    p.add_argument("--client-threads", type=int_arg(1), default=16, help="I/O threads per rank (the engine's)")
     p.add_argument("--check", action="store_true")
-    a = p.parse_args()
+    a = p.parse_args(argv)
     if a.check:
         check()
         return
@@ -227,7 +225,7 @@ def main():
     print("| ranks | layout | strategy | GB/s | of ceiling | time s (exchange + max(OSTs, clients)) | lock handovers "
           "| shared 4K blocks |")
     print("|---|---|---|---|---|---|---|---|")
-    for n in (int(x) for x in a.ranks.split(",")):
+    for n in a.ranks:
         for name, piece, offset in layouts:
             for strategy in ("independent", "agg=ranks", "agg=osts"):
                 r = model(a, n, piece or a.size_per_rank, offset, strategy)

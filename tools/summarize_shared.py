@@ -8,6 +8,8 @@ import pathlib
 import statistics
 import sys
 
+from cli_common import ArgumentParser
+
 
 def load(path):
     if not path.exists():
@@ -36,8 +38,12 @@ def goal(label, value, target, higher=True):
     return f"| {label} | {value:.2f} | {target} | {'met' if ok else 'NOT met'} |"
 
 
-def main():
-    out = pathlib.Path(sys.argv[1])
+def main(argv=None):
+    ap = ArgumentParser(prog="summarize_shared", description=__doc__)
+    ap.add_argument("out_dir", type=pathlib.Path, help="the directory of scripts/bench-gpu-mpio.sh's CSVs")
+    out = ap.parse_args(argv).out_dir
+    if not out.is_dir():
+        ap.error(f"argument out_dir: {str(out)!r} is not a directory")
     lines = ["# gds_mpio shared-file benchmark (scripts/bench-gpu-mpio.sh)", ""]
     np4 = load(out / "np4.csv")
     if np4:

@@ -2,6 +2,8 @@
 rows the GPU run relies on are written. No timings are checked."""
 import csv
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -55,3 +57,80 @@ def test_whole_rows_with_and_without_the_c_bench(tmp_path, monkeypatch):
     rows = list(csv.DictReader(open(tmp_path / "bench.csv")))
     c = {r["cache"] for r in rows if r["method"] == "c-h5gds-bench-gds"}
     assert c == {"durable-write", "cold", "warm"}
+
+
+# ---- the command line: every wrong argument is one line on stderr, exit 2 ----
+
+BAD_ARGS = [
+    (["loader", "--samples", "100Kb"], "lowercase b"),
+    (["loader", "--samples", "1.5MiB"], "not a size"),
+    (["loader", "--batch", "16XB"], "not a size"),
+    (["whole", "--sizes", "1GiB,"], "not a size"),
+    (["whole", "--sizes", "0"], "more than 0"),
+    (["loader", "--file-size", "8MiB", "--samples", "16MiB"], "does not fit"),
+    (["loader", "--prefetch", "0"], "less than 1"),
+    (["loader", "--repeat", "two"], "not a whole number"),
+    (["loader", "--train-step-ms", "-1"], "positive"),
+    (["louder"], "unknown part 'louder'"),
+    (["loader", "--methods", "h5gds-loader,fast"], "unknown method 'fast'"),
+    (["loader", "--config", "threads=many"], "'threads' = 'many' is not a whole number"),
+    (["whole", "--c-bench", "/nonexistent/h5gds-bench"], "not an executable"),
+    (["loader", "--dir", "/proc/no/such/dir"], "cannot make directory"),
+    (["loader", "--no-such-option"], "unrecognized arguments"),
+    ([], "required: parts"),
+]
+
+
+@pytest.mark.parametrize("argv,why", BAD_ARGS, ids=[" ".join(a) or "none" for a, _ in BAD_ARGS])
+def test_a_wrong_argument_is_one_line(argv, why, tmp_path, capsys, monkeypatch):
+    # in this process: any exception but argparse's exit fails the test; an
+    # argument let through runs a tiny benchmark in tmp_path (the case's own
+    # options come last and win)
+    monkeypatch.setattr(bench, "drop_cache", _fadvise_only)
+    small = ["--sizes", "1MiB", "--samples", "4KiB", "--file-size", "1MiB", "--batch", "64KiB", "--read-bytes",
+             "64KiB", "--warm-read-bytes", "64KiB", "--repeat", "1", "--dir", str(tmp_path), "--out", str(tmp_path)]
+    with pytest.raises(SystemExit) as done:
+        bench.main(["--host", *small, *argv])
+    assert done.value.code == 2
+    err = capsys.readouterr().err
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("python -m h5gds.bench: error: ") and why in lines[0], lines[0]
+    assert not (tmp_path / "bench.csv").exists()
+
+
+def test_the_cli_reports_a_bad_size_in_one_line(tmp_path):
+    """As a user runs it: no traceback, no figure of nothing."""
+    done = subprocess.run([sys.executable, "-m", "h5gds.bench", "loader", "--samples", "100Kb", "--host", "--file-size",
+                           "1MiB", "--dir", str(tmp_path), "--out", str(tmp_path)],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.count("\n") == 1 and "lowercase b, which can mean bits" in done.stderr, done.stderr
+
+
+def test_sizes_in_every_unit_of_the_configuration(tmp_path, monkeypatch):
+    """100KB (decimal) and 4K (binary) samples: the sizes the driver's configuration accepts."""
+    monkeypatch.setattr(bench, "drop_cache", _fadvise_only)
+    rc = bench.main(["loader", "--host", "--samples", "100KB,4K", "--file-size", "2MB", "--batch", "256KiB",
+                     "--read-bytes", "512KiB", "--warm-read-bytes", "1MiB", "--repeat", "1",
+                     "--methods", "h5gds-loader,h5py-fancy", "--dir", str(tmp_path), "--out", str(tmp_path)])
+    assert rc == 0
+    rows = list(csv.DictReader(open(tmp_path / "bench.csv")))
+    assert {r["sample_bytes"] for r in rows if r["method"] == "h5gds-loader"} == {"100000", "4096"}
+
+
+def test_nothing_to_plot_is_not_an_error(tmp_path, capsys):
+    png = tmp_path / "bench.png"
+    skipped = bench.row("loader", "kvikio-pread", 0, "-", float("nan"), float("nan"), note="skipped")
+    bench.plot([skipped], png)
+    bench.plot([], png)
+    assert "no measurements to plot" in capsys.readouterr().out
+    assert not png.exists()
+
+
+def test_plot_of_measurements(tmp_path):
+    pytest.importorskip("matplotlib")
+    png = tmp_path / "bench.png"
+    rows = [bench.row("loader", m, 4096, c, 1e9, 1e5) for m in ("a", "b") for c in ("cold", "warm")]
+    bench.plot(rows + [bench.row("loader", "kvikio-pread", 0, "-", float("nan"), float("nan"))], png)
+    assert png.stat().st_size > 0

@@ -14,6 +14,8 @@ loader: random samples into 16 MiB device batches from a 2 GiB file per
         samples: the first --read-bytes (cold) or --warm-read-bytes (warm, by
         default the whole epoch: at 50 GB/s a shorter run is mostly the
         start of an iteration) of one shuffled epoch.
+Sizes are written as in the gds configuration: 4096, 64KiB, 8MiB, 1G (powers
+of 1024), 100KB, 500MB (powers of 1000).
 Writes OUT/bench.csv (bench,method,sample_bytes,cache,GBps,samples_per_s,...)
 and OUT/bench.png (when matplotlib is importable).
 """
@@ -33,15 +35,12 @@ import numpy as np
 
 import h5gds
 from h5gds._lib import errbuf, native
-
-UNITS = {"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+from h5gds._sizes import SizeError, parse_size
 
 
 def size(text: str) -> int:
-    for u, m in sorted(UNITS.items(), key=lambda kv: -len(kv[0])):
-        if text.endswith(u):
-            return int(float(text[: -len(u)]) * m)
-    return int(text)
+    """Bytes of a size in the driver configuration's syntax (h5gds._sizes)."""
+    return parse_size(text)
 
 
 def fadvise_dontneed(path: Path | str) -> None:
@@ -198,7 +197,7 @@ def c_bench_whole(args: argparse.Namespace, dev: Device, rows: list[Row], nbytes
 
 
 def bench_whole(args: argparse.Namespace, dev: Device, rows: list[Row]) -> None:
-    sizes = [size(s) for s in args.sizes.split(",")]
+    sizes = args.sizes
     # Untimed: the engine's workers pin their staging rings on first use (up to
     # a second for sixteen), which the first measurement would otherwise pay
     # (the C bench warms up the same way); 512 MiB gives every worker a block.
@@ -318,14 +317,14 @@ def make_sample_file(path: Path, sample: int, file_bytes: int) -> int:
 
 
 def bench_loader(args: argparse.Namespace, dev: Device, rows: list[Row]) -> None:
-    batch_bytes, file_bytes = size(args.batch), size(args.file_size)
+    batch_bytes, file_bytes = args.batch, args.file_size
     try:
         import kvikio  # type: ignore[import-not-found]
     except Exception as exc:
         kvikio = None
         print(f"kvikio-pread: skipped (kvikio not importable: {exc})", flush=True)
         rows.append(row("loader", "kvikio-pread", 0, "-", float("nan"), float("nan"), note="skipped: kvikio not importable"))
-    for sample in [size(s) for s in args.samples.split(",")]:
+    for sample in args.samples:
         path = Path(args.dir) / f"samples-{sample}.h5"
         n = make_sample_file(path, sample, file_bytes)
         bsz = max(1, batch_bytes // sample)
@@ -408,7 +407,7 @@ def bench_loader(args: argparse.Namespace, dev: Device, rows: list[Row]) -> None
                 rows.append(row("loader", "kvikio-pread", sample, "-", float("nan"), float("nan"),
                                 note=f"skipped: kvikio threads could not be set ({exc})"))
         for cache in ("cold", "warm") if "loader" in args.loader_parts else ():
-            select(size(args.read_bytes if cache == "cold" else args.warm_read_bytes))
+            select(args.read_bytes if cache == "cold" else args.warm_read_bytes)
             for rep in range(args.repeat):
                 for name, fn in methods:
                     note = drop_cache(path) if cache == "cold" else ""
@@ -582,6 +581,10 @@ def median_rows(rows: list[Row]) -> list[Row]:
 
 
 def plot(rows: list[Row], png: Path) -> None:
+    groups = sorted({(r["bench"], r["cache"]) for r in rows if r["cache"] != "-"})
+    if not groups:  # only skipped methods (or none): no figure, not an error
+        print("plot skipped: no measurements to plot", flush=True)
+        return
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -589,7 +592,6 @@ def plot(rows: list[Row], png: Path) -> None:
     except ImportError:
         print("plot skipped: matplotlib not importable", flush=True)
         return
-    groups = sorted({(r["bench"], r["cache"]) for r in rows if r["cache"] != "-"})
     fig, axes = plt.subplots(len(groups), 1, figsize=(10, 3.2 * len(groups)), squeeze=False)
     for ax, (bench, cache) in zip(axes[:, 0], groups):
         sel = [r for r in rows if r["bench"] == bench and r["cache"] == cache]
@@ -610,51 +612,150 @@ def plot(rows: list[Row], png: Path) -> None:
     print(f"plot: {png}", flush=True)
 
 
+PARTS = ("whole", "loader", "loader-train", "checkpoint", "train-loop")
+LOADER_METHODS = ("h5gds-loader", "h5py-fancy", "torch-dataloader-h5py", "kvikio-pread", "ceiling-odirect",
+                  "ceiling-buffered", "ceiling-h2d")
+# The method names of h5gds.bench.checkpoint (its checkpoint and train-loop parts).
+CHECKPOINT_METHODS = ("floor-d2h", "floor-d2d", "h5gds-async", "h5gds-sync", "torch.save", "safetensors", "h5py",
+                      "dcp.save", "dcp.async_save", "no-checkpoint")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse whose errors are one line (what is wrong), exit status 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (--help for usage)\n")
+
+
+def _size_arg(text: str) -> int:
+    """argparse type: one positive size (h5gds._sizes syntax)."""
+    try:
+        n = parse_size(text)
+    except SizeError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if n == 0:
+        raise argparse.ArgumentTypeError(f"size {text!r} must be more than 0 bytes")
+    return n
+
+
+def _size_list_arg(text: str) -> list[int]:
+    """argparse type: a comma list of positive sizes."""
+    return [_size_arg(item) for item in text.split(",")]
+
+
+def _int_arg(minimum: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            n = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if n < minimum:
+            raise argparse.ArgumentTypeError(f"{text!r} is less than {minimum}")
+        return n
+    return parse
+
+
+def _ms_arg(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < v < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of milliseconds")
+    return v
+
+
+def _check_args(p: _Parser, args: argparse.Namespace) -> None:
+    """What argparse's types cannot see: names in lists, values together,
+    directories, the configuration string. Each problem: one line, exit 2."""
+    parts = args.parts.split(",")
+    bad = [x for x in parts if x not in PARTS]
+    if bad:
+        p.error(f"argument parts: unknown part {bad[0]!r} (a comma list of {', '.join(PARTS)})")
+    args.methods = [m for m in args.methods.split(",") if m]
+    known = LOADER_METHODS + CHECKPOINT_METHODS
+    for m in args.methods:
+        if m not in known and not m.startswith("ceiling"):
+            p.error(f"argument --methods: unknown method {m!r} (loader: {', '.join(LOADER_METHODS)}; checkpoint: "
+                    f"{', '.join(CHECKPOINT_METHODS)})")
+    if any(x in ("checkpoint", "train-loop") for x in parts):
+        from .checkpoint import STATES
+        for st in args.states.split(","):
+            if st not in STATES:
+                p.error(f"argument --states: unknown state {st!r} ({', '.join(STATES)})")
+    if any(x in ("loader", "loader-train") for x in parts):
+        big = [s for s in args.samples if s > args.file_size]
+        if big:
+            p.error(f"argument --samples: a sample of {big[0]} bytes does not fit in --file-size "
+                    f"({args.file_size} bytes)")
+    if args.c_bench and not os.access(args.c_bench, os.X_OK):
+        p.error(f"argument --c-bench: {args.c_bench!r} is not an executable file")
+    if args.config:
+        from h5gds._io import _set_fapl_gds
+        try:  # the driver's own check of the string, as the loader's engine will make it
+            _set_fapl_gds(h5py.h5p.create(h5py.h5p.FILE_ACCESS), args.config)
+        except ValueError as exc:
+            p.error(f"argument --config: {' '.join(str(exc).split())}")
+    for name in ("dir", "out"):
+        try:
+            Path(getattr(args, name)).mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            p.error(f"argument --{name}: cannot make directory {getattr(args, name)!r}: {exc.strerror}")
+
+
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m h5gds.bench", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("parts", help="a list of whole, loader, checkpoint, train-loop (h5gds.bench.checkpoint)")
+    p = _Parser(prog="python -m h5gds.bench", description=__doc__,
+                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("parts", help="a list of whole, loader, loader-train, checkpoint, train-loop "
+                                 "(the last two: h5gds.bench.checkpoint)")
     p.add_argument("--dir", default=os.environ.get("TMPDIR", "/tmp"), help="where the files go (a real disk)")
     p.add_argument("--out", default=os.environ.get("OUT", "."), help="where bench.csv and bench.png go")
-    p.add_argument("--sizes", default="256MiB,1GiB,4GiB")
-    p.add_argument("--samples", default="4KiB,64KiB,1MiB")
-    p.add_argument("--file-size", default="2GiB")
-    p.add_argument("--batch", default="16MiB")
-    p.add_argument("--read-bytes", default="512MiB", help="bytes each loader method reads per cold measurement")
-    p.add_argument("--warm-read-bytes", default="2GiB",
+    sizes = "; sizes as in the gds configuration: 4096, 64KiB, 8MiB, 1GiB, 1G, 500MB"
+    p.add_argument("--sizes", default="256MiB,1GiB,4GiB", type=_size_list_arg, help="whole: dataset sizes" + sizes)
+    p.add_argument("--samples", default="4KiB,64KiB,1MiB", type=_size_list_arg, help="loader: sample sizes")
+    p.add_argument("--file-size", default="2GiB", type=_size_arg, help="loader: bytes of samples per file")
+    p.add_argument("--batch", default="16MiB", type=_size_arg, help="loader: bytes per batch")
+    p.add_argument("--read-bytes", default="512MiB", type=_size_arg,
+                   help="bytes each loader method reads per cold measurement")
+    p.add_argument("--warm-read-bytes", default="2GiB", type=_size_arg,
                    help="bytes each loader method reads per warm measurement (default: the whole 2 GiB file)")
-    p.add_argument("--prefetch", type=int, default=4)
+    p.add_argument("--prefetch", type=_int_arg(1), default=4)
     p.add_argument("--config", default="", help="gds configuration keys for the loader's engine")
     p.add_argument("--host", action="store_true", help="host arrays only (checks the benchmark without a GPU)")
-    p.add_argument("--repeat", "--repeats", dest="repeat", type=int, default=3,
+    p.add_argument("--repeat", "--repeats", dest="repeat", type=_int_arg(1), default=3,
                    help="repeats of every measurement, interleaved across methods (medians printed and in "
                         "bench-median.csv)")
     p.add_argument("--methods", default="", help="loader, checkpoint: only these methods (comma list; default all)")
     p.add_argument("--c-bench", default="", help="whole: path of the C h5gds-bench, run before the Python methods "
                                                   "for each size and repeat (default: $H5GDS_C_BENCH; none: its "
                                                   "rows say skipped)")
-    p.add_argument("--train-batches", type=int, default=0,
+    p.add_argument("--train-batches", type=_int_arg(0), default=0,
                    help="loader-train: batches per epoch (default 0: a whole epoch of the file)")
-    p.add_argument("--train-step-ms", type=float, default=20.0, help="loader-train: compute per batch (ms)")
-    p.add_argument("--steps", type=int, default=360, help="train-loop: steps per run")
-    p.add_argument("--every", type=int, default=120, help="train-loop: a checkpoint every this many steps")
-    p.add_argument("--step-matmuls", type=int, default=20, help="train-loop: 8192^2 fp16 products per step")
+    p.add_argument("--train-step-ms", type=_ms_arg, default=20.0, help="loader-train: compute per batch (ms)")
+    p.add_argument("--steps", type=_int_arg(1), default=360, help="train-loop: steps per run")
+    p.add_argument("--every", type=_int_arg(1), default=120, help="train-loop: a checkpoint every this many steps")
+    p.add_argument("--step-matmuls", type=_int_arg(0), default=20, help="train-loop: 8192^2 fp16 products per step")
     p.add_argument("--verify", action="store_true", help="checkpoint: load the h5gds checkpoint back and compare")
     p.add_argument("--states", default="fp16,bf16",
                    help="checkpoint: which states (fp16, bf16: 3.13 GiB; 16g: 16.1 GiB fp16, where memory allows)")
-    p.add_argument("--loop-repeat", type=int, default=3, help="train-loop: repeats")
+    p.add_argument("--loop-repeat", type=_int_arg(1), default=3, help="train-loop: repeats")
     args = p.parse_args(argv)
-    args.methods = [m for m in args.methods.split(",") if m]
+    _check_args(p, args)
     parts = args.parts.split(",")
     ckpt_parts = [x for x in parts if x in ("checkpoint", "train-loop")]
     if ckpt_parts:
+        try:
+            import torch
+            gpu = torch.cuda.is_available()
+        except ImportError as exc:
+            raise SystemExit(f"h5gds.bench {','.join(ckpt_parts)}: needs PyTorch and a CUDA GPU ({exc})") from None
+        if not gpu:
+            raise SystemExit(f"h5gds.bench {','.join(ckpt_parts)}: needs a CUDA GPU (torch sees none)")
         from . import checkpoint
         checkpoint.run(ckpt_parts, args)
         parts = [x for x in parts if x not in ckpt_parts]
         if not parts:
             return 0
-    Path(args.dir).mkdir(parents=True, exist_ok=True)
-    Path(args.out).mkdir(parents=True, exist_ok=True)
     dev = Device(args.host)
     rows: list[Row] = []
     print(f"h5gds {h5gds.__version__}, HDF5 {h5gds.hdf5_version}, arrays: {dev.name}, files in {args.dir}", flush=True)
