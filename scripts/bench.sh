@@ -10,7 +10,7 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 bash scripts/install-deps.sh
 bash scripts/build-hdf5.sh "$root/build/deps"
-cmake -S . -B build/h14 -G Ninja -DHDF5_ROOT="$root/build/deps/hdf5-1.14.5" >build/cmake-bench.log \
+cmake -S . -B build/h14 -G Ninja -DH5GDS_WERROR=ON -DHDF5_ROOT="$root/build/deps/hdf5-1.14.5" >build/cmake-bench.log \
   || { cat build/cmake-bench.log; exit 1; }
 ninja -C build/h14 h5gds-bench >/dev/null
 mkdir -p build/bench

@@ -15,7 +15,7 @@ say() { printf 'install-deps: %s\n' "$*"; }
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 
 packages=(build-essential cmake ninja-build pkg-config libhdf5-dev hdf5-tools zlib1g-dev dpkg-dev
-          python3 python3-pip python3-venv unzip ca-certificates libopenmpi-dev openmpi-bin)
+          python3 python3-pip python3-venv unzip ca-certificates libopenmpi-dev openmpi-bin clang)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
