@@ -271,7 +271,9 @@ class Loader:
 
     def _auto_buffer(self) -> int:
         batch_bytes = self.batch_size * max(1, self.dataset_bytes // max(1, self.num_samples))
-        want = max(DEFAULT_BUFFER_WINDOWS * self.window_bytes, 2 * batch_bytes)
+        w = self._windows
+        mean = float(self._range_bytes(w.start, w.stop).sum()) / len(w) if len(w) else float(self.window_bytes)
+        want = max(int(np.ceil(DEFAULT_BUFFER_WINDOWS * mean)), 2 * batch_bytes)
         memory = _memory_total()
         if self.module != "numpy":
             try:
@@ -301,7 +303,23 @@ class Loader:
             return self.order
         if self.cache in ("page", "loader") and e >= 1:
             return "exact"
-        return AUTO_ORDER
+        return AUTO_ORDER if self._buffer_is_deep() else "exact"
+
+    def windows_per_buffer(self) -> float:
+        """Windows the shuffle buffer holds (the windowed order's depth)."""
+        w = self._windows
+        if not len(w):
+            return 0.0
+        mean = float(self._range_bytes(w.start, w.stop).sum()) / len(w)
+        return self.buffer_bytes / max(1.0, mean)
+
+    def _buffer_is_deep(self) -> bool:
+        """Whether the windowed order's randomness was measured harmless
+        for this buffer: at least DEFAULT_BUFFER_WINDOWS windows per group,
+        or a rank's whole share in one group (then its order is a uniform
+        permutation of its share)."""
+        share = self.dataset_bytes / self.world_size
+        return self.windows_per_buffer() >= DEFAULT_BUFFER_WINDOWS * 0.95 or share <= self.buffer_bytes
 
     def indices(self) -> np.ndarray:
         """The global sample indices this rank reads this epoch, in order

@@ -49,6 +49,8 @@ class Gatherer:
         idx = np.ascontiguousarray(idx, np.int64)
         if self.module == "numpy":
             return idx
+        if not idx.flags.writeable:  # (a plan's read-only arrays: torch warns on those)
+            idx = idx.copy()
         if self.module == "cupy":
             import cupy
             return cupy.asarray(idx)

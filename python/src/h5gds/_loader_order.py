@@ -6,11 +6,12 @@ world_size-th one from r (torch's DistributedSampler without padding).
 
 ``windowed``: the samples are cut into windows, contiguous runs of rows
 whose bytes lie together in the file (a few MiB, on the engine's block
-boundaries); the windows are permuted; the ranks split the permuted run of
-windows into consecutive shares of the sizes the exact order gives them;
-each rank cuts its share into groups of consecutive windows (the shuffle
-buffer: several windows from all over the file) and draws its samples from
-each group in a uniform random order. A group is read as a few large reads
+boundaries); the windows are dealt into groups of a shuffle buffer's worth
+(stratified: each group takes one random window from each of as many runs
+of neighbouring windows, so it spans the whole file), the groups put in
+random order; the ranks split that sequence into consecutive shares of the
+sizes the exact order gives them; each rank reads its share in groups of
+about a buffer and draws each group's samples in a uniform random order. A group is read as a few large reads
 (disk sequential rate) and every batch is a uniform sample of the group's
 rows. When a rank's share fits in one group, its order is a uniform
 permutation of its share.
@@ -106,16 +107,45 @@ def _ranges(start: np.ndarray, stop: np.ndarray) -> np.ndarray:
     return out
 
 
+def window_sequence(nwin: int, per_group: int, seed: int, epoch: int, shuffle: bool
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """The epoch's windows (indices in file order) and their groups, the
+    same on every rank. Stratified: with G = ceil(nwin / per_group) groups,
+    the windows are cut into strata of at most G neighbours (file order) and
+    each group takes one window of each stratum, drawn at random, so every
+    group spans the whole file, and a dataset stored sorted (by label, by
+    time) gives each group about its whole mix. The groups come in random
+    order; inside a group, windows are in file order (the reads)."""
+    if nwin == 0:
+        z = np.zeros(0, np.int64)
+        return z, z
+    d = max(1, min(int(per_group), nwin))
+    groups = -(-nwin // d)
+    if not shuffle:
+        seq = np.arange(nwin, dtype=np.int64)
+        return seq, seq // d
+    rng = np.random.default_rng([seed, epoch, _WINDOWS_STREAM])
+    strata = -(-nwin // groups)
+    slot = np.full((groups, strata), -1, np.int64)
+    for s, stratum in enumerate(np.array_split(np.arange(nwin, dtype=np.int64), strata)):
+        # a stratum of fewer windows than groups leaves random groups without one of it
+        where = rng.permutation(groups)[: len(stratum)]
+        slot[where, s] = rng.permutation(stratum)
+    slot = slot[rng.permutation(groups)]
+    big = np.iinfo(np.int64).max
+    slot = np.sort(np.where(slot < 0, big, slot), axis=1)
+    gid = np.repeat(np.arange(groups, dtype=np.int64), strata).reshape(groups, strata)
+    keep = slot != big
+    return slot[keep], gid[keep]
+
+
 def rank_pieces(windows: Windows, n: int, seed: int, epoch: int, shuffle: bool, rank: int,
-                world_size: int) -> tuple[np.ndarray, np.ndarray]:
-    """The row ranges [start, stop) of `rank`'s share, in order: windows
-    permuted by (seed, epoch) (the same on every rank), then split in
-    consecutive shares of rank_counts() samples."""
-    if shuffle and len(windows):
-        perm = np.random.default_rng([seed, epoch, _WINDOWS_STREAM]).permutation(len(windows))
-        start, stop = windows.start[perm], windows.stop[perm]
-    else:
-        start, stop = windows.start, windows.stop
+                world_size: int, per_group: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The row ranges [start, stop) of `rank`'s share, in order, and their
+    groups: the epoch's window sequence (window_sequence: the same on every
+    rank) split in consecutive shares of rank_counts() samples."""
+    seq, gid = window_sequence(len(windows), per_group, seed, epoch, shuffle)
+    start, stop = windows.start[seq], windows.stop[seq]
     counts = rank_counts(n, world_size)
     lo = int(counts[:rank].sum())
     hi = lo + int(counts[rank])
@@ -123,11 +153,31 @@ def rank_pieces(windows: Windows, n: int, seed: int, epoch: int, shuffle: bool, 
     ends = np.cumsum(lens)
     begins = ends - lens
     sel = (ends > lo) & (begins < hi)
-    start, stop, begins, ends = start[sel], stop[sel], begins[sel], ends[sel]
+    start, stop, begins, ends, gid = start[sel], stop[sel], begins[sel], ends[sel], gid[sel]
     # clip the first and last pieces to the share
     start = start + np.maximum(0, lo - begins)
     stop = stop - np.maximum(0, ends - hi)
-    return start.astype(np.int64), stop.astype(np.int64)
+    return start.astype(np.int64), stop.astype(np.int64), gid
+
+
+def groups_of(start: np.ndarray, stop: np.ndarray, gid: np.ndarray, piece_bytes: np.ndarray,
+              buffer_bytes: int) -> list[Group]:
+    """The rank's groups: runs of pieces of one group of the sequence; a
+    partial group at either end of the share smaller than half a buffer
+    joins its neighbour (fewer, fuller groups)."""
+    if not len(start):
+        return []
+    cuts = (np.flatnonzero(np.diff(gid)) + 1).tolist()
+    bounds = [0] + cuts + [len(start)]
+    runs = [[a, b] for a, b in zip(bounds[:-1], bounds[1:])]
+    size = lambda r: int(piece_bytes[r[0]:r[1]].sum())  # noqa: E731
+    if len(runs) > 1 and size(runs[0]) < buffer_bytes // 2:
+        runs[1][0] = runs[0][0]
+        runs.pop(0)
+    if len(runs) > 1 and size(runs[-1]) < buffer_bytes // 2:
+        runs[-2][1] = runs[-1][1]
+        runs.pop()
+    return [Group(start[a:b], stop[a:b]) for a, b in runs]
 
 
 def group_pieces(start: np.ndarray, stop: np.ndarray, piece_bytes: np.ndarray, buffer_bytes: int) -> list[Group]:
@@ -148,8 +198,12 @@ def windowed_plan(windows: Windows, n: int, seed: int, epoch: int, shuffle: bool
                   buffer_bytes: int, range_bytes: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> WindowedPlan:
     """The windowed order of `rank` for `epoch` (see the module's text).
     `range_bytes(start, stop)`: the bytes (all columns) of row ranges."""
-    start, stop = rank_pieces(windows, n, seed, epoch, shuffle, rank, world_size)
-    groups = group_pieces(start, stop, range_bytes(start, stop), buffer_bytes)
+    per_group = 1
+    if len(windows):
+        mean = float(range_bytes(windows.start, windows.stop).sum()) / len(windows)
+        per_group = max(1, int(round(buffer_bytes / max(1.0, mean))))
+    start, stop, gid = rank_pieces(windows, n, seed, epoch, shuffle, rank, world_size, per_group)
+    groups = groups_of(start, stop, gid, range_bytes(start, stop), buffer_bytes)
     rng = np.random.default_rng([seed, epoch, _GROUPS_STREAM, rank, world_size])
     orders, gids, locals_ = [], [], []
     for g, grp in enumerate(groups):
