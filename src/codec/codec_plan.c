@@ -139,6 +139,8 @@ static int filter_step(const gds_codec_filter_t *f, unsigned pos, bool encode, g
     }
 }
 
+static const char *name_of(const gds_codec_pipeline_t *p, size_t i) { return gds_codec_filter_name(p->filter[i].id); }
+
 int gds_codec_plan_steps(const gds_codec_pipeline_t *p, unsigned mask, bool encode, gds_codec_step_t *steps,
                          size_t *nsteps, char *why, size_t why_size)
 {
@@ -153,6 +155,10 @@ int gds_codec_plan_steps(const gds_codec_pipeline_t *p, unsigned mask, bool enco
     }
     if (p->chunk_bytes == 0) {
         say(why, why_size, "chunk size of 0 bytes");
+        return -1;
+    }
+    if (p->chunk_bytes > GDS_CODEC_MAX_DECODED) {
+        say(why, why_size, "chunks of %zu bytes (at most %zu on the GPU)", p->chunk_bytes, GDS_CODEC_MAX_DECODED);
         return -1;
     }
     int compressor = -1;
@@ -173,6 +179,13 @@ int gds_codec_plan_steps(const gds_codec_pipeline_t *p, unsigned mask, bool enco
                 return -1;
             }
             compressor = (int)i;
+        }
+        /* the encoder keeps sizes on the GPU after the compressor: only a
+         * checksum may follow it there */
+        if (encode && compressor >= 0 && compressor != (int)i && s->kind != GDS_STEP_FLETCHER32) {
+            say(why, why_size, "filter %zu (%s) after the compressing filter %d (%s): no GPU encoder for that order",
+                i, name_of(p, i), compressor, name_of(p, (size_t)compressor));
+            return -1;
         }
         /* sizes known up to the compressor: what bitshuffle needs of them */
         if (size != GDS_SIZE_UNKNOWN &&

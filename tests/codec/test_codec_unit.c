@@ -1,0 +1,427 @@
+/*
+ * The GPU codecs' host side, without a GPU: which pipelines the GPU can
+ * decode and encode (and why not), encoded-size bounds, the chunk headers
+ * the host parses, zlib's header rule against zlib itself, the checksum
+ * arithmetic the kernels use against HDF5's Fletcher-32 and zlib's
+ * Adler-32, the bit transpose against bitshuffle's definition, error texts,
+ * and clean failures when nvCOMP or CUDA is absent.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "codec_plan.h"
+#include "codec_ref.h"
+#include "codec_shared.h"
+#include "codec_test.h"
+#include "cuda_loader.h"
+
+static gds_codec_pipeline_t pipeline(size_t chunk_bytes, size_t type_size)
+{
+    gds_codec_pipeline_t p;
+    memset(&p, 0, sizeof p);
+    p.chunk_bytes = chunk_bytes;
+    p.type_size = type_size;
+    return p;
+}
+
+static const unsigned CD_SHUF4[] = {4}, CD_DEFL6[] = {6}, CD_ZSTD3[] = {3}, CD_LZ4_0[] = {0};
+static const unsigned CD_BS_LZ4[] = {0, 4, 4, 0, 2}, CD_BS_ZSTD[] = {0, 4, 4, 0, 3, 5}, CD_BS_PLAIN[] = {0, 4, 4};
+
+static bool decodable(const gds_codec_pipeline_t *p, const char *why_has)
+{
+    char why[300] = "x";
+    bool ok = gds_codec_can_decode(p, why, sizeof why);
+    if (ok)
+        CHECK_MSG(why[0] == 0, "why set on success: %s", why);
+    else if (why_has)
+        CHECK_MSG(strstr(why, why_has) != NULL, "'%s' not in '%s'", why_has, why);
+    if (!ok && !why[0])
+        CHECK_MSG(0, "no reason given");
+    return ok;
+}
+
+static void test_can_decode(void)
+{
+    gds_codec_pipeline_t p = pipeline(1 << 20, 4);
+    pipe_add(&p, GDS_FILTER_SHUFFLE, 1, 1, CD_SHUF4);
+    pipe_add(&p, GDS_FILTER_DEFLATE, 1, 1, CD_DEFL6);
+    CHECK(decodable(&p, NULL));
+    CHECK(gds_codec_can_encode(&p, NULL, 0));
+    pipe_add(&p, GDS_FILTER_FLETCHER32, 0, 0, NULL);
+    CHECK(decodable(&p, NULL));
+    CHECK(gds_codec_can_encode(&p, NULL, 0));
+
+    const struct {
+        unsigned id;
+        size_t ncd;
+        const unsigned *cd;
+    } good[] = {{GDS_FILTER_ZSTD, 1, CD_ZSTD3},       {GDS_FILTER_ZSTD, 0, NULL},          {GDS_FILTER_LZ4, 1, CD_LZ4_0},
+                {GDS_FILTER_LZ4, 0, NULL},            {GDS_FILTER_BITSHUFFLE, 5, CD_BS_LZ4}, {GDS_FILTER_BITSHUFFLE, 6, CD_BS_ZSTD},
+                {GDS_FILTER_BITSHUFFLE, 3, CD_BS_PLAIN}, {GDS_FILTER_FLETCHER32, 0, NULL}};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        p = pipeline(1 << 20, 4);
+        pipe_add(&p, good[i].id, 1, good[i].ncd, good[i].cd);
+        CHECK_MSG(decodable(&p, NULL), "filter %u", good[i].id);
+        CHECK_MSG(gds_codec_can_encode(&p, NULL, 0), "filter %u", good[i].id);
+    }
+
+    /* blosc: named, so the caller's message says which filter sends it to the CPU */
+    p = pipeline(1 << 20, 4);
+    const unsigned cd_blosc[] = {2, 2, 4, 1 << 20, 5, 1, 0};
+    pipe_add(&p, GDS_FILTER_BLOSC, 1, 7, cd_blosc);
+    CHECK(!decodable(&p, "blosc"));
+    CHECK(!gds_codec_can_encode(&p, NULL, 0));
+    p = pipeline(1 << 20, 4);
+    const unsigned cd_szip[] = {4, 32};
+    pipe_add(&p, 4, 1, 2, cd_szip);
+    CHECK(!decodable(&p, "szip"));
+    p = pipeline(1 << 20, 4);
+    pipe_add(&p, 30000, 1, 0, NULL);
+    CHECK(!decodable(&p, "30000"));
+
+    /* two compressors */
+    p = pipeline(1 << 20, 4);
+    pipe_add(&p, GDS_FILTER_DEFLATE, 1, 1, CD_DEFL6);
+    pipe_add(&p, GDS_FILTER_ZSTD, 1, 1, CD_ZSTD3);
+    CHECK(!decodable(&p, "both compress"));
+    /* ... unless one is skipped for a chunk: plan of mask 0x2 */
+    gds_codec_step_t steps[GDS_CODEC_MAX_FILTERS];
+    size_t ns = 0;
+    CHECK(gds_codec_plan_steps(&p, 0x2, false, steps, &ns, NULL, 0) == 0 && ns == 1 &&
+          steps[0].kind == GDS_STEP_DEFLATE && steps[0].pos == 0);
+
+    /* parameters HDF5's filters reject */
+    p = pipeline(1 << 20, 4);
+    pipe_add(&p, GDS_FILTER_DEFLATE, 1, 0, NULL);
+    CHECK(!decodable(&p, "deflate"));
+    p = pipeline(1 << 20, 4);
+    const unsigned cd_l10[] = {10};
+    pipe_add(&p, GDS_FILTER_DEFLATE, 1, 1, cd_l10);
+    CHECK(!decodable(&p, "level"));
+    p = pipeline(1 << 20, 4);
+    const unsigned cd_zero[] = {0};
+    pipe_add(&p, GDS_FILTER_SHUFFLE, 1, 1, cd_zero);
+    CHECK(!decodable(&p, "shuffle"));
+    p = pipeline(1 << 20, 4);
+    const unsigned cd_bs2[] = {0, 4};
+    pipe_add(&p, GDS_FILTER_BITSHUFFLE, 1, 2, cd_bs2);
+    CHECK(!decodable(&p, "bitshuffle"));
+    p = pipeline(1001, 4);
+    pipe_add(&p, GDS_FILTER_BITSHUFFLE, 1, 5, CD_BS_LZ4);
+    CHECK(!decodable(&p, "whole number"));
+    p = pipeline(1 << 20, 4);
+    const unsigned cd_bs12[] = {0, 4, 4, 12};
+    pipe_add(&p, GDS_FILTER_BITSHUFFLE, 1, 4, cd_bs12);
+    CHECK(!decodable(&p, "multiple of 8"));
+    p = pipeline(0, 4);
+    CHECK(!decodable(&p, "0 bytes"));
+    p = pipeline((size_t)3 << 30, 4);
+    pipe_add(&p, GDS_FILTER_ZSTD, 1, 0, NULL);
+    CHECK(!decodable(&p, "at most"));
+    p = pipeline(1 << 20, 4);
+    p.nfilters = GDS_CODEC_MAX_FILTERS + 1;
+    CHECK(!decodable(&p, "filters"));
+    CHECK(!gds_codec_can_decode(NULL, NULL, 0));
+
+    /* no filter at all: a copy */
+    p = pipeline(4096, 1);
+    CHECK(decodable(&p, NULL));
+
+    /* the encoder keeps only a checksum after the compressor */
+    p = pipeline(1 << 20, 4);
+    pipe_add(&p, GDS_FILTER_DEFLATE, 1, 1, CD_DEFL6);
+    pipe_add(&p, GDS_FILTER_SHUFFLE, 1, 1, CD_SHUF4);
+    CHECK(decodable(&p, NULL));
+    char why[300];
+    CHECK(!gds_codec_can_encode(&p, why, sizeof why) && strstr(why, "shuffle"));
+
+    /* fletcher32 on read unless H5Z_FLAG_SKIP_EDC */
+    p = pipeline(1 << 20, 4);
+    pipe_add(&p, GDS_FILTER_FLETCHER32, GDS_FILTER_FLAG_SKIP_EDC, 0, NULL);
+    pipe_add(&p, GDS_FILTER_FLETCHER32, 0, 0, NULL);
+    CHECK(gds_codec_plan_steps(&p, 0, false, steps, &ns, NULL, 0) == 0 && ns == 2 && !steps[0].verify &&
+          steps[1].verify);
+}
+
+static void test_bounds(void)
+{
+    size_t n = 1 << 20;
+    gds_codec_pipeline_t p = pipeline(n, 4);
+    pipe_add(&p, GDS_FILTER_SHUFFLE, 1, 1, CD_SHUF4);
+    pipe_add(&p, GDS_FILTER_DEFLATE, 1, 1, CD_DEFL6);
+    CHECK(gds_codec_max_encoded_bytes(&p) == 2 + n + 5 * ((n + 65534) / 65535) + 4);
+    pipe_add(&p, GDS_FILTER_FLETCHER32, 0, 0, NULL);
+    CHECK(gds_codec_max_encoded_bytes(&p) == 2 + n + 5 * ((n + 65534) / 65535) + 4 + 4);
+
+    p = pipeline(n, 4);
+    pipe_add(&p, GDS_FILTER_ZSTD, 1, 0, NULL);
+    CHECK(gds_codec_max_encoded_bytes(&p) == 13 + 3 * 8 + n);
+    p = pipeline(n, 4);
+    pipe_add(&p, GDS_FILTER_LZ4, 1, 0, NULL);
+    CHECK(gds_codec_max_encoded_bytes(&p) == 12 + 4 + n);
+    p = pipeline(n, 4);
+    const unsigned cd64k[] = {65536};
+    pipe_add(&p, GDS_FILTER_LZ4, 1, 1, cd64k);
+    CHECK(gds_codec_max_encoded_bytes(&p) == 12 + 4 * 16 + n);
+    /* 64 MiB with the default block: nvCOMP's 16 MiB blocks */
+    p = pipeline((size_t)64 << 20, 4);
+    pipe_add(&p, GDS_FILTER_LZ4, 1, 0, NULL);
+    CHECK(gds_codec_max_encoded_bytes(&p) == 12 + 4 * 4 + ((size_t)64 << 20));
+    p = pipeline(n, 4);
+    pipe_add(&p, GDS_FILTER_BITSHUFFLE, 1, 5, CD_BS_LZ4);
+    CHECK(gds_codec_max_encoded_bytes(&p) > n + 12 + 4 * (n / 8192));
+    p = pipeline(n, 4);
+    pipe_add(&p, GDS_FILTER_BLOSC, 1, 0, NULL);
+    CHECK(gds_codec_max_encoded_bytes(&p) == 0);
+}
+
+static void be(unsigned char *p, uint64_t v, int n) { put_be(p, v, n); }
+
+static void test_headers(void)
+{
+    unsigned char h[GDS_HEAD_BYTES] = {0};
+    gds_codec_blocks_t b;
+    be(h, 1000, 8);
+    be(h + 8, 300, 4);
+    CHECK(gds_codec_parse_lz4h5(h, 500, 1000, &b) == 0 && b.block == 300 && b.nblocks == 4);
+    CHECK(gds_codec_parse_lz4h5(h, 500, 999, &b) < 0 && b.reason == GDS_KERR_ORIGSIZE && b.detail == 1000);
+    CHECK(gds_codec_parse_lz4h5(h, 11, 1000, &b) < 0 && b.reason == GDS_KERR_SHORT);
+    CHECK(gds_codec_parse_lz4h5(h, 12 + 5 * 3, 1000, &b) < 0 && b.reason == GDS_KERR_TRUNCATED);
+    be(h + 8, 0, 4);
+    CHECK(gds_codec_parse_lz4h5(h, 500, 1000, &b) < 0 && b.reason == GDS_KERR_PARAM);
+    be(h + 8, 1u << 30, 4); /* the default block: capped to the chunk, as the filter does */
+    CHECK(gds_codec_parse_lz4h5(h, 500, 1000, &b) == 0 && b.block == 1000 && b.nblocks == 1);
+
+    be(h, 4000, 8);
+    be(h + 8, 0, 4); /* 0: bitshuffle's default block (2048 elements of 4 bytes) */
+    CHECK(gds_codec_parse_bshuf(h, 600, 4000, 4, &b) == 0 && b.block == 2048 && b.nblocks == 1);
+    be(h + 8, 32, 4); /* 8 elements */
+    CHECK(gds_codec_parse_bshuf(h, 12 + 5 * 125, 4000, 4, &b) == 0 && b.block == 8 && b.nblocks == 125);
+    CHECK(gds_codec_parse_bshuf(h, 12 + 5 * 124, 4000, 4, &b) < 0 && b.reason == GDS_KERR_TRUNCATED);
+    be(h + 8, 12, 4); /* 3 elements: not a multiple of 8 */
+    CHECK(gds_codec_parse_bshuf(h, 600, 4000, 4, &b) < 0 && b.reason == GDS_KERR_PARAM);
+    be(h, 4001, 8);
+    CHECK(gds_codec_parse_bshuf(h, 600, 4001, 4, &b) < 0 && b.reason == GDS_KERR_PARAM);
+    CHECK(gds_codec_parse_bshuf(h, 600, 4000, 4, &b) < 0 && b.reason == GDS_KERR_ORIGSIZE);
+
+    size_t full, last, left;
+    gds_bshuf_layout(1003, 16, &full, &last, &left);
+    CHECK(full == 62 && last == 8 && left == 3);
+    CHECK(gds_bshuf_default_block(4) == 2048 && gds_bshuf_default_block(1) == 8192 &&
+          gds_bshuf_default_block(128) == 128 && gds_bshuf_default_block(3) == 2728);
+}
+
+static void test_zlib_header(void)
+{
+    for (int level = 0; level <= 9; level++)
+        CHECK(gds_codec_zlib_header_ok(0x78, gds_codec_zlib_flg(level)));
+    if (!ref.z) {
+        printf("zlib (libz.so.1) not found: zlib's own header check skipped\n");
+        return;
+    }
+    /* the header zlib writes for each level is the one the encoder writes */
+    unsigned char in[64], out[256];
+    memset(in, 'a', sizeof in);
+    for (int level = 0; level <= 9; level++) {
+        unsigned long n = sizeof out;
+        CHECK(ref.compress2(out, &n, in, sizeof in, level) == 0);
+        CHECK_MSG(out[0] == 0x78 && out[1] == gds_codec_zlib_flg(level), "level %d: %02x %02x", level, out[0],
+                  out[1]);
+    }
+    /* every 2-byte header: accepted by the rule exactly when zlib accepts it */
+    int mismatches = 0;
+    for (unsigned cmf = 0; cmf < 256; cmf++)
+        for (unsigned flg = 0; flg < 256; flg++) {
+            unsigned char s[] = {(unsigned char)cmf, (unsigned char)flg, 0x03, 0x00, 0, 0, 0, 1};
+            unsigned char o[16];
+            unsigned long n = sizeof o;
+            bool zlib_ok = ref.uncompress(o, &n, s, sizeof s) == 0;
+            if (zlib_ok != gds_codec_zlib_header_ok(cmf, flg) && mismatches++ < 5)
+                fprintf(stderr, "header %02x %02x: zlib %d, codec %d\n", cmf, flg, zlib_ok,
+                        gds_codec_zlib_header_ok(cmf, flg));
+        }
+    CHECK(mismatches == 0);
+}
+
+/* The kernels' Fletcher-32 (codec_fletcher_sum/_check): sums mod 65535
+ * with (m - i) weights, 0 kept for all-zero data only. */
+static uint32_t fletcher_model(const unsigned char *p, size_t len)
+{
+    size_t m = (len + 1) / 2;
+    uint64_t s1 = 0, s2 = 0, nz = 0;
+    for (size_t w = 0; w < m; w++) {
+        uint32_t v = ((uint32_t)p[2 * w] << 8) | (2 * w + 1 < len ? p[2 * w + 1] : 0);
+        s1 += v;
+        s2 += (uint64_t)v * ((m - w) % 65535);
+        nz |= v;
+    }
+    uint32_t f1 = (uint32_t)(s1 % 65535), f2 = (uint32_t)(s2 % 65535);
+    if (nz) {
+        f1 = f1 ? f1 : 65535;
+        f2 = f2 ? f2 : 65535;
+    }
+    return (f2 << 16) | f1;
+}
+
+/* The kernels' Adler-32 (codec_adler_sum/_check). */
+static uint32_t adler_model(const unsigned char *p, size_t len)
+{
+    uint64_t s1 = 0, s2 = 0;
+    for (size_t i = 0; i < len; i++) {
+        s1 += p[i];
+        s2 += (uint64_t)p[i] * ((len - i) % 65521);
+    }
+    return (uint32_t)(((len % 65521 + s2) % 65521) << 16 | (1 + s1) % 65521);
+}
+
+static void test_checksums(void)
+{
+    size_t big = 3 << 20;
+    unsigned char *buf = malloc(big);
+    int bad = 0;
+    for (size_t len = 0; len < 3000; len += 1 + len / 7) {
+        make_data(DATA_RANDOM, buf, len, (unsigned)len);
+        if (fletcher_model(buf, len) != ref_fletcher32(buf, len))
+            bad++;
+    }
+    /* all 0xff: every fold lands on 0xffff; single bytes; zeros */
+    const size_t lens[] = {1, 2, 3, 719, 720, 721, 1440, 65535 * 2, 1 << 20, big - 1, big};
+    for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
+        memset(buf, 0xff, lens[i]);
+        if (fletcher_model(buf, lens[i]) != ref_fletcher32(buf, lens[i]))
+            bad++, fprintf(stderr, "fletcher32 of %zu bytes of 0xff differs\n", lens[i]);
+        memset(buf, 0, lens[i]);
+        buf[lens[i] / 2] = 0x80;
+        if (fletcher_model(buf, lens[i]) != ref_fletcher32(buf, lens[i]))
+            bad++, fprintf(stderr, "fletcher32 of %zu bytes, one set, differs\n", lens[i]);
+        memset(buf, 0, lens[i]);
+        if (fletcher_model(buf, lens[i]) != ref_fletcher32(buf, lens[i]))
+            bad++;
+    }
+    make_data(DATA_FLOAT_FIELD, buf, big, 7);
+    if (fletcher_model(buf, big) != ref_fletcher32(buf, big))
+        bad++;
+    CHECK(bad == 0);
+
+    unsigned long (*adler32)(unsigned long, const unsigned char *, unsigned) = NULL;
+    void *z = dlopen("libz.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (z)
+        *(void **)&adler32 = dlsym(z, "adler32");
+    if (!adler32)
+        printf("zlib not found: Adler-32 model check skipped\n");
+    else {
+        bad = 0;
+        for (size_t len = 0; len < 100000; len += 1 + len / 3) {
+            make_data(DATA_RANDOM, buf, len, (unsigned)len + 1);
+            if (adler_model(buf, len) != (uint32_t)adler32(adler32(0, NULL, 0), buf, (unsigned)len))
+                bad++;
+        }
+        memset(buf, 0xff, big);
+        if (adler_model(buf, big) != (uint32_t)adler32(adler32(0, NULL, 0), buf, (unsigned)big))
+            bad++;
+        CHECK(bad == 0);
+    }
+    free(buf);
+}
+
+/* The kernels' bit transpose (trans_bit_8x8, per group of 8 elements) against bitshuffle's definition. */
+static uint64_t trans_bit_8x8(uint64_t x)
+{
+    uint64_t t;
+    t = (x ^ (x >> 7)) & 0x00AA00AA00AA00AAull;
+    x = x ^ t ^ (t << 7);
+    t = (x ^ (x >> 14)) & 0x0000CCCC0000CCCCull;
+    x = x ^ t ^ (t << 14);
+    t = (x ^ (x >> 28)) & 0x00000000F0F0F0F0ull;
+    x = x ^ t ^ (t << 28);
+    return x;
+}
+
+static void test_bit_transpose(void)
+{
+    int bad = 0;
+    for (int r = 0; r < 1000; r++) {
+        uint64_t x = rng(), y = trans_bit_8x8(x);
+        for (int k = 0; k < 8; k++)
+            for (int t = 0; t < 8; t++)
+                bad += ((x >> (8 * k + t)) & 1) != ((y >> (8 * t + k)) & 1);
+    }
+    CHECK(bad == 0);
+    /* one block of 64 elements of 3 bytes, as codec_bitshuffle does it */
+    const size_t S = 64, E = 3;
+    unsigned char in[64 * 3], want[64 * 3], got[64 * 3], back[64 * 3];
+    make_data(DATA_RANDOM, in, sizeof in, 3);
+    ref_bitshuffle_block(in, want, S, E, false);
+    for (size_t g = 0; g < S / 8; g++)
+        for (size_t j = 0; j < E; j++) {
+            uint64_t x = 0;
+            for (int t = 0; t < 8; t++)
+                x |= (uint64_t)in[(8 * g + t) * E + j] << (8 * t);
+            x = trans_bit_8x8(x);
+            for (int k = 0; k < 8; k++)
+                got[(j * 8 + k) * (S / 8) + g] = (unsigned char)(x >> (8 * k));
+        }
+    CHECK(memcmp(want, got, sizeof got) == 0);
+    ref_bitshuffle_block(want, back, S, E, true);
+    CHECK(memcmp(back, in, sizeof in) == 0);
+}
+
+static void test_error_texts(void)
+{
+    gds_codec_pipeline_t p = pipeline(1 << 20, 4);
+    pipe_add(&p, GDS_FILTER_SHUFFLE, 1, 1, CD_SHUF4);
+    pipe_add(&p, GDS_FILTER_DEFLATE, 1, 1, CD_DEFL6);
+    pipe_add(&p, GDS_FILTER_FLETCHER32, 0, 0, NULL);
+    char t[300];
+    gds_codec_error_text(&p, (3u << 8) | GDS_KERR_CHECKSUM, ((uint64_t)0x12345678 << 32) | 0x9abcdef0, t, sizeof t);
+    CHECK_MSG(strstr(t, "filter 2 (fletcher32)") && strstr(t, "0x12345678") && strstr(t, "0x9abcdef0"), "%s", t);
+    gds_codec_error_text(&p, (2u << 8) | GDS_KERR_CHECKSUM, 1, t, sizeof t);
+    CHECK_MSG(strstr(t, "deflate") && strstr(t, "Adler-32"), "%s", t);
+    gds_codec_error_text(&p, (2u << 8) | GDS_KERR_HEADER, 0x7801, t, sizeof t);
+    CHECK_MSG(strstr(t, "zlib") && strstr(t, "0x78 0x01"), "%s", t);
+    gds_codec_error_text(&p, (2u << 8) | GDS_KERR_DECODE, 12, t, sizeof t);
+    CHECK_MSG(strstr(t, "nvCOMP") && strstr(t, "cannot decompress"), "%s", t);
+    for (unsigned r = 1; r <= 10; r++) {
+        gds_codec_error_text(&p, (1u << 8) | r, 5, t, sizeof t);
+        CHECK_MSG(strstr(t, "shuffle") && strlen(t) > 20, "%s", t);
+    }
+}
+
+static void test_absent(void)
+{
+    /* an explicit nvCOMP path is the only one tried */
+    setenv("H5GDS_NVCOMP_LIB", "/nonexistent/libnvcomp.so.6", 1);
+    const char *why = NULL;
+    CHECK(gds_nvcomp_load(&why) == NULL);
+    CHECK_MSG(why && strstr(why, "H5GDS_NVCOMP_LIB") && strstr(why, "/nonexistent/libnvcomp.so.6"), "%s",
+              why ? why : "(null)");
+    gds_codec_t *c = (gds_codec_t *)1;
+    gds_status_t st = {0, ""};
+    CHECK(gds_codec_open(&c, NULL, &st) == -1 && c == NULL);
+    CHECK_MSG(strstr(st.msg, "CUDA") || strstr(st.msg, "nvCOMP"), "%s", st.msg);
+    printf("open without nvCOMP: %s\n", st.msg);
+
+    gds_codec_pipeline_t p = pipeline(4096, 1);
+    gds_codec_chunk_t ch = {0};
+    size_t bad = 99;
+    memset(&st, 0, sizeof st);
+    CHECK(gds_codec_decode(NULL, &p, &ch, 1, NULL, &bad, &st) == -1 && st.msg[0]);
+    memset(&st, 0, sizeof st);
+    CHECK(gds_codec_encode(NULL, &p, NULL, NULL, NULL, NULL, 1, NULL, &st) == -1 && st.msg[0]);
+    CHECK(strcmp(gds_codec_describe(NULL), "") == 0);
+    gds_codec_close(NULL);
+}
+
+int main(void)
+{
+    ref_load();
+    test_can_decode();
+    test_bounds();
+    test_headers();
+    test_zlib_header();
+    test_checksums();
+    test_bit_transpose();
+    test_error_texts();
+    test_absent();
+    return test_finish("test_codec_unit");
+}
