@@ -453,6 +453,43 @@ def test_memory_handle_wait_with_timeout() -> None:
     del mem  # the handle given back
 
 
+def test_prepare_with_a_path_warms_the_engine_there(tmp_path: Path) -> None:
+    """With a path, a small save into a temporary file in that directory
+    (removed after) starts the engine; it takes the prepared memory and gives
+    it back, so the real save finds it ready."""
+    h5gds.release_checkpoint_memory()
+    state = _big_state(8)
+    before = h5gds.checkpoint_memory_info()
+    mem = h5gds.prepare_checkpoint(state, path=tmp_path / "ckpt.h5")
+    mem.wait()
+    assert mem.done() and os.listdir(tmp_path) == []  # the warm-up's file is gone
+    warm = h5gds.checkpoint_memory_info()
+    assert _deltas(before, warm) == {"files_ready": 1, "files_allocated": 0, "prepared": 1}
+    h = h5gds.save(state, tmp_path / "ckpt.h5")
+    h.wait()
+    assert _deltas(warm, h5gds.checkpoint_memory_info()) == {"files_ready": 1, "files_allocated": 0, "prepared": 0}
+    assert h.snapshot_memory_bytes == mem.nbytes and os.listdir(tmp_path) == ["ckpt.h5"]
+    assert _equal(state, h5gds.load(tmp_path / "ckpt.h5", device="cpu"))
+
+
+def test_save_during_a_warm_up_waits_for_it(tmp_path: Path) -> None:
+    h5gds.release_checkpoint_memory()
+    state = _big_state(9)
+    before = h5gds.checkpoint_memory_info()
+    mem = h5gds.prepare_checkpoint(state, path=tmp_path)  # a directory; no wait
+    h = h5gds.save(state, tmp_path / "ckpt.h5")
+    assert mem.done()  # the save waited for the warm-up before it began
+    h.wait()
+    mem.wait()
+    assert _deltas(before, h5gds.checkpoint_memory_info()) == {"files_ready": 2, "files_allocated": 0, "prepared": 1}
+    assert os.listdir(tmp_path) == ["ckpt.h5"]
+
+
+def test_prepare_with_a_missing_directory_fails(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="no such directory"):
+        h5gds.prepare_checkpoint(_big_state(10), path=tmp_path / "nowhere" / "ckpt.h5")
+
+
 def test_bench_summary_keeps_first_and_steady_apart() -> None:
     from h5gds.bench import checkpoint as bench
     rows = [dict(bench="checkpoint", state="s", method="h5gds-async", memory="device", phase=phase, prepared=prep,

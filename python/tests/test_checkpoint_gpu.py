@@ -211,6 +211,27 @@ def test_prepared_device_state_memory_is_taken(tmp_path: Path, memory: str, wait
     assert torch.equal(back["w"], expect["w"]) and torch.equal(back["b"], expect["b"]) and back["step"] == 7
 
 
+def test_prepare_with_a_path_device_state(tmp_path: Path) -> None:
+    """The warm-up (a 256 MiB device save into the checkpoint's directory,
+    removed after) takes the prepared device memory and gives it back: the
+    first real save allocates nothing and is correct."""
+    torch = _torch()
+    h5gds.release_checkpoint_memory()
+    state = {f"w{i}": torch.full((8 << 20,), float(i), device="cuda") for i in range(12)}  # 384 MiB
+    before = h5gds.checkpoint_memory_info()
+    mem = h5gds.prepare_checkpoint(state, memory="device", path=tmp_path / "ckpt.h5")
+    mem.wait()
+    assert os.listdir(tmp_path) == []
+    warm = h5gds.checkpoint_memory_info()
+    assert _deltas(before, warm) == {"files_ready": 1, "files_allocated": 0, "prepared": 1}
+    assert warm["ready_device_bytes"] == mem.nbytes
+    h = h5gds.save(state, tmp_path / "ckpt.h5", memory="device")
+    h.wait()
+    assert _deltas(warm, h5gds.checkpoint_memory_info())["files_allocated"] == 0
+    back = h5gds.load(tmp_path / "ckpt.h5", device="cuda")
+    assert all(torch.equal(back[k], v) for k, v in state.items())
+
+
 def test_prepared_memory_of_the_state_device() -> None:
     """The memory is of the device the state's first array is on (its
     context), whichever device is current."""

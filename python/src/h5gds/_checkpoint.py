@@ -16,7 +16,8 @@ blocks are freed after the new one is durable, not inside the rename.
 
 The snapshot memory is allocated by a process's first save and kept for
 the next ones; ``prepare_checkpoint`` allocates it ahead (in the background
-by default), so that the first save stalls no longer than the later ones.
+by default), and with a path starts the I/O engine there, so that the first
+save stalls no longer than the later ones.
 
 Layout: groups for dicts, lists and tuples (attribute ``h5gds_container``),
 one contiguous dataset per array, plain values as JSON in the group
@@ -145,9 +146,10 @@ class CheckpointHandle:
     ``open``: the temporary file and its snapshot memory, ``structure``:
     the containers' description, ``views``: the arrays' pointers,
     ``create`` and ``write`` (the snapshots) of the datasets, ``native``:
-    the rest of that native call), and of the background's first part
-    (``metadata``: closing the datasets, groups and attributes; HDF5
-    metadata only, done after the call returns)."""
+    the rest of that native call; ``warmup``: waiting for a
+    ``prepare_checkpoint(path=...)`` still at work), and of the
+    background's first part (``metadata``: closing the datasets, groups and
+    attributes; HDF5 metadata only, done after the call returns)."""
 
     def __init__(self, path: str) -> None:
         self.path = path
@@ -282,13 +284,25 @@ def save(state: Any, path: str | os.PathLike[str], *, async_: bool = True, memor
     so that many leaves are written side by side. Other keywords are
     driver options (``threads=``, ...).
 
-    The snapshot memory is allocated by the first save of the process (a
-    second or more for gigabytes of device or pinned memory: that save
-    stalls that much longer) and kept for the next saves, unless
-    :func:`prepare_checkpoint` made it ready before."""
-    path = os.fspath(path)
+    The first save of a process allocates the snapshot memory (about 2 s
+    for 3 GiB of pinned memory), kept for the next saves, and starts the I/O
+    engine (its threads and their pinned staging memory, and once per file
+    system the device path's tuning): that save stalls that much longer,
+    unless :func:`prepare_checkpoint` made them ready before. A save that
+    starts while ``prepare_checkpoint(path=...)`` is still at work waits
+    for it (``timings['warmup']``)."""
     t0 = time.perf_counter()
+    waited = _wait_for_warmups()  # prepare_checkpoint(path=...) in progress: its engine and memory
+    return _save_now(state, os.fspath(path), async_=async_, memory=memory, budget=budget, options=options, t0=t0,
+                     waited=waited)
+
+
+def _save_now(state: Any, path: str, *, async_: bool, memory: str, budget: int | None, options: dict[str, Any],
+              t0: float | None = None, waited: float = 0.0) -> CheckpointHandle:
+    t0 = time.perf_counter() if t0 is None else t0
     handle = CheckpointHandle(path)
+    if waited:
+        handle.timings["warmup"] = waited
     clock = _Clock(handle.timings)
     leaves = list(_leaves(state, ""))
     infos = [_array_info(a) for _, a in leaves]
@@ -353,33 +367,48 @@ def _device_pointer(arr: Any) -> int | None:
 
 
 class CheckpointMemory:
-    """Snapshot memory being made ready for the next checkpoint, returned by
-    :func:`prepare_checkpoint`. ``wait(timeout=None)`` returns once it is
-    allocated, or raises what failed (``MemoryError`` when the device or the
-    machine has not that much free); ``done()`` polls. ``nbytes``: the bytes
-    asked for (0: nothing to prepare); ``memory``: the kind asked for."""
+    """Snapshot memory (and, with ``path``, the I/O engine) being made ready
+    for the next checkpoint, returned by :func:`prepare_checkpoint`.
+    ``wait(timeout=None)`` returns once all is ready, or raises what failed
+    (``MemoryError`` when the device or the machine has not that much free);
+    ``done()`` polls. ``nbytes``: the bytes asked for (0: nothing to
+    prepare); ``memory``: the kind asked for."""
 
     def __init__(self, prep: int | None, nbytes: int, memory: str) -> None:
         self._prep = prep
         self.nbytes = nbytes
         self.memory = memory
+        self._warmup: threading.Thread | None = None
+        self._warmup_error: BaseException | None = None
 
-    def done(self) -> bool:
+    def _memory_done(self) -> bool:
         return self._prep is None or bool(native.h5gds_py_prepare_done(self._prep))
 
-    def wait(self, timeout: float | None = None) -> None:
+    def done(self) -> bool:
+        return self._memory_done() and (self._warmup is None or not self._warmup.is_alive())
+
+    def _wait_memory(self) -> None:
         if self._prep is None:
             return
-        if timeout is not None:
-            deadline = time.monotonic() + timeout
-            while not self.done():
-                if time.monotonic() >= deadline:
-                    raise TimeoutError(f"checkpoint memory ({self.nbytes} bytes) not ready after {timeout} s")
-                time.sleep(0.002)
         err = errbuf()
         rc = native.h5gds_py_prepare_wait(self._prep, err, len(err))  # without the GIL
         if rc != 0:
             raise _memory_error(rc, err.value.decode(errors="replace"))
+
+    def wait(self, timeout: float | None = None) -> None:
+        if timeout is not None:
+            deadline = time.monotonic() + timeout
+            while not self._memory_done():
+                if time.monotonic() >= deadline:
+                    raise TimeoutError(f"checkpoint memory ({self.nbytes} bytes) not ready after {timeout} s")
+                time.sleep(0.002)
+        self._wait_memory()
+        if self._warmup is not None:
+            self._warmup.join(None if timeout is None else max(0.0, deadline - time.monotonic()))
+            if self._warmup.is_alive():
+                raise TimeoutError(f"checkpoint engine warm-up not done after {timeout} s")
+            if self._warmup_error is not None:
+                raise self._warmup_error
 
     def __del__(self) -> None:
         prep, self._prep = self._prep, None
@@ -399,11 +428,78 @@ def _memory_error(rc: int, msg: str) -> Exception:
     return OSError(-rc, msg)
 
 
-def prepare_checkpoint(state: Any, *, memory: str = "auto", background: bool = True) -> CheckpointMemory:
-    """Makes the snapshot memory of the next :func:`save` ready ahead, so
-    that a process's first save stalls no longer than its later ones
-    (without it, the first save allocates that memory: a second or more for
-    gigabytes). Returns a :class:`CheckpointMemory`.
+# Warm-ups in progress (prepare_checkpoint with a path): a save waits for
+# them, so that it finds the engine ready and the snapshot memory kept
+# (the warm-up's save holds that memory while it runs).
+_WARMUPS: set[threading.Thread] = set()
+_WARMUPS_LOCK = threading.Lock()
+
+
+def _warmup_state(module: str, device: int | None, nbytes: int) -> dict[str, Any]:
+    """What a warm-up saves: 16 arrays of zeros, of 16 MiB on a GPU (every
+    pool worker that a 3 GiB save then uses finds its staging memory pinned),
+    of 1 MiB on the host (nothing to pin there: the threads only); smaller
+    when the prepared memory (`nbytes`) is, so that they fit in it."""
+    size = (16 << 20) if module != "numpy" else (1 << 20)
+    size = max(4096, min(size, (nbytes - 4096) // 16 // 4096 * 4096))
+    state = {}
+    for i in range(16):
+        a = _arrays.empty((size,), np.dtype(np.uint8), module, device)  # type: ignore[arg-type]
+        if module == "torch":
+            a.zero_()
+        else:
+            a.fill(0)
+        state[f"w{i}"] = a
+    return state
+
+
+def _warmup(handle: CheckpointMemory, directory: str, module: str, device: int | None, memory: str) -> None:
+    """A small save into `directory` (removed after): the pool's threads
+    started, their staging memory pinned, the device path's tuning for that
+    file system measured or read from its cache -- what a process's first
+    save would otherwise do inside its stall. It takes the prepared memory
+    and gives it back when its file closes."""
+    try:
+        handle._wait_memory()
+        path = os.path.join(directory, f".h5gds-warmup-{os.getpid()}-{threading.get_ident()}.h5")
+        try:
+            warm = _warmup_state(module, device, handle.nbytes)
+            _save_now(warm, path, async_=True, memory=memory, budget=None, options={}).wait()
+        finally:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+    except BaseException as exc:  # kept for wait()
+        handle._warmup_error = exc
+    finally:
+        with _WARMUPS_LOCK:
+            _WARMUPS.discard(threading.current_thread())
+
+
+def _wait_for_warmups() -> float:
+    """Waits for the warm-ups in progress (not the caller's own); seconds waited."""
+    with _WARMUPS_LOCK:
+        pending = [t for t in _WARMUPS if t is not threading.current_thread()]
+    if not pending:
+        return 0.0
+    t0 = time.perf_counter()
+    for t in pending:
+        t.join()
+    return time.perf_counter() - t0
+
+
+def prepare_checkpoint(state: Any, *, memory: str = "auto", background: bool = True,
+                       path: str | os.PathLike[str] | None = None) -> CheckpointMemory:
+    """Makes the snapshot memory of the next :func:`save` ready ahead, and
+    with ``path`` the I/O engine too, so that a process's first save stalls
+    no longer than its later ones. Returns a :class:`CheckpointMemory`.
+
+    Without it the first save allocates its snapshot memory (about 2 s for
+    3 GiB of pinned host memory, milliseconds for device memory) and starts
+    the engine: its worker threads, their pinned staging memory (about 0.3 s
+    on an H100) and, once per file system and GPU, the measurement of the
+    device path's best threads and block size (about 2 s; then cached).
 
     ``state``: the state you will save (its snapshot memory is sized and
     placed as ``save(state, memory=memory)`` asks for it: device memory of
@@ -413,21 +509,35 @@ def prepare_checkpoint(state: Any, *, memory: str = "auto", background: bool = T
     of ``save`` up to that total); then the memory is of the current
     device. ``memory``: as for :func:`save`, "auto" (device memory for a
     device state when the device has the room, else pinned host memory),
-    "device" or "host" (pinned). With ``background`` (the default) it
-    returns at once and the memory is allocated on a thread of its own: a
-    save that starts meanwhile waits for that memory instead of allocating
-    its own; ``wait()`` says whether it worked. Without, it returns once the
-    memory is ready.
+    "device" or "host" (pinned). ``path``: where the checkpoints go (a file
+    path or its directory): the engine is made ready by a small save (256
+    MiB of zeros on the state's device, 16 MiB for a host state; less for a
+    smaller state) into a temporary file there, removed after; a save that
+    starts meanwhile waits for it.
+
+    With ``background`` (the default) it returns at once and the work goes
+    on in the background: a save that starts meanwhile waits for it rather
+    than allocating memory of its own; ``wait()`` says whether it worked.
+    Without, it returns once all is ready (or raises).
 
     The memory is kept for later saves (one arena per kind, the larger one
-    when two meet) until :func:`release_checkpoint_memory` or the end of
-    the process; asking again for memory that is ready allocates nothing.
-    Call it from the thread that saves (its current CUDA device).
-    ``ValueError``: a wrong argument, or device memory without a GPU;
-    ``MemoryError``: more than the device or the machine has."""
+    when two meet) until :func:`release_checkpoint_memory` or the end of the
+    process; asking again for memory that is ready allocates nothing. Call
+    it from the thread that saves (its current CUDA device).
+    ``ValueError``: a wrong argument, device memory without a GPU, or a
+    ``path`` whose directory does not exist; ``MemoryError``: more than the
+    device or the machine has."""
     if memory not in _MEMORY_KINDS:
         raise ValueError(f"memory must be 'auto', 'device' or 'host', not {memory!r}")
+    directory = None
+    if path is not None:
+        p = os.fspath(path)
+        directory = p if os.path.isdir(p) else os.path.dirname(os.path.abspath(p))
+        if not os.path.isdir(directory):
+            raise ValueError(f"prepare_checkpoint: path {p!r}: no such directory {directory!r}")
     like: int | None = None
+    module: str
+    device: int | None
     if isinstance(state, bool):
         raise TypeError("prepare_checkpoint: a state or a number of bytes, not a bool")
     if isinstance(state, int):
@@ -435,6 +545,7 @@ def prepare_checkpoint(state: Any, *, memory: str = "auto", background: bool = T
             raise ValueError(f"prepare_checkpoint: {state} bytes (a positive number of bytes, or the state)")
         nbytes = state + (1 << 20) + state // 256
         kind = _MEMORY_KINDS[memory]
+        module, device = str(_arrays.resolve_module(None)), None
     else:
         leaves = list(_leaves(state, ""))
         infos = [_array_info(a) for _, a in leaves]
@@ -448,15 +559,39 @@ def prepare_checkpoint(state: Any, *, memory: str = "auto", background: bool = T
                              "snapshots into host memory")
         nbytes = _snapshot_budget(total, len(infos))
         kind = _MEMORY_KINDS["host"] if like is None else _MEMORY_KINDS[memory]
+        module, device = _module_of(first) if like is not None else ("numpy", None)
     prep = ctypes.c_void_p()
     err = errbuf()
     rc = native.h5gds_py_prepare_start(nbytes, kind, like, ctypes.byref(prep), err, len(err))
     if rc != 0:
         raise _memory_error(rc, err.value.decode(errors="replace"))
     handle = CheckpointMemory(prep.value, nbytes, memory)
+    if directory is not None:
+        t = threading.Thread(target=_warmup, args=(handle, directory, module, device, memory),
+                             name="h5gds-checkpoint-warmup", daemon=True)
+        handle._warmup = t
+        with _WARMUPS_LOCK:
+            _WARMUPS.add(t)  # before it starts: a save right after waits for it
+        try:
+            t.start()
+        except BaseException:
+            with _WARMUPS_LOCK:
+                _WARMUPS.discard(t)
+            raise
     if not background:
         handle.wait()
     return handle
+
+
+def _module_of(arr: Any) -> tuple[str, int | None]:
+    """The array library and device of a device array, for a warm-up state
+    like it (CuPy for device arrays of other libraries, when it is there)."""
+    mod = type(arr).__module__.split(".")[0]
+    if mod == "torch":
+        return "torch", arr.device.index
+    if mod == "cupy":
+        return "cupy", int(arr.device.id)
+    return _arrays.resolve_module(None), None
 
 
 def release_checkpoint_memory() -> None:

@@ -35,10 +35,11 @@ checkpoint: the state of the round-2 anchors (96 x 4096x4096 fp16, 32 x 1M
 first-save (with h5gds-async, bench = first-save): a process's first save
    apart, each in a fresh process (python -m h5gds.bench.checkpoint): the
    state made, then two saves (phase first, then steady), device and pinned
-   host snapshots, the snapshot memory prepared: `no`; `ahead`
-   (h5gds.prepare_checkpoint(state, background=False) before the first
-   save; its time in note); `background` (prepare_checkpoint started in
-   the background, then about 2 s of GPU compute before the first save).
+   host snapshots, prepared: `no`; `memory` (the snapshot memory alone:
+   h5gds.prepare_checkpoint(state, background=False)); `ahead` (memory and
+   engine: prepare_checkpoint(state, path=..., background=False)); its time
+   in note); `background` (prepare_checkpoint(state, path=...) in the
+   background, then about 2 s of GPU compute before the first save).
 train-loop: N steps of a fixed GPU compute (matrix products, about 30 ms),
    a checkpoint every k steps (k steps of compute: longer than one drain),
    the state changing every step; mean step time without checkpoints, with
@@ -317,8 +318,8 @@ def bench_checkpoint(args: argparse.Namespace, rows: list[dict[str, Any]]) -> No
     shutil.rmtree(d, ignore_errors=True)
 
 
-FIRST_SAVE_KINDS = (("device", "no"), ("device", "ahead"), ("device", "background"), ("host", "no"),
-                    ("host", "ahead"), ("host", "background"))
+FIRST_SAVE_KINDS = tuple((memory, prepared) for memory in ("device", "host")
+                         for prepared in ("no", "memory", "ahead", "background"))
 
 
 def first_save_rows(key: str, d: Path, rep: int, rows: list[dict[str, Any]]) -> None:
@@ -350,7 +351,8 @@ def first_save_rows(key: str, d: Path, rep: int, rows: list[dict[str, Any]]) -> 
                              prepared=prepared if phase == "first" else "-", bytes=res["bytes"], repeat=rep,
                              stall_s=f"{m['stall_s']:.4f}", durable_s=f"{m['durable_s']:.4f}",
                              peak_device_bytes=m["snapshot_memory_bytes"] if memory == "device" else 0, note=note))
-        print(f"first-save {state_name} {memory:6s} prepared={prepared:10s} first stall {res['first']['stall_s']:7.3f} s "
+        print(f"first-save {state_name} {memory:6s} prepared={prepared:10s} "
+              f"first stall {res['first']['stall_s']:7.3f} s "
               f"(memory ready: {res['first']['ready']}), steady {res['steady']['stall_s']:7.3f} s  "
               f"[{time.perf_counter() - t0:.0f} s in all]", flush=True)
     shutil.rmtree(d / "first", ignore_errors=True)
@@ -367,11 +369,11 @@ def _first_save_child(spec: dict[str, Any]) -> None:
     memory, prepared = spec["memory"], spec["prepared"]
     res: dict[str, Any] = {"bytes": sum(v.numel() * v.element_size() for v in state.values())}
     t0 = time.perf_counter()
-    if prepared == "ahead":
-        h5gds.prepare_checkpoint(state, memory=memory, background=False)
+    if prepared in ("memory", "ahead"):
+        h5gds.prepare_checkpoint(state, memory=memory, background=False, path=d if prepared == "ahead" else None)
         res["prepare_call_s"] = res["prepare_ready_s"] = time.perf_counter() - t0
     elif prepared == "background":
-        mem = h5gds.prepare_checkpoint(state, memory=memory)
+        mem = h5gds.prepare_checkpoint(state, memory=memory, path=d)
         res["prepare_call_s"] = time.perf_counter() - t0
         # the training loop goes on meanwhile: about 2 s of matrix products
         a = torch.randn(8192, 8192, device="cuda", dtype=torch.float16)
