@@ -11,8 +11,8 @@ epoch:      per sample size, a file of --file-size (uint8 rows "x", int64 labels
             (page cache dropped) and warm epochs into --batch device batches:
             h5gds-loader order=windowed (the whole epoch), h5gds-loader order=exact and
             torch-dataloader-h5py (8 workers, pin_memory; cold: the first --read-bytes of the epoch,
-            warm: --warm-read-bytes), ceiling-sequential (O_DIRECT reads of the dataset's bytes in
-            8 MiB pieces, 16 threads: the disk's sequential rate).
+            warm: --warm-read-bytes), ceiling-sequential (O_DIRECT reads of the dataset's bytes,
+            the best of the --ceiling threads x piece configurations: the disk's sequential rate).
 train:      a training loop over a whole cold epoch of the --train-sample file (--train-step-ms of GPU
             compute per step, the batch read by the step): compute only, h5gds-loader windowed (whole
             epoch), h5gds-loader exact and torch-dataloader-h5py (the first --train-batches steps).
@@ -129,8 +129,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="epoch: for the first sample size, cold windowed epochs with these windows too "
                         "(comma list of sizes; the buffer keeps the default depth in windows)")
     p.add_argument("--workers", type=_positive_int, default=8, help="DataLoader workers")
-    p.add_argument("--ceiling-threads", type=_positive_int, default=16)
-    p.add_argument("--ceiling-piece", type=_size, default=8 << 20)
+    p.add_argument("--ceiling", default="16x8MiB,4x32MiB,64x1MiB",
+                   help="ceiling-sequential: O_DIRECT configurations THREADSxPIECE tried in turn (the best is "
+                        "the ceiling; all are in its note)")
+    p.add_argument("--caches", default="cold,warm", help="epoch: which cache states (cold, warm)")
+    p.add_argument("--inflight", type=_positive_int, default=None,
+                   help="windowed order: window reads in flight (default: the loader's)")
     p.add_argument("--train-sample", default="6KiB")
     p.add_argument("--train-step-ms", type=float, default=12.0)
     p.add_argument("--train-batches", type=_positive_int, default=48,
@@ -145,6 +149,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args.parts = parts
     _size(args.train_sample) if args.train_sample != "var" else None
     args.sweep_windows = [_size(w) for w in args.sweep_windows.split(",") if w]
+    args.ceiling_configs = []
+    for item in args.ceiling.split(","):
+        t, sep, piece = item.partition("x")
+        if not sep or not t.isdigit() or int(t) < 1:
+            p.error(f"--ceiling {item!r}: give THREADSxPIECE, e.g. 16x8MiB")
+        args.ceiling_configs.append((int(t), _size(piece)))
+    args.caches = [c for c in args.caches.split(",") if c]
+    if not args.caches or any(c not in ("cold", "warm") for c in args.caches):
+        p.error(f"--caches {','.join(args.caches)!r}: cold and/or warm")
     args.methods = [m for m in args.methods.split(",") if m]
     known = {"h5gds-windowed", "h5gds-exact", "torch-dataloader-h5py", "ceiling-sequential"}
     unknown = [m for m in args.methods if m not in known]
@@ -249,8 +262,11 @@ def make_loader(path: Path, label: str, bsz: int, dev: Any, args: argparse.Names
     with h5py.File(path, "r") as f:
         col: Any = h5gds.Ragged(f["v"], f["o"]) if label == "var" else f["x"]
         src = (col, f["y"]) if labels else col
-        return h5gds.Loader(src, bsz, seed=1, like=dev.name, order=order, cache="off", config=args.config,
-                            window=args.window, buffer=args.buffer, prefetch=4)
+        ld = h5gds.Loader(src, bsz, seed=1, like=dev.name, order=order, cache="off", config=args.config,
+                          window=args.window, buffer=args.buffer, prefetch=4)
+    if args.inflight:
+        ld._inflight_loads = args.inflight
+    return ld
 
 
 def _dataloader(path: Path, label: str, bsz: int, order: np.ndarray, workers: int) -> Any:
@@ -348,7 +364,7 @@ def bench_epoch(args: argparse.Namespace, dev: Any, rows: list[Row]) -> None:
             return t, counted[0], counted[1]
 
         for rep in range(args.repeat):
-            for cache in ("cold", "warm"):
+            for cache in args.caches:
                 part_bytes = args.read_bytes if cache == "cold" else args.warm_read_bytes
                 part_batches = max(1, min(len(loaders["exact"]), int(part_bytes // (bsz * mean))))
                 measures: list[tuple[str, str, Callable[[], tuple[float, int, int]]]] = []
@@ -372,12 +388,15 @@ def bench_epoch(args: argparse.Namespace, dev: Any, rows: list[Row]) -> None:
                     rows.append(r)
                     print_row(r)
                 if cache == "cold" and want("ceiling-sequential"):
-                    piece = args.ceiling_piece
-                    offsets = np.arange(base, base + region, piece, dtype=np.uint64)
-                    note = common.drop_cache(path)
-                    t = common.ceiling_seconds(path, True, args.ceiling_threads, piece, offsets)
+                    tried = []
+                    for threads, piece in args.ceiling_configs:
+                        offsets = np.arange(base, base + region, piece, dtype=np.uint64)
+                        note = common.drop_cache(path)
+                        tried.append((common.ceiling_seconds(path, True, threads, piece, offsets), threads, piece))
+                    t, threads, piece = min(tried)
+                    all_ = " ".join(f"{th}x{pc >> 20}MiB={region / tt / 1e9:.3f}" for tt, th, pc in tried)
                     r = row("loader-epoch", "ceiling-sequential", "-", label, mean, cache, region, n, t, 1.0, rep,
-                            f"O_DIRECT, {args.ceiling_threads} threads x {piece >> 20} MiB, {note}")
+                            f"O_DIRECT, best of {all_} GB/s: {threads} threads x {piece >> 20} MiB, {note}")
                     rows.append(r)
                     print_row(r)
         if label == args.samples[0] and args.sweep_windows:
