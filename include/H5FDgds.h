@@ -120,10 +120,11 @@ typedef enum H5FD_gds_route_t {
     H5FD_GDS_ROUTE_CUFILE,      /* device memory through cuFile */
     H5FD_GDS_ROUTE_POSIX_BOUNCE,/* device memory through one bounce buffer (mode=posix) */
     H5FD_GDS_ROUTE_PASSTHROUGH, /* checked call: device buffer handed to the driver by HDF5 */
-    H5FD_GDS_ROUTE_HOST_STAGED  /* checked call: library staged through pinned host memory */
+    H5FD_GDS_ROUTE_HOST_STAGED, /* checked call: library staged through pinned host memory (HDF5's CPU filters) */
+    H5FD_GDS_ROUTE_GPU_DECODE   /* checked call: filtered chunks read to the GPU and decoded there (nvCOMP) */
 } H5FD_gds_route_t;
 
-#define H5FD_GDS_NROUTES 7
+#define H5FD_GDS_NROUTES 8
 
 typedef struct H5FD_gds_stats_t {
     uint64_t read_bytes[H5FD_GDS_NROUTES];
@@ -266,6 +267,20 @@ H5GDS_API herr_t H5Dread_gds(hid_t dset_id, hid_t mem_type_id, hid_t mem_space_i
                              hid_t dxpl_id, void *buf);
 /* The route the calling thread's last H5Dwrite_gds/H5Dread_gds took. */
 H5GDS_API H5FD_gds_route_t H5FD_gds_last_route(void);
+
+/* What the calling thread's last H5Dread_gds that decoded on the GPU
+ * (route H5FD_GDS_ROUTE_GPU_DECODE) did: chunks and bytes, the seconds it
+ * waited for stored bytes still being read, and the seconds its decode
+ * batches (nvCOMP and the filters' kernels, then the placing copies) took. */
+typedef struct H5FD_gds_decode_stats_t {
+    uint64_t chunks;        /* chunks decoded (never-written ones not counted) */
+    uint64_t stored_bytes;  /* bytes read from the file */
+    uint64_t decoded_bytes; /* bytes the chunks decoded to */
+    double read_wait_s;     /* waiting for stored bytes not yet read */
+    double decode_s;        /* decoding and placing */
+    double total_s;
+} H5FD_gds_decode_stats_t;
+H5GDS_API herr_t H5FD_gds_last_decode_stats(H5FD_gds_decode_stats_t *stats);
 
 /* ------------------------------------------------------------------------
  * Stream ordering of device buffers (transfer property list)

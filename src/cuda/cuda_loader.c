@@ -69,6 +69,7 @@ static const symbol_slot_t cuda_symbols[] = {
     SLOT(StreamWaitEvent, "cuStreamWaitEvent"),
     SLOT(Memcpy, "cuMemcpy"),
     SLOT(MemcpyAsync, "cuMemcpyAsync"),
+    SLOT(Memcpy3DAsync, "cuMemcpy3DAsync_v2"),
     SLOT(DeviceGetCount, "cuDeviceGetCount"),
     SLOT(DeviceGet, "cuDeviceGet"),
     SLOT(DeviceGetName, "cuDeviceGetName"),

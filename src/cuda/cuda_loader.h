@@ -42,6 +42,7 @@ typedef struct gds_cuda_api {
     CUresult (*StreamWaitEvent)(CUstream, CUevent, unsigned);
     CUresult (*Memcpy)(CUdeviceptr, CUdeviceptr, size_t);
     CUresult (*MemcpyAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+    CUresult (*Memcpy3DAsync)(const CUDA_MEMCPY3D *, CUstream); /* strided boxes (decoded chunks placed) */
     /* for tools and tests: devices, allocations, kernels */
     CUresult (*DeviceGetCount)(int *);
     CUresult (*DeviceGet)(CUdevice *, int);

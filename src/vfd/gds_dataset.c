@@ -22,6 +22,7 @@
 
 #include "H5FDgds.h"
 #include "gds_error.h"
+#include "gds_filtered.h"
 #include "../cuda/cuda_loader.h"
 #include "../engine/engine.h"
 
@@ -349,6 +350,14 @@ static herr_t read_checked(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t fi
         last_route = H5FD_GDS_ROUTE_PASSTHROUGH;
         return H5Dread(dset, mem_type, mem_space, file_space, dxpl, buf);
     }
+#ifndef H5GDS_NO_GPU_DECODE
+    /* Filtered chunks decoded on the GPU, where that path serves the read. */
+    int decoded = gds_filtered_read(dset, mem_type, mem_space, file_space, dxpl, buf);
+    if (decoded != 0) {
+        last_route = H5FD_GDS_ROUTE_GPU_DECODE;
+        return decoded < 0 ? -1 : 0;
+    }
+#endif
     last_route = H5FD_GDS_ROUTE_HOST_STAGED;
     staging_t s;
     /* Unselected elements of the buffer must survive: copy it out first. */

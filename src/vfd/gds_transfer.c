@@ -176,6 +176,8 @@ const char *H5FD_gds_route_name(H5FD_gds_route_t route)
         return "passthrough";
     if (route == H5FD_GDS_ROUTE_HOST_STAGED)
         return "host-staged";
+    if (route == H5FD_GDS_ROUTE_GPU_DECODE)
+        return "gpu-decode";
     return gds_route_name((gds_route_t)route);
 }
 

@@ -18,6 +18,7 @@
 
 #include "H5FDgds.h"
 #include "gds_config.h"
+#include "gds_vfd_raw.h"
 #include "gds_error.h"
 #include "gds_hdf5.h"
 #include "gds_sieve.h"
@@ -939,6 +940,22 @@ gds_file_t *gds_vfd_engine_of(hid_t file_id)
 {
     gds_vfd_file_t *file = vfd_file_of(file_id);
     return file ? file->engine : NULL;
+}
+
+int gds_vfd_submit_raw_read(hid_t file_id, const gds_segment_t *segs, size_t nseg, gds_io_t **io, gds_status_t *st)
+{
+    gds_vfd_file_t *file = vfd_file_of(file_id);
+    if (!file) {
+        gds_status_set(st, 0, "not a file of the gds driver");
+        return -1;
+    }
+    /* The window's dirty bytes overlapping a range reach the file first
+     * (write-behind's overlapping writes are waited for by the engine). */
+    for (size_t i = 0; i < nseg; i++)
+        if (gds_sieve_before_other(&file->sieve, file->engine, segs[i].offset, segs[i].size, false, st) < 0)
+            return -1;
+    gds_request_t req = {.write = false, .data = GDS_DATA_RAW, .nseg = nseg, .segs = segs, .order = GDS_ORDER_NONE};
+    return gds_file_submit(file->engine, &req, io, st);
 }
 
 static herr_t sync_file(hid_t file_id)

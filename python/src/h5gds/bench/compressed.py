@@ -1,0 +1,240 @@
+"""Benchmark ``compressed``: chunked, filtered datasets read into device
+memory, GB/s of decoded bytes landing on the GPU, cold (page cache
+dropped) and warm, side by side in one run:
+
+  h5gds            h5gds.read into a CuPy array (GPU decode where supported)
+  h5py             h5py's read (HDF5's CPU filters, hdf5plugin) + cupy.asarray
+  cpu16            16 threads: read_direct_chunk + zlib + unshuffle (deflate only)
+  nvcomp-decode    the GPU decode alone, chunks already in device memory
+                   (H5FD_gds_last_decode_stats of the warm h5gds reads)
+  ceiling-odirect  O_DIRECT read of the file, 16 threads (GB/s of file bytes)
+
+CSV columns: bench,method,data,filter,ratio,cache,GBps,repeat.
+
+    python -m h5gds.bench compressed --size 1GiB --repeat 3 --out DIR
+"""
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import csv
+import ctypes
+import os
+import sys
+import time
+import zlib
+from pathlib import Path
+from typing import Any, Callable
+
+import h5py
+import numpy as np
+
+import h5gds
+from h5gds._lib import native
+from h5gds._sizes import SizeError, parse_size
+
+CHUNK_BYTES = 1 << 20
+COLUMNS = ["bench", "method", "data", "filter", "ratio", "cache", "GBps", "repeat"]
+
+
+class DecodeStats(ctypes.Structure):
+    _fields_ = [("chunks", ctypes.c_uint64), ("stored_bytes", ctypes.c_uint64), ("decoded_bytes", ctypes.c_uint64),
+                ("read_wait_s", ctypes.c_double), ("decode_s", ctypes.c_double), ("total_s", ctypes.c_double)]
+
+
+def last_decode_stats() -> DecodeStats:
+    st = DecodeStats()
+    native.H5FD_gds_last_decode_stats.argtypes = [ctypes.POINTER(DecodeStats)]
+    native.H5FD_gds_last_decode_stats(ctypes.byref(st))
+    return st
+
+
+# ---- data that compresses like real data does (never zeros) ----
+
+def make_rows(kind: str, row0: int, nrows: int, width: int, rng: np.random.Generator) -> np.ndarray:
+    i = np.arange(row0, row0 + nrows, dtype=np.float32)[:, None]
+    j = np.arange(width, dtype=np.float32)[None, :]
+    if kind == "field":  # smooth simulation field, 3 decimals kept
+        f = np.sin(i * 0.002) * np.cos(j * 0.013) + 0.3 * np.sin((i + j) * 0.0007)
+        f = f + rng.normal(0, 0.02, f.shape).astype(np.float32)
+        return np.round(f, 3).astype(np.float32)
+    if kind == "image":  # detector/image tiles: gradients, texture, noise
+        base = (np.sin(i * 0.01) * 60 + np.cos(j * 0.02) * 60 + 128).astype(np.int32)
+        return np.clip(base + rng.integers(-6, 7, base.shape), 0, 255).astype(np.uint8)
+    if kind == "labels":  # sparse segmentation labels
+        a = np.zeros((nrows, width), np.int32)
+        m = rng.random((nrows, width)) < 0.04
+        a[m] = rng.integers(1, 30, int(m.sum()))
+        return a
+    raise ValueError(kind)
+
+
+DTYPES = {"field": np.float32, "image": np.uint8, "labels": np.int32}
+
+
+def filter_kwargs(name: str) -> dict[str, Any] | None:
+    if name == "gzip-shuffle":
+        return dict(compression="gzip", compression_opts=1, shuffle=True)
+    try:
+        import hdf5plugin
+    except ImportError:
+        return None
+    return {"zstd": lambda: dict(**hdf5plugin.Zstd(clevel=1)),
+            "lz4": lambda: dict(**hdf5plugin.LZ4()),
+            "bitshuffle-lz4": lambda: dict(**hdf5plugin.Bitshuffle(cname="lz4")),
+            "bitshuffle-zstd": lambda: dict(**hdf5plugin.Bitshuffle(cname="zstd"))}[name]()
+
+
+def write_dataset(path: Path, kind: str, fname: str, nbytes: int) -> float | None:
+    """Writes `path` (dataset "x", 1 MiB chunks); returns its ratio."""
+    kw = filter_kwargs(fname)
+    if kw is None:
+        return None
+    dtype = np.dtype(DTYPES[kind])
+    width = 1024 if dtype.itemsize >= 4 else 4096
+    rows_per_chunk = CHUNK_BYTES // (width * dtype.itemsize)
+    nrows = max(rows_per_chunk, nbytes // (width * dtype.itemsize) // rows_per_chunk * rows_per_chunk)
+    rng = np.random.default_rng(7)
+    with h5py.File(path, "w") as f:
+        d = f.create_dataset("x", shape=(nrows, width), dtype=dtype, chunks=(rows_per_chunk, width), **kw)
+        step = rows_per_chunk * 64
+        for r in range(0, nrows, step):
+            n = min(step, nrows - r)
+            d[r:r + n] = make_rows(kind, r, n, width, rng)
+    stored = os.path.getsize(path)
+    return nrows * width * dtype.itemsize / stored
+
+
+# ---- methods ----
+
+def cpu16_read(path: Path) -> np.ndarray:
+    """deflate(+shuffle) chunks decoded by 16 threads (zlib frees the GIL)."""
+    with h5py.File(path, "r") as f:
+        d = f["x"]
+        out = np.empty(d.shape, d.dtype)
+        rows = d.chunks[0]
+        esize = d.dtype.itemsize
+        shuffled = d.shuffle
+        stored = [d.id.read_direct_chunk((r, 0)) for r in range(0, d.shape[0], rows)]
+
+    def one(k: int) -> None:
+        raw = zlib.decompress(stored[k][1])
+        a = np.frombuffer(raw, np.uint8)
+        if shuffled and esize > 1:
+            a = a.reshape(esize, -1).T.copy()
+        n = min(rows, out.shape[0] - k * rows)
+        out[k * rows:k * rows + n] = a.view(out.dtype).reshape(rows, -1)[:n]
+
+    with concurrent.futures.ThreadPoolExecutor(16) as pool:
+        list(pool.map(one, range(len(stored))))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    from h5gds.bench.__main__ import ceiling_seconds, drop_cache, warm
+
+    p = argparse.ArgumentParser(prog="python -m h5gds.bench compressed", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--dir", default=os.environ.get("TMPDIR", "/tmp"), help="where the files go (a real disk)")
+    p.add_argument("--out", default=os.environ.get("OUT", "."), help="where compressed.csv goes")
+    p.add_argument("--size", default="1GiB", help="decoded bytes per dataset")
+    p.add_argument("--data", default="field,image,labels")
+    p.add_argument("--filters", default="gzip-shuffle,zstd,lz4,bitshuffle-lz4")
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--methods", default="h5gds,h5py,cpu16,nvcomp-decode,ceiling-odirect")
+    args = p.parse_args(argv)
+    try:
+        nbytes = parse_size(args.size)
+    except SizeError as exc:
+        p.error(f"--size: {exc}")
+    if args.repeat < 1:
+        p.error("--repeat: must be at least 1")
+    try:
+        import cupy
+    except ImportError:
+        print("compressed: needs CuPy and a GPU (device memory is where the data lands)", file=sys.stderr)
+        return 2
+    methods = set(args.methods.split(","))
+    out_dir = Path(args.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    work = Path(args.dir)
+    work.mkdir(parents=True, exist_ok=True)
+    rows: list[dict[str, Any]] = []
+    csv_path = out_dir / "compressed.csv"
+
+    def add(method: str, kind: str, fname: str, ratio: float, cache: str, gbps: float, rep: int) -> None:
+        r = dict(bench="compressed", method=method, data=kind, filter=fname, ratio=f"{ratio:.2f}", cache=cache,
+                 GBps=f"{gbps:.3f}", repeat=rep)
+        rows.append(r)
+        print(",".join(str(r[c]) for c in COLUMNS), flush=True)
+        with open(csv_path, "w", newline="") as fh:
+            w = csv.DictWriter(fh, COLUMNS)
+            w.writeheader()
+            w.writerows(rows)
+
+    def timed(fn: Callable[[], Any]) -> float:
+        t0 = time.perf_counter()
+        fn()
+        cupy.cuda.runtime.deviceSynchronize()
+        return time.perf_counter() - t0
+
+    print(",".join(COLUMNS), flush=True)
+    for kind in args.data.split(","):
+        for fname in args.filters.split(","):
+            path = work / f"h5gds-compressed-{kind}-{fname}.h5"
+            ratio = write_dataset(path, kind, fname, nbytes)
+            if ratio is None:
+                print(f"# {fname}: hdf5plugin not installed, skipped", flush=True)
+                continue
+            with h5py.File(path, "r") as f:
+                decoded = f["x"].size * f["x"].dtype.itemsize
+                want_sum = float(np.asarray(f["x"][:64], np.float64).sum())
+            stored = os.path.getsize(path)
+            for rep in range(args.repeat):
+                for cache in ("cold", "warm"):
+                    def prepare() -> None:
+                        if cache == "cold":
+                            drop_cache(path)
+                        else:
+                            warm(path)
+                    if "ceiling-odirect" in methods:
+                        prepare()
+                        block = 16 << 20
+                        offsets = np.arange(0, stored // block * block, block, dtype=np.uint64)
+                        if len(offsets):
+                            secs = ceiling_seconds(path, cache == "cold", 16, block, offsets)
+                            add("ceiling-odirect", kind, fname, ratio, cache, len(offsets) * block / secs / 1e9, rep)
+                    if "h5gds" in methods:
+                        prepare()
+                        with h5py.File(path, "r", driver="gds") as f:
+                            got: list[Any] = []
+                            secs = timed(lambda: got.append(h5gds.read(f["x"], like="cupy")))
+                            route = h5gds.last_route()
+                            stats = last_decode_stats()
+                        if abs(float(cupy.asnumpy(got[0][:64]).astype(np.float64).sum()) - want_sum) > 1e-3 * (
+                                1 + abs(want_sum)):
+                            print(f"compressed: {kind}/{fname}: h5gds read different data", file=sys.stderr)
+                            return 1
+                        del got
+                        add("h5gds", kind, fname, ratio, cache, decoded / secs / 1e9, rep)
+                        print(f"# h5gds route {route}; decode {stats.decode_s:.3f} s, waiting for reads "
+                              f"{stats.read_wait_s:.3f} s, total {stats.total_s:.3f} s", flush=True)
+                        if "nvcomp-decode" in methods and cache == "warm" and route == "gpu-decode" and stats.decode_s:
+                            add("nvcomp-decode", kind, fname, ratio, "device", stats.decoded_bytes / stats.decode_s / 1e9,
+                                rep)
+                    if "h5py" in methods:
+                        prepare()
+                        with h5py.File(path, "r") as f:
+                            secs = timed(lambda: cupy.asarray(f["x"][()]))
+                        add("h5py", kind, fname, ratio, cache, decoded / secs / 1e9, rep)
+                    if "cpu16" in methods and fname == "gzip-shuffle":
+                        prepare()
+                        secs = timed(lambda: cupy.asarray(cpu16_read(path)))
+                        add("cpu16", kind, fname, ratio, cache, decoded / secs / 1e9, rep)
+            path.unlink()
+    print(f"compressed: {len(rows)} rows in {csv_path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,238 @@
+"""Compressed (filtered) chunked datasets read into device memory with the
+decode on the GPU: every result is compared bit for bit with h5py's own
+read of the same file (HDF5's CPU filter pipeline, hdf5plugin for the
+plugin filters). Marker `gpu`; the GPU-decode assertions also need nVCOMP
+(skipped, with the reason, where it is not installed)."""
+import importlib.util
+import os
+
+import h5py
+import numpy as np
+import pytest
+
+import h5gds
+
+pytestmark = pytest.mark.gpu
+
+cupy = pytest.importorskip("cupy")
+
+
+def _nvcomp_reason() -> str | None:
+    if os.environ.get("H5GDS_NVCOMP_LIB") or importlib.util.find_spec("nvidia.nvcomp") is not None:
+        return None
+    try:
+        if importlib.util.find_spec("nvidia") is not None:
+            import nvidia  # noqa: F401
+            for p in getattr(nvidia, "__path__", []):
+                if os.path.isdir(os.path.join(p, "nvcomp")):
+                    return None
+    except ImportError:
+        pass
+    return "nvCOMP not installed (pip install nvidia-libnvcomp-cu13, or set H5GDS_NVCOMP_LIB)"
+
+
+NVCOMP = _nvcomp_reason()
+
+
+def _hdf5plugin():
+    try:
+        import hdf5plugin
+        return hdf5plugin
+    except ImportError:
+        return None
+
+
+def field(shape, seed=1):
+    """A smooth float32 field with noise, kept to 3 decimals: compresses
+    like simulation output (about 2x), never all zeros."""
+    rng = np.random.default_rng(seed)
+    grids = np.meshgrid(*[np.linspace(0, 4 * np.pi, n, dtype=np.float32) for n in shape], indexing="ij")
+    f = sum(np.sin(g * (i + 1) * 0.7) for i, g in enumerate(grids))
+    f = f + rng.normal(0, 0.05, shape).astype(np.float32)
+    return np.round(f, 3).astype(np.float32)
+
+
+def image_tiles(shape, seed=2):
+    rng = np.random.default_rng(seed)
+    base = (np.indices(shape).sum(axis=0) * 3 % 256).astype(np.uint8)
+    return (base + rng.integers(0, 8, shape, dtype=np.uint8)).astype(np.uint8)
+
+
+def sparse_labels(shape, seed=3):
+    rng = np.random.default_rng(seed)
+    a = np.zeros(shape, np.int32)
+    mask = rng.random(shape) < 0.05
+    a[mask] = rng.integers(1, 20, int(mask.sum()))
+    return a
+
+
+def _filters():
+    """(name, h5py create_dataset keyword arguments, decodable on the GPU)."""
+    out = [
+        ("gzip", dict(compression="gzip", compression_opts=4), True),
+        ("gzip+shuffle", dict(compression="gzip", shuffle=True), True),
+        ("gzip+shuffle+fletcher32", dict(compression="gzip", shuffle=True, fletcher32=True), True),
+        ("fletcher32", dict(fletcher32=True), True),
+        ("shuffle", dict(shuffle=True), True),
+        ("lzf", dict(compression="lzf"), False),
+    ]
+    hp = _hdf5plugin()
+    if hp is not None:
+        out += [
+            ("zstd", dict(**hp.Zstd(clevel=3)), True),
+            ("lz4", dict(**hp.LZ4()), True),
+            ("bitshuffle-lz4", dict(**hp.Bitshuffle(cname="lz4")), True),
+            ("bitshuffle-zstd", dict(**hp.Bitshuffle(cname="zstd")), True),
+            ("blosc-blosclz", dict(**hp.Blosc(cname="blosclz", shuffle=hp.Blosc.SHUFFLE)), False),
+        ]
+    return out
+
+
+FILTERS = _filters()
+
+
+def _read_and_compare(path, name, sel, expect_gpu):
+    with h5py.File(path, "r") as ref:
+        want = ref[name][sel]
+    with h5py.File(path, "r", driver="gds") as f:
+        got = h5gds.read(f[name], sel, like="cupy")
+        route = h5gds.last_route()
+    np.testing.assert_array_equal(cupy.asnumpy(got), want)
+    assert cupy.asnumpy(got).tobytes() == np.ascontiguousarray(want).tobytes()
+    if expect_gpu and NVCOMP is None:
+        assert route == "gpu-decode", f"{name} {sel}: route {route}"
+    return route
+
+
+@pytest.mark.parametrize("fname,kw,gpu", FILTERS, ids=[f[0] for f in FILTERS])
+@pytest.mark.parametrize("data", ["field", "image", "labels"])
+def test_filters_bit_identical(tmp_path, fname, kw, gpu, data):
+    shape = (300, 257)  # edge chunks in both dimensions
+    arr = {"field": field, "image": image_tiles, "labels": sparse_labels}[data](shape)
+    path = tmp_path / "c.h5"
+    with h5py.File(path, "w") as f:
+        f.create_dataset("x", data=arr, chunks=(64, 100), **kw)
+    _read_and_compare(path, "x", (), gpu)
+    _read_and_compare(path, "x", (slice(10, 290), slice(33, 200)), gpu)
+    _read_and_compare(path, "x", (slice(64, 128), slice(None)), gpu)
+
+
+def test_selections_and_ranks(tmp_path):
+    path = tmp_path / "s.h5"
+    a1 = field((100_003,))
+    a3 = field((37, 45, 29))
+    with h5py.File(path, "w") as f:
+        f.create_dataset("a1", data=a1, chunks=(4096,), compression="gzip", shuffle=True)
+        f.create_dataset("a3", data=a3, chunks=(8, 16, 29), compression="gzip", shuffle=True)
+    for sel in [(), (slice(5, 99_000),), (slice(4096, 8192),), (slice(100_000, 100_003),)]:
+        _read_and_compare(path, "a1", sel, True)
+    for sel in [(), (slice(3, 30), slice(7, 44), slice(None)), (slice(8, 16),), (slice(1, 2), slice(2, 3), slice(4, 5))]:
+        _read_and_compare(path, "a3", sel, True)
+    # a strided selection is no box: HDF5's path, same bytes
+    route = _read_and_compare(path, "a1", (slice(0, 1000, 3),), False)
+    assert route != "gpu-decode"
+
+
+def test_unwritten_chunks_read_as_fill_value(tmp_path):
+    path = tmp_path / "fill.h5"
+    with h5py.File(path, "w") as f:
+        d = f.create_dataset("x", shape=(1000, 64), dtype="f4", chunks=(100, 64), compression="gzip",
+                             fillvalue=7.5)
+        d[200:400] = field((200, 64))
+        f.create_dataset("z", shape=(1000,), dtype="i4", chunks=(100,), compression="gzip")
+    _read_and_compare(path, "x", (), True)
+    _read_and_compare(path, "x", (slice(150, 450),), True)
+    _read_and_compare(path, "z", (), True)
+
+
+def test_into_out_and_torch(tmp_path):
+    path = tmp_path / "o.h5"
+    arr = field((512, 256))
+    with h5py.File(path, "w") as f:
+        f.create_dataset("x", data=arr, chunks=(128, 256), compression="gzip", shuffle=True)
+    out = cupy.full((512, 256), -1, np.float32)
+    with h5py.File(path, "r", driver="gds") as f:
+        h5gds.read(f["x"], out=out)
+    np.testing.assert_array_equal(cupy.asnumpy(out), arr)
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch without CUDA")
+    with h5py.File(path, "r", driver="gds") as f:
+        t = h5gds.read(f["x"], (slice(100, 300),), like="torch")
+    np.testing.assert_array_equal(t.cpu().numpy(), arr[100:300])
+
+
+def _corrupt(path, name, how):
+    """Mutates the first stored chunk of `name` in place, as h5py finds it."""
+    with h5py.File(path, "r") as f:
+        info = f[name].id.get_chunk_info(0)
+    with open(path, "r+b") as fh:
+        fh.seek(info.byte_offset)
+        stored = bytearray(fh.read(info.size))
+        if how == "flip":
+            for i in range(len(stored) // 3, len(stored) // 3 + 16):
+                stored[i] ^= 0x5A
+        elif how == "zero-tail":
+            for i in range(len(stored) // 2, len(stored)):
+                stored[i] = 0
+        fh.seek(info.byte_offset)
+        fh.write(stored)
+
+
+@pytest.mark.parametrize("how", ["flip", "zero-tail"])
+@pytest.mark.parametrize("fname,kw,gpu", [f for f in FILTERS if f[2] and f[0] != "shuffle"],
+                         ids=[f[0] for f in FILTERS if f[2] and f[0] != "shuffle"])
+def test_corrupt_chunks_fail_as_h5py_does(tmp_path, fname, kw, gpu, how):
+    path = tmp_path / "bad.h5"
+    with h5py.File(path, "w") as f:
+        f.create_dataset("x", data=field((256, 256)), chunks=(64, 256), **kw)
+    _corrupt(path, "x", how)
+    with h5py.File(path, "r") as ref:
+        try:
+            want = ref["x"][()]
+            h5py_failed = False
+        except OSError:
+            h5py_failed = True
+    with h5py.File(path, "r", driver="gds") as f:
+        try:
+            got = cupy.asnumpy(h5gds.read(f["x"], like="cupy"))
+            failed, message = False, ""
+        except OSError as exc:
+            failed, message = True, str(exc)
+    if h5py_failed:
+        assert failed, f"{fname}/{how}: h5py fails on the corrupt chunk, h5gds returned data"
+        if NVCOMP is None:
+            assert "/x" in message and "(0,0)" in message, message
+    elif not failed:
+        # HDF5 decoded it (a corruption its filters cannot see): the same bytes
+        np.testing.assert_array_equal(got, want)
+
+
+PYTABLES = sorted((__import__("pathlib").Path(__file__).parent / "data" / "pytables").glob("*.h5"))
+
+
+@pytest.mark.parametrize("path", PYTABLES, ids=[p.name for p in PYTABLES])
+def test_files_written_by_pytables(path):
+    """Every dataset h5gds can read into device memory reads the bytes h5py
+    reads; the deflate+shuffle ones decode on the GPU."""
+    names: list[str] = []
+    with h5py.File(path, "r") as f:
+        f.visititems(lambda n, o: names.append(n) if isinstance(o, h5py.Dataset) else None)
+    compared = decoded = 0
+    for name in names:
+        with h5py.File(path, "r") as ref:
+            d = ref[name]
+            if d.shape is None or d.size == 0 or d.dtype.kind not in "biuf" or not d.dtype.isnative:
+                continue
+            want = d[()]
+            filtered = d.compression is not None or d.shuffle or d.fletcher32
+            compression = d.compression
+        with h5py.File(path, "r", driver="gds") as f:
+            got = cupy.asnumpy(h5gds.read(f[name], like="cupy"))
+            route = h5gds.last_route()
+        np.testing.assert_array_equal(got, want, err_msg=f"{path.name}:{name}")
+        compared += 1
+        decoded += route == "gpu-decode"
+        if filtered and NVCOMP is None and compression in ("gzip", None):
+            assert route == "gpu-decode", f"{path.name}:{name}: route {route}"
+    assert compared > 0, f"{path.name}: no numeric dataset compared"

@@ -1,0 +1,613 @@
+/*
+ * Filtered (compressed) chunked datasets read into device memory with the
+ * decode on the GPU: HDF5 locates the chunks (their file extents and
+ * filter masks), the driver's engine reads the stored bytes straight into
+ * device memory as one batched request, the codec layer (src/codec/,
+ * nvCOMP + run-time compiled kernels) decodes them in batches, and the
+ * decoded chunks land in the user's selection: decoded in place when a
+ * chunk is a contiguous slab of the destination, else decoded aside and
+ * copied with strided device copies. Chunks never written get the fill
+ * value. While batch k is decoded, batch k+1 is being read.
+ *
+ * Taken only when nothing would differ from HDF5's own read: a box
+ * selection (one block, any memory shape with everything selected), no
+ * type conversion, every filter of the pipeline decodable on the GPU,
+ * partial edge chunks filtered like the others, a file of the gds driver,
+ * and nVCOMP present. Otherwise the caller stages through HDF5's CPU
+ * pipeline, as before.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "H5FDgds.h"
+#include "gds_error.h"
+#include "gds_filtered.h"
+#include "gds_vfd_raw.h"
+#include "../codec/gpu_codec.h"
+#include "../cuda/cuda_loader.h"
+#include "../engine/engine.h"
+
+/* Decoded bytes per batch: enough chunks to keep nVCOMP's batch wide, few
+ * enough that two batches of stored bytes and one of scratch fit beside a
+ * training job's memory. */
+#define BATCH_DECODED_BYTES ((size_t)256 << 20)
+#define STORED_ALIGN 16
+
+static _Thread_local H5FD_gds_decode_stats_t last_stats;
+
+herr_t H5FD_gds_last_decode_stats(H5FD_gds_decode_stats_t *stats)
+{
+    if (!stats)
+        return -1;
+    *stats = last_stats;
+    return 0;
+}
+
+static double seconds_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+typedef struct box {
+    int rank;
+    hsize_t lo[H5S_MAX_RANK], n[H5S_MAX_RANK];
+} box_t;
+
+/* One codec per CUDA context, opened on first use and kept (nvCOMP's and
+ * the kernels' set-up is paid once per process). */
+#define MAX_CODECS 16
+static struct {
+    CUcontext ctx;
+    gds_codec_t *codec;
+    bool failed;
+} codecs[MAX_CODECS];
+static pthread_mutex_t codecs_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static gds_codec_t *codec_for(CUcontext ctx, gds_status_t *st)
+{
+    gds_codec_t *c = NULL;
+    pthread_mutex_lock(&codecs_lock);
+    int i = 0;
+    while (i < MAX_CODECS && codecs[i].ctx && codecs[i].ctx != ctx)
+        i++;
+    if (i == MAX_CODECS)
+        gds_status_set(st, 0, "more than %d CUDA contexts decode filtered data", MAX_CODECS);
+    else if (codecs[i].ctx == ctx && (codecs[i].codec || codecs[i].failed)) {
+        c = codecs[i].codec;
+        if (!c)
+            gds_status_set(st, 0, "the GPU codecs could not be loaded for this context");
+    }
+    else {
+        codecs[i].ctx = ctx;
+        if (gds_codec_open(&codecs[i].codec, ctx, st) == 0)
+            c = codecs[i].codec;
+        else
+            codecs[i].failed = true;
+    }
+    pthread_mutex_unlock(&codecs_lock);
+    return c;
+}
+
+/* The pipeline as stored in the dataset's creation list (set_local values
+ * included: HDF5 returns what the file holds). */
+static bool describe_pipeline(hid_t dcpl, size_t type_size, const hsize_t *cdims, int rank, gds_codec_pipeline_t *p)
+{
+    memset(p, 0, sizeof *p);
+    int nf = H5Pget_nfilters(dcpl);
+    if (nf <= 0 || nf > GDS_CODEC_MAX_FILTERS)
+        return false;
+    p->nfilters = (size_t)nf;
+    for (int i = 0; i < nf; i++) {
+        size_t ncd = GDS_CODEC_MAX_CD;
+        unsigned config = 0;
+        char name[64];
+        H5Z_filter_t id = H5Pget_filter2(dcpl, (unsigned)i, &p->filter[i].flags, &ncd, p->filter[i].cd, sizeof name,
+                                         name, &config);
+        if (id < 0 || ncd > GDS_CODEC_MAX_CD)
+            return false;
+        p->filter[i].id = (unsigned)id;
+        p->filter[i].ncd = ncd;
+    }
+    p->type_size = type_size;
+    p->chunk_bytes = type_size;
+    for (int d = 0; d < rank; d++)
+        p->chunk_bytes *= (size_t)cdims[d];
+    return true;
+}
+
+/* The file selection as one box, if it is one (H5S_ALL: the whole extent). */
+static bool selection_box(hid_t dset_space, hid_t file_space, box_t *b)
+{
+    int rank = H5Sget_simple_extent_ndims(dset_space);
+    hsize_t dims[H5S_MAX_RANK];
+    if (rank <= 0 || H5Sget_simple_extent_dims(dset_space, dims, NULL) < 0)
+        return false;
+    b->rank = rank;
+    if (file_space == H5S_ALL || H5Sget_select_type(file_space) == H5S_SEL_ALL) {
+        for (int d = 0; d < rank; d++)
+            b->lo[d] = 0, b->n[d] = dims[d];
+        return true;
+    }
+    if (H5Sget_select_type(file_space) != H5S_SEL_HYPERSLABS)
+        return false;
+    hsize_t start[H5S_MAX_RANK], end[H5S_MAX_RANK];
+    if (H5Sget_select_bounds(file_space, start, end) < 0)
+        return false;
+    hsize_t count = 1;
+    for (int d = 0; d < rank; d++) {
+        b->lo[d] = start[d];
+        b->n[d] = end[d] - start[d] + 1;
+        count *= b->n[d];
+    }
+    return H5Sget_select_npoints(file_space) == (hssize_t)count;
+}
+
+/* Everything the read needs to know about one chunk of the box. */
+typedef struct chunk {
+    hsize_t lo[H5S_MAX_RANK]; /* dataset coordinates of its first element */
+    haddr_t addr;             /* HADDR_UNDEF: never written (fill value) */
+    hsize_t stored;
+    unsigned mask;
+    void *dst;                /* where it decodes: the user's buffer, or scratch */
+    bool in_place;
+} chunk_t;
+
+/* Strided device copy of the part of a chunk buffer (chunk shape `cdims`,
+ * first element at `clo`) that lies in the box, into the box-shaped
+ * destination. The three innermost dimensions go in one 3-D copy; outer
+ * ones loop. */
+static CUresult copy_chunk_part(const gds_cuda_api_t *cu, const box_t *b, const hsize_t *cdims, const hsize_t *clo,
+                                const void *chunk_buf, void *dst, size_t esize, CUstream stream)
+{
+    int r = b->rank;
+    hsize_t lo[H5S_MAX_RANK], n[H5S_MAX_RANK];
+    for (int d = 0; d < r; d++) {
+        hsize_t a = clo[d] > b->lo[d] ? clo[d] : b->lo[d];
+        hsize_t z = clo[d] + cdims[d] < b->lo[d] + b->n[d] ? clo[d] + cdims[d] : b->lo[d] + b->n[d];
+        lo[d] = a;
+        n[d] = z - a;
+    }
+    /* strides in elements, row-major */
+    hsize_t cstride[H5S_MAX_RANK], bstride[H5S_MAX_RANK];
+    cstride[r - 1] = bstride[r - 1] = 1;
+    for (int d = r - 2; d >= 0; d--) {
+        cstride[d] = cstride[d + 1] * cdims[d + 1];
+        bstride[d] = bstride[d + 1] * b->n[d + 1];
+    }
+    int inner = r < 3 ? r : 3, outer = r - inner;
+    hsize_t outer_total = 1;
+    for (int d = 0; d < outer; d++)
+        outer_total *= n[d];
+    CUDA_MEMCPY3D m;
+    memset(&m, 0, sizeof m);
+    m.srcMemoryType = m.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    m.WidthInBytes = (size_t)n[r - 1] * esize;
+    m.Height = inner >= 2 ? (size_t)n[r - 2] : 1;
+    m.Depth = inner >= 3 ? (size_t)n[r - 3] : 1;
+    m.srcPitch = (size_t)cdims[r - 1] * esize;
+    m.dstPitch = (size_t)b->n[r - 1] * esize;
+    m.srcHeight = inner >= 2 ? (size_t)cdims[r - 2] : 1;
+    m.dstHeight = inner >= 2 ? (size_t)b->n[r - 2] : 1;
+    CUresult rc = CUDA_SUCCESS;
+    for (hsize_t o = 0; o < outer_total && rc == CUDA_SUCCESS; o++) {
+        /* the outer index o -> coordinates in the intersection */
+        hsize_t rest = o, src_off = 0, dst_off = 0;
+        for (int d = outer - 1; d >= 0; d--) {
+            hsize_t i = rest % n[d];
+            rest /= n[d];
+            src_off += (lo[d] - clo[d] + i) * cstride[d];
+            dst_off += (lo[d] - b->lo[d] + i) * bstride[d];
+        }
+        for (int d = outer; d < r; d++) {
+            src_off += (lo[d] - clo[d]) * cstride[d];
+            dst_off += (lo[d] - b->lo[d]) * bstride[d];
+        }
+        m.srcDevice = (CUdeviceptr)(uintptr_t)chunk_buf + (CUdeviceptr)(src_off * esize);
+        m.dstDevice = (CUdeviceptr)(uintptr_t)dst + (CUdeviceptr)(dst_off * esize);
+        rc = cu->Memcpy3DAsync(&m, stream);
+    }
+    return rc;
+}
+
+/* Where a chunk may decode straight into the destination: wholly inside
+ * the box and spanning the box in every dimension but the first, so that
+ * its elements are one contiguous slab there. */
+static bool decodes_in_place(const box_t *b, const hsize_t *cdims, const hsize_t *clo, const hsize_t *dims)
+{
+    for (int d = 0; d < b->rank; d++) {
+        if (clo[d] + cdims[d] > dims[d] || clo[d] < b->lo[d] || clo[d] + cdims[d] > b->lo[d] + b->n[d])
+            return false;
+        if (d > 0 && cdims[d] != b->n[d])
+            return false;
+    }
+    return true;
+}
+
+static void chunk_text(const box_t *b, const hsize_t *lo, char *out, size_t size)
+{
+    size_t at = 0;
+    at += (size_t)snprintf(out + at, size - at, "(");
+    for (int d = 0; d < b->rank && at < size; d++)
+        at += (size_t)snprintf(out + at, size - at, "%s%llu", d ? "," : "", (unsigned long long)lo[d]);
+    if (at < size)
+        snprintf(out + at, size - at, ")");
+}
+
+typedef struct read_state {
+    const gds_cuda_api_t *cu;
+    hid_t dset, fid;
+    char name[256];
+    box_t box;
+    hsize_t dims[H5S_MAX_RANK], cdims[H5S_MAX_RANK];
+    gds_codec_pipeline_t pipe;
+    gds_codec_t *codec;
+    CUstream stream;
+    chunk_t *chunks;
+    size_t nchunks;
+    void *out;
+    CUdeviceptr stored[2], scratch, fill;
+    size_t stored_cap[2], scratch_cap;
+    H5FD_gds_decode_stats_t stats;
+} read_state_t;
+
+static void free_state(read_state_t *s)
+{
+    for (int i = 0; i < 2; i++)
+        if (s->stored[i])
+            s->cu->MemFree(s->stored[i]);
+    if (s->scratch)
+        s->cu->MemFree(s->scratch);
+    if (s->fill)
+        s->cu->MemFree(s->fill);
+    free(s->chunks);
+}
+
+/* Lists the chunks of the box with their extents (HDF5 >= 1.10.5). */
+static herr_t locate_chunks(read_state_t *s)
+{
+    const box_t *b = &s->box;
+    hsize_t first[H5S_MAX_RANK], count[H5S_MAX_RANK], total = 1;
+    for (int d = 0; d < b->rank; d++) {
+        first[d] = b->lo[d] / s->cdims[d];
+        count[d] = (b->lo[d] + b->n[d] - 1) / s->cdims[d] - first[d] + 1;
+        total *= count[d];
+    }
+    if (!(s->chunks = calloc((size_t)total, sizeof *s->chunks))) {
+        GDS_ERROR(H5E_RESOURCE, H5E_NOSPACE, "out of memory for %llu chunk records", (unsigned long long)total);
+        return -1;
+    }
+    s->nchunks = (size_t)total;
+    for (hsize_t k = 0; k < total; k++) {
+        chunk_t *c = &s->chunks[k];
+        hsize_t rest = k;
+        for (int d = b->rank - 1; d >= 0; d--) {
+            c->lo[d] = (first[d] + rest % count[d]) * s->cdims[d];
+            rest /= count[d];
+        }
+        if (H5Dget_chunk_info_by_coord(s->dset, c->lo, &c->mask, &c->addr, &c->stored) < 0) {
+            char where[128];
+            chunk_text(b, c->lo, where, sizeof where);
+            GDS_ERROR(H5E_DATASET, H5E_CANTGET, "dataset '%s': cannot locate the chunk at %s", s->name, where);
+            return -1;
+        }
+        if (c->addr != HADDR_UNDEF && c->stored == 0)
+            c->addr = HADDR_UNDEF;
+    }
+    return 0;
+}
+
+/* A chunk-sized device buffer holding the fill value, for chunks never
+ * written (HDF5 returns the fill value for those; zeros by default). */
+static herr_t make_fill(read_state_t *s, hid_t dcpl, hid_t type)
+{
+    size_t esize = s->pipe.type_size, bytes = s->pipe.chunk_bytes;
+    unsigned char *value = calloc(1, esize), *host = malloc(bytes);
+    herr_t ret = -1;
+    CUresult rc = CUDA_ERROR_OUT_OF_MEMORY;
+    if (value && host && H5Pget_fill_value(dcpl, type, value) >= 0) {
+        for (size_t at = 0; at < bytes; at += esize)
+            memcpy(host + at, value, esize);
+        rc = s->cu->MemAlloc(&s->fill, bytes);
+        if (rc == CUDA_SUCCESS)
+            rc = s->cu->MemcpyHtoD(s->fill, host, bytes);
+        ret = rc == CUDA_SUCCESS ? 0 : -1;
+    }
+    if (ret < 0)
+        GDS_ERROR(H5E_DATASET, H5E_CANTINIT, "dataset '%s': cannot prepare the fill value on the GPU: %s", s->name,
+                  gds_cuda_error_text(rc));
+    free(value);
+    free(host);
+    return ret;
+}
+
+static herr_t ensure(read_state_t *s, CUdeviceptr *p, size_t *cap, size_t need, const char *what)
+{
+    if (*cap >= need)
+        return 0;
+    if (*p)
+        s->cu->MemFree(*p);
+    *p = 0;
+    *cap = 0;
+    CUresult rc = s->cu->MemAlloc(p, need ? need : 1);
+    if (rc != CUDA_SUCCESS) {
+        *p = 0;
+        GDS_ERROR(H5E_RESOURCE, H5E_NOSPACE, "dataset '%s': cannot allocate %zu bytes of device memory for %s: %s",
+                  s->name, need, what, gds_cuda_error_text(rc));
+        return -1;
+    }
+    *cap = need;
+    return 0;
+}
+
+/* Starts reading the stored bytes of chunks [from, to) into stored buffer
+ * `slot`, packed. */
+static herr_t start_batch_read(read_state_t *s, size_t from, size_t to, int slot, gds_io_t **io, size_t *nread)
+{
+    size_t need = 0, nseg = 0;
+    for (size_t k = from; k < to; k++)
+        if (s->chunks[k].addr != HADDR_UNDEF) {
+            need += ((size_t)s->chunks[k].stored + STORED_ALIGN - 1) / STORED_ALIGN * STORED_ALIGN;
+            nseg++;
+        }
+    *io = NULL;
+    *nread = nseg;
+    if (nseg == 0)
+        return 0;
+    if (ensure(s, &s->stored[slot], &s->stored_cap[slot], need, "stored chunks") < 0)
+        return -1;
+    gds_segment_t *segs = malloc(nseg * sizeof *segs);
+    if (!segs) {
+        GDS_ERROR(H5E_RESOURCE, H5E_NOSPACE, "out of memory for a read of %zu chunks", nseg);
+        return -1;
+    }
+    size_t at = 0, i = 0;
+    for (size_t k = from; k < to; k++) {
+        chunk_t *c = &s->chunks[k];
+        if (c->addr == HADDR_UNDEF)
+            continue;
+        segs[i++] = (gds_segment_t){(uint64_t)c->addr, (size_t)c->stored, (void *)(uintptr_t)(s->stored[slot] + at)};
+        s->stats.chunks++;
+        s->stats.stored_bytes += c->stored;
+        s->stats.decoded_bytes += s->pipe.chunk_bytes;
+        at += ((size_t)c->stored + STORED_ALIGN - 1) / STORED_ALIGN * STORED_ALIGN;
+    }
+    gds_status_t st;
+    int rc = gds_vfd_submit_raw_read(s->fid, segs, nseg, io, &st);
+    free(segs);
+    if (rc < 0) {
+        GDS_ERROR(H5E_DATASET, H5E_READERROR, "dataset '%s': reading %zu stored chunks failed: %s", s->name, nseg,
+                  st.msg);
+        return -1;
+    }
+    return 0;
+}
+
+/* Decodes chunks [from, to), whose stored bytes are in `slot`, into their
+ * places; copies the ones decoded aside and fills the ones never written. */
+static herr_t decode_batch(read_state_t *s, size_t from, size_t to, int slot)
+{
+    size_t esize = s->pipe.type_size, n = 0, aside = 0;
+    for (size_t k = from; k < to; k++)
+        if (s->chunks[k].addr != HADDR_UNDEF && !s->chunks[k].in_place)
+            aside++;
+    if (ensure(s, &s->scratch, &s->scratch_cap, aside * s->pipe.chunk_bytes, "decoded chunks") < 0)
+        return -1;
+    gds_codec_chunk_t *batch = malloc((to - from) * sizeof *batch);
+    size_t *index = malloc((to - from) * sizeof *index);
+    if (!batch || !index) {
+        free(batch);
+        free(index);
+        GDS_ERROR(H5E_RESOURCE, H5E_NOSPACE, "out of memory for a batch of %zu chunks", to - from);
+        return -1;
+    }
+    size_t at = 0, scratch_at = 0;
+    for (size_t k = from; k < to; k++) {
+        chunk_t *c = &s->chunks[k];
+        if (c->addr == HADDR_UNDEF)
+            continue;
+        if (!c->in_place) {
+            c->dst = (void *)(uintptr_t)(s->scratch + scratch_at);
+            scratch_at += s->pipe.chunk_bytes;
+        }
+        batch[n] = (gds_codec_chunk_t){(const void *)(uintptr_t)(s->stored[slot] + at), (size_t)c->stored, c->mask,
+                                       c->dst};
+        index[n++] = k;
+        at += ((size_t)c->stored + STORED_ALIGN - 1) / STORED_ALIGN * STORED_ALIGN;
+    }
+    herr_t ret = 0;
+    gds_status_t st;
+    size_t bad = 0;
+    if (n && gds_codec_decode(s->codec, &s->pipe, batch, n, s->stream, &bad, &st) < 0) {
+        char where[128] = "?";
+        if (bad < n)
+            chunk_text(&s->box, s->chunks[index[bad]].lo, where, sizeof where);
+        GDS_ERROR(H5E_PLINE, H5E_READERROR, "dataset '%s': chunk at %s could not be decoded on the GPU: %s", s->name,
+                  where, st.msg);
+        ret = -1;
+    }
+    CUresult rc = CUDA_SUCCESS;
+    for (size_t k = from; ret == 0 && k < to && rc == CUDA_SUCCESS; k++) {
+        chunk_t *c = &s->chunks[k];
+        if (c->addr == HADDR_UNDEF && s->fill)
+            rc = copy_chunk_part(s->cu, &s->box, s->cdims, c->lo, (void *)(uintptr_t)s->fill, s->out, esize, s->stream);
+        else if (c->addr != HADDR_UNDEF && !c->in_place)
+            rc = copy_chunk_part(s->cu, &s->box, s->cdims, c->lo, c->dst, s->out, esize, s->stream);
+    }
+    if (ret == 0 && rc == CUDA_SUCCESS)
+        rc = s->cu->StreamSynchronize(s->stream);
+    if (ret == 0 && rc != CUDA_SUCCESS) {
+        GDS_ERROR(H5E_DATASET, H5E_CANTCOPY, "dataset '%s': placing decoded chunks failed: %s", s->name,
+                  gds_cuda_error_text(rc));
+        ret = -1;
+    }
+    free(batch);
+    free(index);
+    return ret;
+}
+
+static herr_t wait_read(read_state_t *s, gds_io_t *io)
+{
+    if (!io)
+        return 0;
+    gds_status_t st;
+    double t0 = seconds_now();
+    int rc = gds_io_wait(io, &st);
+    s->stats.read_wait_s += seconds_now() - t0;
+    if (rc < 0) {
+        GDS_ERROR(H5E_DATASET, H5E_READERROR, "dataset '%s': reading stored chunks failed: %s", s->name, st.msg);
+        return -1;
+    }
+    return 0;
+}
+
+/* The batches: chunks [b_k, b_k+1) of at most BATCH_DECODED_BYTES decoded. */
+static herr_t read_all(read_state_t *s)
+{
+    size_t per_batch = BATCH_DECODED_BYTES / s->pipe.chunk_bytes;
+    if (per_batch == 0)
+        per_batch = 1;
+    size_t from = 0, to = s->nchunks < per_batch ? s->nchunks : per_batch, nread;
+    gds_io_t *io = NULL;
+    int slot = 0;
+    if (start_batch_read(s, from, to, slot, &io, &nread) < 0)
+        return -1;
+    while (from < s->nchunks) {
+        if (wait_read(s, io) < 0)
+            return -1;
+        io = NULL;
+        size_t next_from = to, next_to = to + per_batch < s->nchunks ? to + per_batch : s->nchunks;
+        /* the next batch's bytes come in while this one decodes */
+        if (next_from < s->nchunks && start_batch_read(s, next_from, next_to, 1 - slot, &io, &nread) < 0)
+            return -1;
+        double t0 = seconds_now();
+        herr_t rc = decode_batch(s, from, to, slot);
+        s->stats.decode_s += seconds_now() - t0;
+        if (rc < 0) {
+            if (io)
+                wait_read(s, io); /* its buffer is freed next */
+            return -1;
+        }
+        from = next_from;
+        to = next_to;
+        slot = 1 - slot;
+    }
+    return 0;
+}
+
+int gds_filtered_read(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_space, hid_t dxpl, void *buf)
+{
+    read_state_t s;
+    memset(&s, 0, sizeof s);
+    s.dset = dset;
+    s.fid = H5I_INVALID_HID;
+    hid_t dcpl = H5I_INVALID_HID, ftype = H5I_INVALID_HID, dspace = H5I_INVALID_HID, fapl = H5I_INVALID_HID;
+    int result = 0; /* not taken */
+    bool pushed = false;
+    H5E_BEGIN_TRY
+    {
+        do {
+            if ((dcpl = H5Dget_create_plist(dset)) < 0 || H5Pget_layout(dcpl) != H5D_CHUNKED ||
+                H5Pget_nfilters(dcpl) <= 0)
+                break;
+            unsigned opts = 0;
+            if (H5Pget_chunk_opts(dcpl, &opts) < 0 || (opts & H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS))
+                break;
+            if ((ftype = H5Dget_type(dset)) < 0 || H5Tequal(ftype, mem_type) <= 0 ||
+                H5Tdetect_class(ftype, H5T_VLEN) != 0 || H5Tis_variable_str(ftype) != 0)
+                break;
+            if ((s.fid = H5Iget_file_id(dset)) < 0 || (fapl = H5Fget_access_plist(s.fid)) < 0 ||
+                H5Pget_driver(fapl) != H5FD_gds_init())
+                break;
+            if ((dspace = H5Dget_space(dset)) < 0 || !selection_box(dspace, file_space, &s.box))
+                break;
+            if (H5Sget_simple_extent_dims(dspace, s.dims, NULL) < 0 ||
+                H5Pget_chunk(dcpl, H5S_MAX_RANK, s.cdims) != s.box.rank)
+                break;
+            hsize_t npoints = 1;
+            for (int d = 0; d < s.box.rank; d++)
+                npoints *= s.box.n[d];
+            if (npoints == 0) /* nothing selected: HDF5's own call does nothing */
+                break;
+            if (mem_space != H5S_ALL && (H5Sget_select_type(mem_space) != H5S_SEL_ALL ||
+                                         H5Sget_select_npoints(mem_space) != (hssize_t)npoints))
+                break;
+            if (!describe_pipeline(dcpl, H5Tget_size(ftype), s.cdims, s.box.rank, &s.pipe))
+                break;
+            char why[256];
+            if (!gds_codec_can_decode(&s.pipe, why, sizeof why))
+                break;
+            result = 1;
+        } while (0);
+    }
+    H5E_END_TRY;
+    gds_buffer_info_t info;
+    gds_status_t st;
+    if (result == 1) {
+        s.cu = gds_cuda_if_loaded();
+        gds_classify_buffer(buf, &info);
+        if (!s.cu || info.kind != GDS_MEMORY_DEVICE || !(s.codec = codec_for((CUcontext)info.context, &st)))
+            result = 0; /* no nvCOMP (or no CUDA): HDF5's own pipeline */
+    }
+    void *previous = NULL;
+    bool entered = false;
+    if (result == 1) {
+        CUresult erc;
+        previous = gds_cuda_enter(info.context, &erc);
+        entered = true;
+        H5Iget_name(dset, s.name, sizeof s.name);
+        s.out = buf;
+        void *stream = NULL;
+        if (dxpl != H5P_DEFAULT)
+            H5Pget_dxpl_gds_stream(dxpl, &stream); /* NULL: the legacy stream, as a plain copy would be ordered */
+        s.stream = (CUstream)stream;
+        unsigned intent = 0;
+        /* Chunks still in HDF5's cache or the driver's buffers reach the file first. */
+        if (erc != CUDA_SUCCESS || (H5Fget_intent(s.fid, &intent) >= 0 && (intent & H5F_ACC_RDWR) &&
+                                    H5Dflush(dset) < 0)) {
+            GDS_ERROR(H5E_DATASET, H5E_CANTFLUSH, "dataset '%s': cannot prepare the GPU read", s.name);
+            result = -1;
+        }
+        if (result == 1 && locate_chunks(&s) < 0)
+            result = -1;
+        bool any_unwritten = false;
+        for (size_t k = 0; result == 1 && k < s.nchunks; k++) {
+            chunk_t *c = &s.chunks[k];
+            any_unwritten |= c->addr == HADDR_UNDEF;
+            c->in_place = c->addr != HADDR_UNDEF && decodes_in_place(&s.box, s.cdims, c->lo, s.dims);
+            if (c->in_place) {
+                hsize_t slab = s.box.n[0] > 0 ? s.pipe.chunk_bytes / s.cdims[0] : 0; /* bytes per first-dim row */
+                c->dst = (char *)buf + (size_t)((c->lo[0] - s.box.lo[0]) * slab);
+            }
+        }
+        H5D_fill_value_t defined = H5D_FILL_VALUE_UNDEFINED;
+        if (result == 1 && any_unwritten && H5Pfill_value_defined(dcpl, &defined) >= 0 &&
+            defined != H5D_FILL_VALUE_UNDEFINED && make_fill(&s, dcpl, mem_type) < 0)
+            result = -1;
+        double t0 = seconds_now();
+        if (result == 1 && read_all(&s) < 0)
+            result = -1;
+        s.stats.total_s = seconds_now() - t0;
+        if (result == 1)
+            last_stats = s.stats;
+        pushed = result < 0;
+    }
+    if (entered)
+        gds_cuda_restore(previous);
+    free_state(&s);
+    if (dcpl >= 0)
+        H5Pclose(dcpl);
+    if (ftype >= 0)
+        H5Tclose(ftype);
+    if (dspace >= 0)
+        H5Sclose(dspace);
+    if (fapl >= 0)
+        H5Pclose(fapl);
+    if (s.fid >= 0)
+        H5Fclose(s.fid);
+    (void)pushed;
+    return result < 0 ? -1 : result;
+}
