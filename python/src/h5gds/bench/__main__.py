@@ -703,11 +703,20 @@ def _check_args(p: _Parser, args: argparse.Namespace) -> None:
             p.error(f"argument --{name}: cannot make directory {getattr(args, name)!r}: {exc.strerror}")
 
 
+# Benchmarks with options of their own: `python -m h5gds.bench NAME [options]`.
+SEPARATE = {"compressed": "h5gds.bench.compressed", "loader-epoch": "h5gds.bench.loader_epoch"}
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in SEPARATE:
+        import importlib
+        return int(importlib.import_module(SEPARATE[argv[0]]).main(argv[1:]) or 0)
     p = _Parser(prog="python -m h5gds.bench", description=__doc__,
                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("parts", help="a list of whole, loader, loader-train, checkpoint, train-loop "
-                                 "(the last two: h5gds.bench.checkpoint)")
+                                 "(the last two: h5gds.bench.checkpoint); or alone, with options of their own: "
+                                 "compressed, loader-epoch (see `python -m h5gds.bench compressed --help`)")
     p.add_argument("--dir", default=os.environ.get("TMPDIR", "/tmp"), help="where the files go (a real disk)")
     p.add_argument("--out", default=os.environ.get("OUT", "."), help="where bench.csv and bench.png go")
     sizes = "; sizes as in the gds configuration: 4096, 64KiB, 8MiB, 1GiB, 1G, 500MB"

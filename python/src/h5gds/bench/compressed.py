@@ -131,9 +131,9 @@ def cpu16_read(path: Path) -> np.ndarray:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from h5gds.bench.__main__ import ceiling_seconds, drop_cache, warm
+    from h5gds.bench.__main__ import _Parser, ceiling_seconds, drop_cache, warm
 
-    p = argparse.ArgumentParser(prog="python -m h5gds.bench compressed", description=__doc__,
+    p = _Parser(prog="python -m h5gds.bench compressed", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--dir", default=os.environ.get("TMPDIR", "/tmp"), help="where the files go (a real disk)")
     p.add_argument("--out", default=os.environ.get("OUT", "."), help="where compressed.csv goes")
