@@ -10,10 +10,6 @@ import numpy as np
 
 from ._lib import errbuf, native
 
-# The engine's block for host data when the configuration sets none
-# (README: io_block_size, "32 MiB for host data"): windows divide it.
-HOST_BLOCK = 32 << 20
-
 
 def loader_config(config: str) -> str:
     """The engine settings of the loader's files: the caller's, with

@@ -41,10 +41,7 @@ import numpy as np
 
 import h5gds
 
-try:
-    from .._sizes import SizeError, parse_size
-except ImportError:  # pragma: no cover - _sizes ships with the package
-    raise
+from .._sizes import SizeError, parse_size
 
 Row = dict[str, Any]
 _ROWS: list[list[Row]] = []
