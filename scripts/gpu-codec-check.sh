@@ -44,6 +44,8 @@ echo "== unit"
 if [ "$selftest" = 1 ]; then
   echo "== GPU: CPU-encoded chunks decoded on the GPU, GPU-encoded ones on the CPU, corrupt chunks"
   "$build/test_codec_gpu" --require || status=1
+  echo "== GPU: garbage inside valid framing (a child process per case)"
+  "$build/test_codec_gpu" --require --hostile || status=1
 fi
 if ls .codec-fixtures/*.fx.gz >/dev/null 2>&1; then
   echo "== fixtures written by h5py + hdf5plugin"
@@ -55,7 +57,10 @@ if ls .codec-fixtures/*.fx.gz >/dev/null 2>&1; then
 fi
 if [ "$bench_mib" -gt 0 ]; then
   echo "== throughput ($bench_mib MiB per pipeline, chunks in device memory)"
-  "$build/test_codec_gpu" --require --bench "$bench_mib" || status=1
+  H5GDS_CODEC_DEBUG=1 "$build/test_codec_gpu" --require --bench "$bench_mib" >"$build/bench.txt" 2>&1 || status=1
+  grep -v '^h5gds codec' "$build/bench.txt" || true
+  echo "-- batches (H5GDS_CODEC_DEBUG)"
+  grep '^h5gds codec' "$build/bench.txt" | sort | uniq -c || true
 fi
 echo "== status $status"
 exit $status

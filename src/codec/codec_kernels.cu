@@ -188,7 +188,7 @@ __global__ void codec_fletcher_check(const gds_kjob_t *jobs, u32 n, const u64 *a
     u32 rev = ((f & 0x00ff00ffu) << 8) | ((f >> 8) & 0x00ff00ffu);
     u32 stored = le32((const u8 *)jb.in + jb.in_size - 4);
     if (stored != f && stored != rev)
-        fail(err, detail, jb.chunk, code, ((u64)stored << 32) | f);
+        fail(err, detail, jb.chunk, code | GDS_KERR_CHECKSUM, ((u64)stored << 32) | f);
 }
 
 // Appends the checksum (encoding): in place after the data, size + 4.
@@ -243,7 +243,7 @@ __global__ void codec_adler_check(const gds_kjob_t *jobs, u32 n, const u64 *acc,
     u32 a = adler_value(&acc[2 * j], jb.out_size);
     u32 stored = be32((const u8 *)jb.in + jb.in_size - 4);
     if (stored != a)
-        fail(err, detail, jb.chunk, code, ((u64)stored << 32) | a);
+        fail(err, detail, jb.chunk, code | GDS_KERR_CHECKSUM, ((u64)stored << 32) | a);
 }
 
 __device__ __forceinline__ void set_entry(const gds_kentries_t &e, u64 i, u64 in, u64 in_bytes, u64 out, u64 cap,
@@ -297,18 +297,112 @@ __global__ void codec_zlib_prep(const gds_kjob_t *jobs, gds_kentries_t e, u32 *e
         copy_bytes((u8 *)jb.mid, p + 2, jb.in_size - 6, gtid(), gstride());
 }
 
-// One entry per chunk, the whole input (zstd frames).
-__global__ void codec_entry_simple(const gds_kjob_t *jobs, u32 n, gds_kentries_t e, const u32 *err, u64 dummy_in,
-                                   u64 dummy_len, u64 scratch)
+// A zstd frame as HDF5's zstd filter and bitshuffle read it (one frame,
+// nothing after it), checked before nvCOMP sees it: nvCOMP's decoder does
+// not keep its writes inside the output on a malformed frame. need_fcs: the
+// frame must give its content size (HDF5's zstd filter sizes its output
+// from it); a size it gives must be `expect`. 0, or the reason with a detail.
+__device__ u32 zstd_frame_check(const u8 *p, u64 len, u64 expect, bool need_fcs, u64 *det)
+{
+    *det = 0;
+    if (len < 6 || le32(p) != 0xFD2FB528u)
+        return GDS_KERR_HEADER;
+    u32 fhd = p[4];
+    if (fhd & 0x08) // reserved bit
+        return GDS_KERR_HEADER;
+    u32 fcs_flag = fhd >> 6, single = (fhd >> 5) & 1, dflag = fhd & 3, checksum = (fhd >> 2) & 1;
+    u64 pos = 5, window = 0;
+    if (!single) {
+        u32 wd = p[pos++];
+        u64 base = 1ull << (10 + (wd >> 3));
+        window = base + (base >> 3) * (wd & 7);
+    }
+    u32 dbytes = dflag == 3 ? 4 : dflag;
+    u32 fbytes = fcs_flag ? (1u << fcs_flag) : (single ? 1 : 0);
+    if (pos + dbytes + fbytes > len)
+        return GDS_KERR_TRUNCATED;
+    u64 dict = 0, fcs = 0;
+    for (u32 i = 0; i < dbytes; i++)
+        dict |= (u64)p[pos + i] << (8 * i);
+    pos += dbytes;
+    for (u32 i = 0; i < fbytes; i++)
+        fcs |= (u64)p[pos + i] << (8 * i);
+    pos += fbytes;
+    if (fbytes == 2)
+        fcs += 256;
+    if (dict) { // a dictionary: neither HDF5's filter nor nvCOMP has it
+        *det = dict;
+        return GDS_KERR_PARAM;
+    }
+    if (fbytes && fcs != expect) {
+        *det = fcs;
+        return GDS_KERR_ORIGSIZE;
+    }
+    if (!fbytes && need_fcs)
+        return GDS_KERR_HEADER;
+    if (single)
+        window = fcs;
+    u64 bmax = window < 131072 ? window : 131072;
+    u64 fixed = 0, ncomp = 0;
+    for (;;) {
+        if (pos + 3 > len) {
+            *det = pos;
+            return GDS_KERR_TRUNCATED;
+        }
+        u32 bh = (u32)p[pos] | ((u32)p[pos + 1] << 8) | ((u32)p[pos + 2] << 16);
+        u32 last = bh & 1, type = (bh >> 1) & 3;
+        u64 bsize = bh >> 3, content = type == 1 ? 1 : bsize;
+        if (type == 3 || bsize > bmax) {
+            *det = pos;
+            return GDS_KERR_HEADER;
+        }
+        pos += 3;
+        if (content > len - pos) {
+            *det = pos;
+            return GDS_KERR_TRUNCATED;
+        }
+        pos += content;
+        if (type == 2)
+            ncomp++;
+        else
+            fixed += bsize;
+        if (last)
+            break;
+    }
+    if (checksum)
+        pos += 4;
+    if (pos != len) {
+        *det = pos;
+        return GDS_KERR_TRUNCATED;
+    }
+    if (fixed > expect || fixed + ncomp * bmax < expect) {
+        *det = fixed;
+        return GDS_KERR_SIZE;
+    }
+    return 0;
+}
+
+// One entry per chunk, the whole input: a zstd frame, checked first.
+__global__ void codec_zstd_prep(const gds_kjob_t *jobs, u32 n, gds_kentries_t e, u32 *err, u64 *detail, u32 code,
+                                u64 dummy_in, u64 dummy_len, u64 scratch)
 {
     u32 j = blockIdx.x * blockDim.x + threadIdx.x;
     if (j >= n)
         return;
     const gds_kjob_t jb = jobs[j];
-    if (jb.dead || err[jb.chunk] || jb.in_size == 0)
-        set_dummy(e, jb.entry0, dummy_in, dummy_len, scratch, j, 0);
-    else
+    bool ok = !jb.dead && err[jb.chunk] == 0 && jb.in_size > 0;
+    if (ok) {
+        u64 det;
+        u32 why = zstd_frame_check((const u8 *)jb.in, jb.in_size, jb.out_size, true, &det);
+        if (why) {
+            fail(err, detail, jb.chunk, code | why, det);
+            ok = false;
+        }
+    }
+    if (ok)
         set_entry(e, jb.entry0, jb.in, jb.in_size, jb.out, jb.out_size, j, 0);
+    else
+        set_dummy(e, jb.entry0, dummy_in, dummy_len, scratch, j, 0);
 }
 
 // nvCOMP's per-entry results: status, and the decoded size (must fill the output).
@@ -392,7 +486,7 @@ __global__ void codec_lz4h5_walk(const gds_kjob_t *jobs, u32 n, gds_kentries_t e
 // of 8 follow raw (their address goes to tail[j]). The blocks decode into
 // mid at their place in the output.
 __global__ void codec_bshuf_walk(const gds_kjob_t *jobs, u32 n, gds_kentries_t e, u64 *tail, u32 *err, u64 *detail,
-                                 u32 code, u64 dummy_in, u64 dummy_len, u64 scratch)
+                                 u32 code, u64 dummy_in, u64 dummy_len, u64 scratch, u32 zstd)
 {
     u32 j = blockIdx.x * blockDim.x + threadIdx.x;
     if (j >= n)
@@ -415,6 +509,12 @@ __global__ void codec_bshuf_walk(const gds_kjob_t *jobs, u32 n, gds_kentries_t e
         long long cs = ok ? (long long)(int)be32(p + pos) : 0;
         if (ok && (cs <= 0 || (u64)cs > jb.in_size - pos - 4)) {
             fail(err, detail, jb.chunk, code | GDS_KERR_TRUNCATED, pos);
+            ok = false;
+        }
+        u64 det;
+        u32 why = ok && zstd ? zstd_frame_check(p + pos + 4, (u64)cs, belems * elem, false, &det) : 0;
+        if (why) {
+            fail(err, detail, jb.chunk, code | why, det);
             ok = false;
         }
         if (!ok) {

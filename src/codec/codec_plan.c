@@ -218,7 +218,7 @@ size_t gds_codec_step_forward(const gds_codec_step_t *s, size_t in)
 
 size_t gds_lz4h5_encode_block(const gds_codec_step_t *s, size_t in)
 {
-    size_t bs = s->block ? s->block : GDS_LZ4H5_DEFAULT_BLOCK;
+    size_t bs = s->block ? s->block : GDS_LZ4H5_ENCODE_BLOCK;
     if (bs > in)
         bs = in;
     if (bs > GDS_NVCOMP_LZ4_MAX_BLOCK)

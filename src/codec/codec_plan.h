@@ -42,6 +42,11 @@ typedef struct gds_codec_step {
 #define GDS_LZ4H5_DEFAULT_BLOCK (1u << 30)
 #define GDS_BSHUF_TARGET_BLOCK_BYTES 8192u
 #define GDS_BSHUF_MIN_BLOCK 128u
+/* The LZ4 block the encoder writes when the filter's parameters give none
+ * (the filter's own default is the whole chunk): the header records it, any
+ * reader takes it, and blocks of LZ4's window size compress about as well
+ * while giving the GPU many more blocks to work on. */
+#define GDS_LZ4H5_ENCODE_BLOCK (64u << 10)
 /* nvCOMP's largest LZ4 block to compress. */
 #define GDS_NVCOMP_LZ4_MAX_BLOCK (1u << 24)
 
@@ -67,7 +72,8 @@ size_t gds_bshuf_default_block(size_t elem);
  * of the last partial block (a multiple of 8), the leftover elements. */
 void gds_bshuf_layout(size_t size, size_t block, size_t *full, size_t *last, size_t *leftover);
 
-/* The LZ4 block size the encoder uses (cd value, capped to the chunk and to nvCOMP's limit). */
+/* The LZ4 block size the encoder uses (the cd value, else
+ * GDS_LZ4H5_ENCODE_BLOCK; capped to the chunk and to nvCOMP's limit). */
 size_t gds_lz4h5_encode_block(const gds_codec_step_t *s, size_t in);
 
 /* A chunk's header parsed on the host (the first GDS_HEAD_BYTES bytes,

@@ -39,7 +39,7 @@ enum kernel_id {
     K_ADLER_SUM,
     K_ADLER_CHECK,
     K_ZLIB_PREP,
-    K_ENTRY_SIMPLE,
+    K_ZSTD_PREP,
     K_NVCOMP_CHECK,
     K_ENTRY_COPY,
     K_LZ4H5_WALK,
@@ -58,7 +58,7 @@ enum kernel_id {
 static const char *const kernel_names[K_COUNT] = {
     "codec_mark_dead",     "codec_gather_head",   "codec_copy",          "codec_fletcher_sum",
     "codec_fletcher_check", "codec_fletcher_put", "codec_adler_sum",     "codec_adler_check",
-    "codec_zlib_prep",     "codec_entry_simple",  "codec_nvcomp_check",  "codec_entry_copy",
+    "codec_zlib_prep",     "codec_zstd_prep",  "codec_nvcomp_check",  "codec_entry_copy",
     "codec_lz4h5_walk",    "codec_bshuf_walk",    "codec_bitunshuffle",  "codec_bitshuffle",
     "codec_unshuffle",     "codec_shuffle",       "codec_blocks_plan",   "codec_zlib_assemble",
     "codec_zstd_assemble", "codec_lz4h5_layout",  "codec_bshuf_layout",
@@ -552,6 +552,9 @@ static int entries_reserve(gds_codec_t *c, size_t ne, size_t temp, size_t extra,
 
 /* ---- decoding ---- */
 
+static bool step_lz4(gds_step_kind_t k) { return k == GDS_STEP_LZ4 || k == GDS_STEP_BSHUF_LZ4; }
+static bool step_zstd(gds_step_kind_t k) { return k == GDS_STEP_ZSTD || k == GDS_STEP_BSHUF_ZSTD; }
+
 typedef struct decode_ctx {
     gds_codec_t *c;
     const gds_codec_pipeline_t *p;
@@ -695,8 +698,7 @@ static int nvcomp_decompress(gds_codec_t *c, gds_step_kind_t kind, size_t ne, si
     gds_nvcomp_deflate_dopts_t dd = {0};
     gds_nvcomp_lz4_dopts_t ld = {0};
     gds_nvcomp_zstd_dopts_t zd = {0};
-    bool lz4 = kind == GDS_STEP_LZ4 || kind == GDS_STEP_BSHUF_LZ4;
-    bool zstd = kind == GDS_STEP_ZSTD || kind == GDS_STEP_BSHUF_ZSTD;
+    bool lz4 = step_lz4(kind), zstd = step_zstd(kind);
     if (!run) {
         r = lz4    ? nv->lz4.DecompressGetTempSize(ne, max_out, ld, &temp, total_out, s)
             : zstd ? nv->zstd.DecompressGetTempSize(ne, max_out, zd, &temp, total_out, s)
@@ -855,8 +857,8 @@ static int decode_batch(decode_ctx_t *x, const size_t *idx, size_t m, const size
                     goto done;
             }
             else {
-                void *a[] = {&dj, &n32, &em.e, &bm.err, &din, &dlen, &scratch};
-                if (launch(c, K_ENTRY_SIMPLE, blocks_for(nj), 1, s, a, st) < 0)
+                void *a[] = {&dj, &n32, &em.e, &bm.err, &bm.detail, &code, &din, &dlen, &scratch};
+                if (launch(c, K_ZSTD_PREP, blocks_for(nj), 1, s, a, st) < 0)
                     goto done;
             }
             void *ac[] = {&dj, &em.e, &ne, &bm.err, &bm.detail, &code};
@@ -935,7 +937,8 @@ static int decode_batch(decode_ctx_t *x, const size_t *idx, size_t m, const size
                     goto done;
             }
             else {
-                void *a[] = {&dj, &n32, &em.e, &bm.tail, &bm.err, &bm.detail, &code, &din, &dlen, &scratch};
+                unsigned zstd = step->kind == GDS_STEP_BSHUF_ZSTD;
+                void *a[] = {&dj, &n32, &em.e, &bm.tail, &bm.err, &bm.detail, &code, &din, &dlen, &scratch, &zstd};
                 if (launch(c, K_BSHUF_WALK, blocks_for(nj), 1, s, a, st) < 0)
                     goto done;
             }
@@ -1012,15 +1015,58 @@ static void decode_slots(const decode_ctx_t *x, size_t max_stored, size_t *slot)
         slot[a] = slot[a] ? align_up(slot[a], SLOT_ALIGN) : 0;
 }
 
-static size_t batch_size(const gds_codec_t *c, const size_t *slot, size_t n)
+static bool debug_on(void)
+{
+    const char *e = getenv("H5GDS_CODEC_DEBUG");
+    return e && *e && strcmp(e, "0") != 0;
+}
+
+/* Chunks per sub-batch: arenas, nvCOMP's arrays and temporary memory of the
+ * group's compressor (its blocks as the filter's parameters give them) within
+ * the codec's budget. */
+static size_t decode_batch_size(gds_codec_t *c, const decode_ctx_t *x, const size_t *slot, size_t n)
 {
     size_t per = 256;
     for (int a = 0; a < NARENAS; a++)
         per += slot[a];
-    size_t m = c->budget / per;
-    m = m < 1 ? 1 : m;
-    m = m > MAX_BATCH ? MAX_BATCH : m;
-    return m < n ? m : n;
+    const gds_codec_step_t *comp = NULL;
+    size_t expect = 0;
+    for (size_t k = 0; k < x->nsteps; k++)
+        if (gds_codec_step_compresses(x->steps[k].kind)) {
+            comp = &x->steps[k];
+            expect = x->forward[k];
+        }
+    size_t block = expect, nblocks = 1;
+    if (comp && comp->kind == GDS_STEP_LZ4 && comp->block && comp->block < expect)
+        block = comp->block;
+    else if (comp && (comp->kind == GDS_STEP_BSHUF_LZ4 || comp->kind == GDS_STEP_BSHUF_ZSTD))
+        block = (comp->block ? comp->block : gds_bshuf_default_block(comp->elem)) * comp->elem;
+    if (comp && block)
+        nblocks = (expect + block - 1) / block;
+    size_t m = n < MAX_BATCH ? n : MAX_BATCH;
+    for (;;) {
+        size_t temp = 0;
+        if (comp) {
+            gds_nvcomp_deflate_dopts_t dd = {0};
+            gds_nvcomp_lz4_dopts_t ld = {0};
+            gds_nvcomp_zstd_dopts_t zd = {0};
+            size_t ne = m * nblocks;
+            if (step_lz4(comp->kind))
+                c->nv->lz4.DecompressGetTempSize(ne, block, ld, &temp, m * expect, NULL);
+            else if (step_zstd(comp->kind))
+                c->nv->zstd.DecompressGetTempSize(ne, block, zd, &temp, m * expect, NULL);
+            else
+                c->nv->deflate.DecompressGetTempSize(ne, block, dd, &temp, m * expect, NULL);
+            temp += ne * (6 * 8 + sizeof(gds_kentry_t));
+        }
+        if (m * per + temp <= c->budget || m == 1) {
+            if (debug_on())
+                fprintf(stderr, "h5gds codec: decode: %zu chunks in batches of %zu: arenas %zu B/chunk, nvCOMP "
+                                "%zu B\n", n, m, per, temp);
+            return m;
+        }
+        m = (m + 1) / 2;
+    }
 }
 
 static int cmp_mask(const void *a, const void *b, void *chunks)
@@ -1087,7 +1133,7 @@ int gds_codec_decode(gds_codec_t *c, const gds_codec_pipeline_t *p, const gds_co
         decode_stages(&x);
         size_t slot[NARENAS];
         decode_slots(&x, max_stored, slot);
-        size_t m = batch_size(c, slot, g1 - g0);
+        size_t m = decode_batch_size(c, &x, slot, g1 - g0);
         for (size_t b = g0; ret == 0 && b < g1; b += m)
             ret = decode_batch(&x, idx + b, b + m <= g1 ? m : g1 - b, slot, st);
         g0 = g1;
@@ -1123,8 +1169,6 @@ static void compress_opts(const gds_codec_step_t *s, gds_nvcomp_deflate_copts_t 
     lc->bitshuffle_mode = GDS_NVCOMP_BITSHUFFLE_NONE;
 }
 
-static bool step_lz4(gds_step_kind_t k) { return k == GDS_STEP_LZ4 || k == GDS_STEP_BSHUF_LZ4; }
-static bool step_zstd(gds_step_kind_t k) { return k == GDS_STEP_ZSTD || k == GDS_STEP_BSHUF_ZSTD; }
 
 /* nvCOMP's largest output for an input block, and its temp memory for
  * `ne` blocks of `max_in` (total_in in all). */
@@ -1201,7 +1245,8 @@ typedef struct encode_plan {
     /* the compressor's blocks */
     size_t nblocks, block_in;  /* blocks per chunk, bytes of the largest */
     size_t block_out;          /* nvCOMP's slot per block */
-    size_t temp_per_chunk;
+    const gds_codec_step_t *comp; /* the compressor (NULL: none, or deflate level 0) */
+    size_t comp_in;            /* bytes entering it */
 } encode_plan_t;
 
 /* Blocks per chunk of the compressor step s for `in` bytes: (count, bytes of a full block). */
@@ -1236,7 +1281,7 @@ static int encode_plan(gds_codec_t *c, const gds_codec_pipeline_t *p, const void
     for (size_t k = 0; k < ns; k++)
         if (gds_codec_step_compresses(steps[k].kind))
             comp = (int)k;
-    for (size_t k = comp < 0 ? 0 : (size_t)comp + 1; k < ns; k++)
+    for (size_t k = (size_t)comp + 1; comp >= 0 && k < ns; k++)
         if (steps[k].kind != GDS_STEP_FLETCHER32) {
             gds_status_set(st, 95, "GPU codec: cannot encode: filter %u (%s) after the compressing filter", steps[k].pos,
                            gds_codec_filter_name(p->filter[steps[k].pos].id));
@@ -1282,11 +1327,11 @@ static int encode_plan(gds_codec_t *c, const gds_codec_pipeline_t *p, const void
         }
         if (gds_codec_step_compresses(s->kind)) {
             encode_blocks(s, size, &e->nblocks, &e->block_in);
-            size_t temp = 0;
             bool nvcomp = !(s->kind == GDS_STEP_DEFLATE && s->level == 0);
-            if (nvcomp && compress_sizes(c, s, e->nblocks, e->block_in, size, stream, &e->block_out, &temp, st) < 0)
+            if (nvcomp && compress_sizes(c, s, e->nblocks, e->block_in, size, stream, &e->block_out, NULL, st) < 0)
                 return -1;
-            e->temp_per_chunk = temp + e->nblocks * (e->block_out + 6 * 8 + sizeof(gds_kentry_t));
+            e->comp = nvcomp ? s : NULL;
+            e->comp_in = size;
         }
         loc = g->out;
         size = size == GDS_SIZE_UNKNOWN || gds_codec_step_compresses(s->kind) ? GDS_SIZE_UNKNOWN
@@ -1308,6 +1353,33 @@ static int encode_plan(gds_codec_t *c, const gds_codec_pipeline_t *p, const void
             e->slot[g->mid] = align_up(e->in_size[d], SLOT_ALIGN);
     }
     return 0;
+}
+
+/* Chunks per sub-batch: arenas, nvCOMP's output slots, arrays and
+ * temporary memory within the codec's budget. */
+static size_t encode_batch_size(gds_codec_t *c, const encode_plan_t *e, size_t n, CUstream stream)
+{
+    size_t per = 256;
+    for (int a = 0; a < NARENAS; a++)
+        per += e->slot[a];
+    size_t m = n < MAX_BATCH ? n : MAX_BATCH;
+    for (;;) {
+        size_t temp = 0, bo = 0;
+        gds_status_t ignored;
+        if (e->comp) {
+            size_t ne = m * e->nblocks;
+            if (compress_sizes(c, e->comp, ne, e->block_in, m * e->comp_in, stream, &bo, &temp, &ignored) < 0)
+                temp = 0;
+            temp += ne * (e->block_out + 6 * 8 + sizeof(gds_kentry_t));
+        }
+        if (m * per + temp <= c->budget || m == 1) {
+            if (debug_on())
+                fprintf(stderr, "h5gds codec: encode: %zu chunks in batches of %zu: arenas %zu B/chunk, nvCOMP %zu B\n",
+                        n, m, per, temp);
+            return m;
+        }
+        m = (m + 1) / 2;
+    }
 }
 
 static int encode_batch(gds_codec_t *c, const gds_codec_pipeline_t *p, const encode_plan_t *e, const void *const *src,
@@ -1523,11 +1595,7 @@ int gds_codec_encode(gds_codec_t *c, const gds_codec_pipeline_t *p, const void *
     else
         ret = encode_plan(c, p, src, n, steps, ns, &e, stream, st);
     if (ret == 0) {
-        size_t per = 256 + e.temp_per_chunk;
-        for (int a = 0; a < NARENAS; a++)
-            per += e.slot[a];
-        size_t m = c->budget / per;
-        m = m < 1 ? 1 : m > MAX_BATCH ? MAX_BATCH : m;
+        size_t m = encode_batch_size(c, &e, n, stream);
         for (size_t i = 0; ret == 0 && i < n; i += m)
             ret = encode_batch(c, p, &e, src, dst, i, i + m <= n ? m : n - i, out_bytes, out_mask, &errors, stream,
                                st);

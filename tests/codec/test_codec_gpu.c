@@ -14,13 +14,16 @@
  *                                  HDF5 read; their data encoded on the GPU (or
  *                                  CPU) into OUT/<name>.<gpu|cpu>.enc for
  *                                  h5_fixtures.py verify
+ *   test_codec_gpu --hostile       garbage inside valid framing (child processes)
  *   test_codec_gpu --bench [MiB]   decode and encode throughput
  */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "codec_ref.h"
 #include "codec_test.h"
@@ -326,12 +329,15 @@ static void flip_middle(bytes_t *c) { c->p[c->n / 2] ^= 0x5a; }
 static void flip_zlib_header(bytes_t *c) { c->p[0] = 0x79; }
 static void zlib_dictionary(bytes_t *c)
 {
-    c->p[1] |= 0x20;
-    c->p[1] = (unsigned char)(c->p[1] + (31 - ((c->p[0] << 8) | c->p[1]) % 31) % 31);
+    unsigned flg = (c->p[1] & 0xe0u) | 0x20u; /* FDICT, then the check bits again */
+    flg |= (31 - ((unsigned)(c->p[0] << 8) | flg) % 31) % 31;
+    c->p[1] = (unsigned char)flg;
 }
 static void flip_last(bytes_t *c) { c->p[c->n - 1] ^= 0x01; }
 static void truncate_half(bytes_t *c) { c->n /= 2; }
 static void truncate_tiny(bytes_t *c) { c->n = 3; }
+static void truncate_last(bytes_t *c) { c->n -= 1; }
+static void bshuf_zstd_magic(bytes_t *c) { c->p[16] ^= 0xff; }
 static void swap_checksum(bytes_t *c)
 {
     unsigned char *t = c->p + c->n - 4, a = t[0], x = t[2];
@@ -346,6 +352,45 @@ static void header_orig_size(bytes_t *c) { put_be(c->p, get_be(c->p, 8) + 8, 8);
 static void bshuf_block_negative(bytes_t *c) { put_be(c->p + 12, 0xffffffffu, 4); }
 static void bshuf_block_size_zero(bytes_t *c) { put_be(c->p + 8, 12, 4); }
 static void zstd_magic(bytes_t *c) { c->p[0] ^= 0xff; }
+/* The frame header's content size (ZSTD_compress writes it after the
+ * window descriptor, or at byte 5 in a single-segment frame). */
+static void zstd_content_size(bytes_t *c)
+{
+    unsigned fhd = c->p[4], single = (fhd >> 5) & 1;
+    c->p[5 + !single] ^= 0x01;
+}
+static void zstd_reserved_bit(bytes_t *c) { c->p[4] |= 0x08; }
+/* Position of the first zstd block's content and its size. */
+static size_t zstd_first_block(const bytes_t *c, size_t *bsize)
+{
+    unsigned fhd = c->p[4], single = (fhd >> 5) & 1, fcs = fhd >> 6, did = fhd & 3;
+    size_t pos = 5 + !single + (did == 3 ? 4 : did) + (fcs ? (1u << fcs) : single);
+    unsigned bh = c->p[pos] | (c->p[pos + 1] << 8) | (c->p[pos + 2] << 16);
+    *bsize = bh >> 3;
+    return pos + 3;
+}
+static void zstd_block_garbage(bytes_t *c)
+{
+    size_t bsize, at = zstd_first_block(c, &bsize);
+    for (size_t i = at + bsize / 4; i < at + bsize * 3 / 4; i++)
+        c->p[i] = (unsigned char)rng();
+}
+/* Garbage inside each LZ4 block of HDF5's framing, sizes kept. */
+static void lz4h5_block_garbage(bytes_t *c)
+{
+    size_t pos = 12;
+    while (pos + 4 <= c->n) {
+        size_t cs = get_be(c->p + pos, 4);
+        pos += 4;
+        if (cs > c->n - pos)
+            break;
+        for (size_t i = pos + cs / 4; i < pos + cs * 3 / 4; i++)
+            c->p[i] = (unsigned char)rng();
+        pos += cs;
+    }
+}
+/* The same inside bitshuffle's blocks (LZ4 or zstd frames). */
+static void bshuf_block_garbage(bytes_t *c) { lz4h5_block_garbage(c); }
 static void garbage(bytes_t *c)
 {
     for (size_t i = 0; i < c->n; i++)
@@ -513,7 +558,7 @@ static void self_tests(void)
     pipe_add(&p, GDS_FILTER_SHUFFLE, OPT, 1, CD4);
     pipe_add(&p, GDS_FILTER_DEFLATE, OPT, 1, CD6);
     pipe_add(&p, GDS_FILTER_FLETCHER32, 0, 0, NULL);
-    corrupt_case("fletcher32: data", &p, DATA_FLOAT_FIELD, flip_middle, "fletcher32", false);
+    corrupt_case("fletcher32: data", &p, DATA_FLOAT_FIELD, flip_middle, "fletcher32): checksum mismatch", false);
     corrupt_case("fletcher32: byte-swapped (HDF5 < 1.6.3)", &p, DATA_FLOAT_FIELD, swap_checksum, NULL, true);
     p = pipe_new(MB, 1);
     pipe_add(&p, GDS_FILTER_LZ4, OPT, 1, CD64K);
@@ -529,8 +574,15 @@ static void self_tests(void)
     corrupt_case("bitshuffle: truncated", &p, DATA_FLOAT_FIELD, truncate_half, "bitshuffle", false);
     p = pipe_new(512 * 1024, 4);
     pipe_add(&p, GDS_FILTER_ZSTD, OPT, 1, CD3);
-    corrupt_case("zstd: magic", &p, DATA_SPARSE_INT, zstd_magic, "zstd", false);
-    corrupt_case("zstd: truncated", &p, DATA_SPARSE_INT, truncate_half, "zstd", false);
+    corrupt_case("zstd: magic", &p, DATA_SPARSE_INT, zstd_magic, "malformed header", false);
+    corrupt_case("zstd: reserved bit", &p, DATA_SPARSE_INT, zstd_reserved_bit, "malformed header", false);
+    corrupt_case("zstd: content size", &p, DATA_SPARSE_INT, zstd_content_size, "header says", false);
+    corrupt_case("zstd: truncated", &p, DATA_SPARSE_INT, truncate_half, "truncated", false);
+    corrupt_case("zstd: last byte dropped", &p, DATA_SPARSE_INT, truncate_last, "truncated", false);
+    p = pipe_new(333 * 61 * 8, 8);
+    pipe_add(&p, GDS_FILTER_BITSHUFFLE, OPT, 6, bs_zstd);
+    corrupt_case("bitshuffle+zstd: magic of block 0", &p, DATA_DOUBLE_FIELD, bshuf_zstd_magic, "malformed header",
+                 false);
     p = pipe_new(500000, 4);
     pipe_add(&p, GDS_FILTER_SHUFFLE, OPT, 1, CD4);
     corrupt_case("shuffle: stored size", &p, DATA_SPARSE_INT, truncate_half, "stored size", false);
@@ -544,6 +596,95 @@ static void self_tests(void)
     p = pipe_new(512 * 1024, 4);
     pipe_add(&p, GDS_FILTER_ZSTD, OPT, 1, CD3);
     corrupt_case("zstd: garbage", &p, DATA_SPARSE_INT, garbage, "zstd", false);
+}
+
+/* Garbage inside blocks whose framing is valid: only the decompressor can
+ * see it. nvCOMP documents corrupt input as undefined behaviour; these
+ * cases check that the codec returns (an error where the format can tell:
+ * deflate, zstd's sizes) and that no other chunk's output is touched. Each
+ * case runs in a child process of its own, so that a broken CUDA context
+ * shows as that case's failure. */
+typedef struct hostile {
+    const char *name;
+    unsigned id;
+    size_t ncd;
+    const unsigned *cd;
+    size_t chunk_bytes;
+    data_kind_t kind;
+    corrupt_fn fn;
+    bool must_fail;
+} hostile_t;
+
+static int hostile_child(const hostile_t *h)
+{
+    const char *why = NULL;
+    if (!gds_cuda_use_device(0, NULL, 0, &why)) {
+        printf("SKIP: no GPU: %s\n", why);
+        return 77;
+    }
+    cu = gds_cuda_load(NULL);
+    gds_status_t st = {0, ""};
+    if (gds_codec_open(&codec, NULL, &st) < 0) {
+        printf("SKIP: %s\n", st.msg);
+        return 77;
+    }
+    GPU_OK(cu->StreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+    gds_codec_pipeline_t p = pipe_new(h->chunk_bytes, 4);
+    pipe_add(&p, h->id, OPT, h->ncd, h->cd);
+    batch_t b;
+    if (!batch_make(&b, &p, h->kind, 6, NULL)) {
+        printf("skip  hostile %s (a compression library is missing)\n", h->name);
+        return 77;
+    }
+    rng_state = 12345;
+    h->fn(&b.stored[3]);
+    batch_upload(&b, p.chunk_bytes, false);
+    size_t bad = SIZE_MAX;
+    int rc = gds_codec_decode(codec, &p, b.chunks, b.n, stream, &bad, &st);
+    CUresult alive = cu->CtxSynchronize();
+    size_t diff = alive == CUDA_SUCCESS ? batch_compare(&b, p.chunk_bytes, 3) : b.n;
+    bool ok = alive == CUDA_SUCCESS && diff == 0 && (rc == -1 ? bad == 3 : !h->must_fail);
+    printf("%s hostile %-34s rc %d%s%s; other chunks %s%s\n", ok ? "ok   " : "FAIL ", h->name, rc, rc ? ": " : "",
+           rc ? st.msg : " (nothing to detect it)", diff ? "CHANGED" : "intact",
+           alive == CUDA_SUCCESS ? "" : "; CUDA context broken");
+    return ok ? 0 : 1;
+}
+
+/* The cases that ran (not skipped). */
+static int hostile_tests(void)
+{
+    int ran = 0;
+    static const unsigned cd3[] = {3}, cd64k[] = {65536}, bs_lz4[] = {0, 4, 4, 0, 2}, bs_zstd[] = {0, 4, 4, 0, 3, 3};
+    const hostile_t cases[] = {
+        {"zstd: garbage in a block", GDS_FILTER_ZSTD, 1, cd3, 512 * 1024, DATA_SPARSE_INT, zstd_block_garbage, false},
+        {"zstd f32: garbage in a block", GDS_FILTER_ZSTD, 1, cd3, 512 * 1024, DATA_FLOAT_FIELD, zstd_block_garbage,
+         false},
+        {"lz4: garbage in the blocks", GDS_FILTER_LZ4, 1, cd64k, 1 << 20, DATA_IMAGE_U8, lz4h5_block_garbage, false},
+        {"bitshuffle+lz4: garbage in the blocks", GDS_FILTER_BITSHUFFLE, 5, bs_lz4, 1 << 20, DATA_FLOAT_FIELD,
+         bshuf_block_garbage, false},
+        {"bitshuffle+zstd: garbage in the blocks", GDS_FILTER_BITSHUFFLE, 6, bs_zstd, 1 << 20, DATA_FLOAT_FIELD,
+         bshuf_block_garbage, false},
+        {"deflate: garbage after the header", GDS_FILTER_DEFLATE, 1, CD6, 1 << 20, DATA_FLOAT_FIELD,
+         garbage_keep_head, true},
+    };
+    fflush(stdout);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            int r = hostile_child(&cases[i]);
+            fflush(stdout);
+            _exit(r);
+        }
+        int status = 0;
+        waitpid(pid, &status, 0);
+        if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
+            continue;
+        ran++;
+        bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+        CHECK_MSG(ok, "hostile %s: child %s %d", cases[i].name, WIFEXITED(status) ? "exit" : "signal",
+                  WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+    }
+    return ran;
 }
 
 /* ---- fixtures written by h5py + hdf5plugin ---- */
@@ -855,7 +996,7 @@ static void bench(size_t mib)
 int main(int argc, char **argv)
 {
     const char *fixture_dir = NULL, *out = NULL;
-    bool cpu = false;
+    bool cpu = false, hostile = false;
     size_t bench_mib = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--fixtures") && i + 1 < argc)
@@ -866,10 +1007,13 @@ int main(int argc, char **argv)
             cpu = true;
         else if (!strcmp(argv[i], "--require"))
             require_gpu = true;
+        else if (!strcmp(argv[i], "--hostile"))
+            hostile = true;
         else if (!strcmp(argv[i], "--bench"))
             bench_mib = i + 1 < argc && atoi(argv[i + 1]) > 0 ? (size_t)atoi(argv[++i]) : 256;
         else {
-            fprintf(stderr, "usage: %s [--require] [--fixtures DIR [--cpu] [--out DIR]] [--bench [MiB]]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--require] [--hostile | --fixtures DIR [--cpu] [--out DIR] | --bench [MiB]]\n",
+                    argv[0]);
             return 2;
         }
     }
@@ -882,6 +1026,13 @@ int main(int argc, char **argv)
     }
     const char *why = NULL;
     char name[128] = "";
+    if (hostile) { /* only the children use CUDA (a CUDA process must not fork) */
+        if (hostile_tests() == 0) {
+            printf("SKIP: no GPU or no nvCOMP\n");
+            return require_gpu ? 1 : 77;
+        }
+        return test_finish("test_codec_gpu --hostile");
+    }
     if (!gds_cuda_use_device(0, name, sizeof name, &why)) {
         printf("SKIP: no GPU: %s\n", why);
         return require_gpu ? 1 : 77;

@@ -157,15 +157,16 @@ static void test_bounds(void)
     pipe_add(&p, GDS_FILTER_ZSTD, 1, 0, NULL);
     CHECK(gds_codec_max_encoded_bytes(&p) == 13 + 3 * 8 + n);
     p = pipeline(n, 4);
-    pipe_add(&p, GDS_FILTER_LZ4, 1, 0, NULL);
-    CHECK(gds_codec_max_encoded_bytes(&p) == 12 + 4 + n);
+    pipe_add(&p, GDS_FILTER_LZ4, 1, 0, NULL); /* no block size: 64 KiB blocks */
+    CHECK(gds_codec_max_encoded_bytes(&p) == 12 + 4 * 16 + n);
     p = pipeline(n, 4);
     const unsigned cd64k[] = {65536};
     pipe_add(&p, GDS_FILTER_LZ4, 1, 1, cd64k);
     CHECK(gds_codec_max_encoded_bytes(&p) == 12 + 4 * 16 + n);
-    /* 64 MiB with the default block: nvCOMP's 16 MiB blocks */
+    /* 64 MiB in blocks of 1 GiB: nvCOMP's 16 MiB blocks */
     p = pipeline((size_t)64 << 20, 4);
-    pipe_add(&p, GDS_FILTER_LZ4, 1, 0, NULL);
+    const unsigned cd1g[] = {1u << 30};
+    pipe_add(&p, GDS_FILTER_LZ4, 1, 1, cd1g);
     CHECK(gds_codec_max_encoded_bytes(&p) == 12 + 4 * 4 + ((size_t)64 << 20));
     p = pipeline(n, 4);
     pipe_add(&p, GDS_FILTER_BITSHUFFLE, 1, 5, CD_BS_LZ4);
