@@ -165,6 +165,8 @@ class Loader:
     ``window``, ``buffer``: bytes (or sizes such as "8MiB") of the windowed
     order's windows and shuffle buffer (defaults 8 MiB and 64 windows,
     at least two batches, at most a sixteenth of the memory it lives in).
+    A windowed epoch holds two or three buffers (device memory for device
+    batches) and, with pinned staging, 128 MiB of pinned window slots.
 
     ``like``: "cupy", "torch" or "numpy" (default: as :func:`h5gds.read`).
     ``staging``: "pinned" (engine reads into pinned host memory, copied to
