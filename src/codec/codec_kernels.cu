@@ -6,6 +6,7 @@
 // it is used: corrupt input gives an error code, never a read or write
 // outside the buffers.
 #include "codec_shared.h"
+#include "codec_frame.h"
 
 typedef unsigned char u8;
 typedef gds_u64 u64;
@@ -283,7 +284,7 @@ __global__ void codec_zlib_prep(const gds_kjob_t *jobs, gds_kentries_t e, u32 *e
         bool ok = usable && err[jb.chunk] == 0;
         if (ok) {
             u32 cmf = p[0], flg = p[1];
-            if ((cmf & 15) != 8 || (cmf >> 4) > 7 || ((cmf << 8) | flg) % 31 != 0 || (flg & 0x20)) {
+            if (!gds_zlib_header_ok(cmf, flg)) {
                 fail(err, detail, jb.chunk, code | GDS_KERR_HEADER, (cmf << 8) | flg);
                 ok = false;
             }
@@ -297,91 +298,6 @@ __global__ void codec_zlib_prep(const gds_kjob_t *jobs, gds_kentries_t e, u32 *e
         copy_bytes((u8 *)jb.mid, p + 2, jb.in_size - 6, gtid(), gstride());
 }
 
-// A zstd frame as HDF5's zstd filter and bitshuffle read it (one frame,
-// nothing after it), checked before nvCOMP sees it: nvCOMP's decoder does
-// not keep its writes inside the output on a malformed frame. need_fcs: the
-// frame must give its content size (HDF5's zstd filter sizes its output
-// from it); a size it gives must be `expect`. 0, or the reason with a detail.
-__device__ u32 zstd_frame_check(const u8 *p, u64 len, u64 expect, bool need_fcs, u64 *det)
-{
-    *det = 0;
-    if (len < 6 || le32(p) != 0xFD2FB528u)
-        return GDS_KERR_HEADER;
-    u32 fhd = p[4];
-    if (fhd & 0x08) // reserved bit
-        return GDS_KERR_HEADER;
-    u32 fcs_flag = fhd >> 6, single = (fhd >> 5) & 1, dflag = fhd & 3, checksum = (fhd >> 2) & 1;
-    u64 pos = 5, window = 0;
-    if (!single) {
-        u32 wd = p[pos++];
-        u64 base = 1ull << (10 + (wd >> 3));
-        window = base + (base >> 3) * (wd & 7);
-    }
-    u32 dbytes = dflag == 3 ? 4 : dflag;
-    u32 fbytes = fcs_flag ? (1u << fcs_flag) : (single ? 1 : 0);
-    if (pos + dbytes + fbytes > len)
-        return GDS_KERR_TRUNCATED;
-    u64 dict = 0, fcs = 0;
-    for (u32 i = 0; i < dbytes; i++)
-        dict |= (u64)p[pos + i] << (8 * i);
-    pos += dbytes;
-    for (u32 i = 0; i < fbytes; i++)
-        fcs |= (u64)p[pos + i] << (8 * i);
-    pos += fbytes;
-    if (fbytes == 2)
-        fcs += 256;
-    if (dict) { // a dictionary: neither HDF5's filter nor nvCOMP has it
-        *det = dict;
-        return GDS_KERR_PARAM;
-    }
-    if (fbytes && fcs != expect) {
-        *det = fcs;
-        return GDS_KERR_ORIGSIZE;
-    }
-    if (!fbytes && need_fcs)
-        return GDS_KERR_HEADER;
-    if (single)
-        window = fcs;
-    u64 bmax = window < 131072 ? window : 131072;
-    u64 fixed = 0, ncomp = 0;
-    for (;;) {
-        if (pos + 3 > len) {
-            *det = pos;
-            return GDS_KERR_TRUNCATED;
-        }
-        u32 bh = (u32)p[pos] | ((u32)p[pos + 1] << 8) | ((u32)p[pos + 2] << 16);
-        u32 last = bh & 1, type = (bh >> 1) & 3;
-        u64 bsize = bh >> 3, content = type == 1 ? 1 : bsize;
-        if (type == 3 || bsize > bmax) {
-            *det = pos;
-            return GDS_KERR_HEADER;
-        }
-        pos += 3;
-        if (content > len - pos) {
-            *det = pos;
-            return GDS_KERR_TRUNCATED;
-        }
-        pos += content;
-        if (type == 2)
-            ncomp++;
-        else
-            fixed += bsize;
-        if (last)
-            break;
-    }
-    if (checksum)
-        pos += 4;
-    if (pos != len) {
-        *det = pos;
-        return GDS_KERR_TRUNCATED;
-    }
-    if (fixed > expect || fixed + ncomp * bmax < expect) {
-        *det = fixed;
-        return GDS_KERR_SIZE;
-    }
-    return 0;
-}
-
 // One entry per chunk, the whole input: a zstd frame, checked first.
 __global__ void codec_zstd_prep(const gds_kjob_t *jobs, u32 n, gds_kentries_t e, u32 *err, u64 *detail, u32 code,
                                 u64 dummy_in, u64 dummy_len, u64 scratch)
@@ -393,7 +309,7 @@ __global__ void codec_zstd_prep(const gds_kjob_t *jobs, u32 n, gds_kentries_t e,
     bool ok = !jb.dead && err[jb.chunk] == 0 && jb.in_size > 0;
     if (ok) {
         u64 det;
-        u32 why = zstd_frame_check((const u8 *)jb.in, jb.in_size, jb.out_size, true, &det);
+        u32 why = gds_zstd_frame_check((const u8 *)jb.in, jb.in_size, jb.out_size, 1, &det);
         if (why) {
             fail(err, detail, jb.chunk, code | why, det);
             ok = false;
@@ -512,7 +428,7 @@ __global__ void codec_bshuf_walk(const gds_kjob_t *jobs, u32 n, gds_kentries_t e
             ok = false;
         }
         u64 det;
-        u32 why = ok && zstd ? zstd_frame_check(p + pos + 4, (u64)cs, belems * elem, false, &det) : 0;
+        u32 why = ok && zstd ? gds_zstd_frame_check(p + pos + 4, (u64)cs, belems * elem, 0, &det) : 0;
         if (why) {
             fail(err, detail, jb.chunk, code | why, det);
             ok = false;

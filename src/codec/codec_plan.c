@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "codec_frame.h"
 #include "codec_shared.h"
 
 /* bitshuffle's compression choice (cd[4]) */
@@ -323,10 +324,7 @@ int gds_codec_parse_bshuf(const unsigned char *head, size_t stored, size_t expec
     return 0;
 }
 
-bool gds_codec_zlib_header_ok(unsigned cmf, unsigned flg)
-{
-    return (cmf & 15) == 8 && (cmf >> 4) <= 7 && ((cmf << 8) | flg) % 31 == 0 && !(flg & 0x20);
-}
+bool gds_codec_zlib_header_ok(unsigned cmf, unsigned flg) { return gds_zlib_header_ok(cmf, flg) != 0; }
 
 unsigned gds_codec_zlib_flg(int level)
 {

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codec_frame.h"
 #include "codec_plan.h"
 #include "codec_ref.h"
 #include "codec_shared.h"
@@ -367,6 +368,88 @@ static void test_bit_transpose(void)
     CHECK(memcmp(back, in, sizeof in) == 0);
 }
 
+/* The zstd frame check the kernels run before nvCOMP (codec_frame.h), on
+ * frames libzstd writes and on damaged ones. */
+static unsigned zcheck(const unsigned char *p, size_t n, size_t expect, int need_fcs)
+{
+    gds_u64 det;
+    return gds_zstd_frame_check(p, n, expect, need_fcs, &det);
+}
+
+static void test_zstd_frames(void)
+{
+    if (!ref.zstd) {
+        printf("zstd (libzstd.so.1) not found: zstd frame checks skipped\n");
+        return;
+    }
+    const size_t sizes[] = {1, 100, 5000, 131072, 131073, 500000, 2u << 20};
+    const int levels[] = {1, 3, 9};
+    size_t maxn = 2u << 20;
+    bytes_t in = bytes_new(maxn), out = bytes_new(maxn + maxn / 8 + 1024);
+    int bad = 0;
+    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++)
+        for (size_t li = 0; li < 3; li++)
+            for (int kind = 0; kind < 3; kind++) {
+                size_t n = sizes[si];
+                make_data(kind == 0 ? DATA_FLOAT_FIELD : kind == 1 ? DATA_SPARSE_INT : DATA_RANDOM, in.p, n,
+                          (unsigned)(si * 9 + li));
+                size_t c = ref.ZSTD_compress(out.p, out.n, in.p, n, levels[li]);
+                if (ref.ZSTD_isError(c)) {
+                    bad++;
+                    continue;
+                }
+                unsigned r0 = zcheck(out.p, c, n, 1), r1 = zcheck(out.p, c, n + 1, 1);
+                unsigned r2 = zcheck(out.p, c - 1, n, 1), r3 = zcheck(out.p, c + 1, n, 1);
+                if (r0 != 0 || r1 != GDS_KERR_ORIGSIZE || r2 == 0 || r3 == 0) {
+                    bad++;
+                    fprintf(stderr, "zstd frame of %zu bytes (level %d): %u %u %u %u\n", n, levels[li], r0, r1, r2, r3);
+                }
+                /* every truncation is refused */
+                for (size_t cut = 1; cut < c && cut < 64; cut++)
+                    bad += zcheck(out.p, c - cut, n, 1) == 0;
+            }
+    CHECK(bad == 0);
+
+    /* hand-made frames: raw blocks, with and without a content size */
+    unsigned char f[64];
+    const unsigned char raw_fcs[] = {0x28, 0xb5, 0x2f, 0xfd, 0x20, 0x05, 0x29, 0x00, 0x00, 'h', 'e', 'l', 'l', 'o'};
+    CHECK(zcheck(raw_fcs, sizeof raw_fcs, 5, 1) == 0);
+    if (ref.ZSTD_getFrameContentSize(raw_fcs, sizeof raw_fcs) != 5)
+        CHECK_MSG(0, "hand-made frame not read by libzstd");
+    /* no content size: window descriptor 0 (1 KiB), one raw block */
+    const unsigned char raw_nofcs[] = {0x28, 0xb5, 0x2f, 0xfd, 0x00, 0x00, 0x29, 0x00, 0x00, 'h', 'e', 'l', 'l', 'o'};
+    CHECK(zcheck(raw_nofcs, sizeof raw_nofcs, 5, 1) == GDS_KERR_HEADER);
+    CHECK(zcheck(raw_nofcs, sizeof raw_nofcs, 5, 0) == 0);
+    CHECK(zcheck(raw_nofcs, sizeof raw_nofcs, 6, 0) == GDS_KERR_SIZE);
+    memcpy(f, raw_fcs, sizeof raw_fcs);
+    f[0] ^= 1;
+    CHECK(zcheck(f, sizeof raw_fcs, 5, 1) == GDS_KERR_HEADER); /* magic */
+    memcpy(f, raw_fcs, sizeof raw_fcs);
+    f[4] |= 0x08;
+    CHECK(zcheck(f, sizeof raw_fcs, 5, 1) == GDS_KERR_HEADER); /* reserved bit */
+    memcpy(f, raw_fcs, sizeof raw_fcs);
+    f[6] = 0x2f; /* block type 3 */
+    CHECK(zcheck(f, sizeof raw_fcs, 5, 1) == GDS_KERR_HEADER);
+    memcpy(f, raw_fcs, sizeof raw_fcs);
+    f[6] = 0x28; /* not the last block: a second header is missing */
+    CHECK(zcheck(f, sizeof raw_fcs, 5, 1) == GDS_KERR_TRUNCATED);
+    /* a dictionary ID */
+    const unsigned char dict[] = {0x28, 0xb5, 0x2f, 0xfd, 0x21, 0x07, 0x05, 0x29, 0x00, 0x00, 'h', 'e', 'l', 'l', 'o'};
+    CHECK(zcheck(dict, sizeof dict, 5, 1) == GDS_KERR_PARAM);
+    /* the codec's dummy frame (gpu_codec.c): one raw byte */
+    const unsigned char dummy[] = {0x28, 0xb5, 0x2f, 0xfd, 0x20, 0x01, 0x09, 0x00, 0x00, 0x78};
+    CHECK(zcheck(dummy, sizeof dummy, 1, 1) == 0);
+    unsigned char one[4];
+    CHECK(!ref.ZSTD_isError(ref.ZSTD_decompress(one, sizeof one, dummy, sizeof dummy)) && one[0] == 0x78);
+    /* two frames: refused (HDF5's filter reads the first one's size) */
+    unsigned char two[2 * sizeof raw_fcs];
+    memcpy(two, raw_fcs, sizeof raw_fcs);
+    memcpy(two + sizeof raw_fcs, raw_fcs, sizeof raw_fcs);
+    CHECK(zcheck(two, sizeof two, 5, 1) == GDS_KERR_TRUNCATED);
+    free(in.p);
+    free(out.p);
+}
+
 static void test_error_texts(void)
 {
     gds_codec_pipeline_t p = pipeline(1 << 20, 4);
@@ -420,6 +503,7 @@ int main(void)
     test_bounds();
     test_headers();
     test_zlib_header();
+    test_zstd_frames();
     test_checksums();
     test_bit_transpose();
     test_error_texts();
