@@ -17,6 +17,8 @@
  * pipeline, as before.
  */
 #include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -36,6 +38,36 @@
 #define STORED_ALIGN 16
 
 static _Thread_local H5FD_gds_decode_stats_t last_stats;
+
+/* The first failure of a read, pushed on the error stack only at the end:
+ * every HDF5 call made while cleaning up (closing the ids) clears the stack. */
+static _Thread_local struct {
+    bool set;
+    hid_t major, minor;
+    const char *func;
+    int line;
+    char msg[768];
+} pending;
+
+#define FILTERED_ERROR(maj, mino, ...) filtered_error(__func__, __LINE__, (maj), (mino), __VA_ARGS__)
+
+static void filtered_error(const char *func, int line, hid_t major, hid_t minor, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+static void filtered_error(const char *func, int line, hid_t major, hid_t minor, const char *fmt, ...)
+{
+    if (pending.set)
+        return;
+    pending.set = true;
+    pending.major = major;
+    pending.minor = minor;
+    pending.func = func;
+    pending.line = line;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(pending.msg, sizeof pending.msg, fmt, ap);
+    va_end(ap);
+}
 
 herr_t H5FD_gds_last_decode_stats(H5FD_gds_decode_stats_t *stats)
 {
@@ -277,7 +309,7 @@ static herr_t locate_chunks(read_state_t *s)
         total *= count[d];
     }
     if (!(s->chunks = calloc((size_t)total, sizeof *s->chunks))) {
-        GDS_ERROR(H5E_RESOURCE, H5E_NOSPACE, "out of memory for %llu chunk records", (unsigned long long)total);
+        FILTERED_ERROR(H5E_RESOURCE, H5E_NOSPACE, "out of memory for %llu chunk records", (unsigned long long)total);
         return -1;
     }
     s->nchunks = (size_t)total;
@@ -291,7 +323,7 @@ static herr_t locate_chunks(read_state_t *s)
         if (H5Dget_chunk_info_by_coord(s->dset, c->lo, &c->mask, &c->addr, &c->stored) < 0) {
             char where[128];
             chunk_text(b, c->lo, where, sizeof where);
-            GDS_ERROR(H5E_DATASET, H5E_CANTGET, "dataset '%s': cannot locate the chunk at %s", s->name, where);
+            FILTERED_ERROR(H5E_DATASET, H5E_CANTGET, "dataset '%s': cannot locate the chunk at %s", s->name, where);
             return -1;
         }
         if (c->addr != HADDR_UNDEF && c->stored == 0)
@@ -317,7 +349,7 @@ static herr_t make_fill(read_state_t *s, hid_t dcpl, hid_t type)
         ret = rc == CUDA_SUCCESS ? 0 : -1;
     }
     if (ret < 0)
-        GDS_ERROR(H5E_DATASET, H5E_CANTINIT, "dataset '%s': cannot prepare the fill value on the GPU: %s", s->name,
+        FILTERED_ERROR(H5E_DATASET, H5E_CANTINIT, "dataset '%s': cannot prepare the fill value on the GPU: %s", s->name,
                   gds_cuda_error_text(rc));
     free(value);
     free(host);
@@ -335,7 +367,7 @@ static herr_t ensure(read_state_t *s, CUdeviceptr *p, size_t *cap, size_t need, 
     CUresult rc = s->cu->MemAlloc(p, need ? need : 1);
     if (rc != CUDA_SUCCESS) {
         *p = 0;
-        GDS_ERROR(H5E_RESOURCE, H5E_NOSPACE, "dataset '%s': cannot allocate %zu bytes of device memory for %s: %s",
+        FILTERED_ERROR(H5E_RESOURCE, H5E_NOSPACE, "dataset '%s': cannot allocate %zu bytes of device memory for %s: %s",
                   s->name, need, what, gds_cuda_error_text(rc));
         return -1;
     }
@@ -361,7 +393,7 @@ static herr_t start_batch_read(read_state_t *s, size_t from, size_t to, int slot
         return -1;
     gds_segment_t *segs = malloc(nseg * sizeof *segs);
     if (!segs) {
-        GDS_ERROR(H5E_RESOURCE, H5E_NOSPACE, "out of memory for a read of %zu chunks", nseg);
+        FILTERED_ERROR(H5E_RESOURCE, H5E_NOSPACE, "out of memory for a read of %zu chunks", nseg);
         return -1;
     }
     size_t at = 0, i = 0;
@@ -379,7 +411,7 @@ static herr_t start_batch_read(read_state_t *s, size_t from, size_t to, int slot
     int rc = gds_vfd_submit_raw_read(s->fid, segs, nseg, io, &st);
     free(segs);
     if (rc < 0) {
-        GDS_ERROR(H5E_DATASET, H5E_READERROR, "dataset '%s': reading %zu stored chunks failed: %s", s->name, nseg,
+        FILTERED_ERROR(H5E_DATASET, H5E_READERROR, "dataset '%s': reading %zu stored chunks failed: %s", s->name, nseg,
                   st.msg);
         return -1;
     }
@@ -401,7 +433,7 @@ static herr_t decode_batch(read_state_t *s, size_t from, size_t to, int slot)
     if (!batch || !index) {
         free(batch);
         free(index);
-        GDS_ERROR(H5E_RESOURCE, H5E_NOSPACE, "out of memory for a batch of %zu chunks", to - from);
+        FILTERED_ERROR(H5E_RESOURCE, H5E_NOSPACE, "out of memory for a batch of %zu chunks", to - from);
         return -1;
     }
     size_t at = 0, scratch_at = 0;
@@ -425,7 +457,7 @@ static herr_t decode_batch(read_state_t *s, size_t from, size_t to, int slot)
         char where[128] = "?";
         if (bad < n)
             chunk_text(&s->box, s->chunks[index[bad]].lo, where, sizeof where);
-        GDS_ERROR(H5E_PLINE, H5E_READERROR, "dataset '%s': chunk at %s could not be decoded on the GPU: %s", s->name,
+        FILTERED_ERROR(H5E_PLINE, H5E_READERROR, "dataset '%s': chunk at %s could not be decoded on the GPU: %s", s->name,
                   where, st.msg);
         ret = -1;
     }
@@ -440,7 +472,7 @@ static herr_t decode_batch(read_state_t *s, size_t from, size_t to, int slot)
     if (ret == 0 && rc == CUDA_SUCCESS)
         rc = s->cu->StreamSynchronize(s->stream);
     if (ret == 0 && rc != CUDA_SUCCESS) {
-        GDS_ERROR(H5E_DATASET, H5E_CANTCOPY, "dataset '%s': placing decoded chunks failed: %s", s->name,
+        FILTERED_ERROR(H5E_DATASET, H5E_CANTCOPY, "dataset '%s': placing decoded chunks failed: %s", s->name,
                   gds_cuda_error_text(rc));
         ret = -1;
     }
@@ -458,7 +490,7 @@ static herr_t wait_read(read_state_t *s, gds_io_t *io)
     int rc = gds_io_wait(io, &st);
     s->stats.read_wait_s += seconds_now() - t0;
     if (rc < 0) {
-        GDS_ERROR(H5E_DATASET, H5E_READERROR, "dataset '%s': reading stored chunks failed: %s", s->name, st.msg);
+        FILTERED_ERROR(H5E_DATASET, H5E_READERROR, "dataset '%s': reading stored chunks failed: %s", s->name, st.msg);
         return -1;
     }
     return 0;
@@ -502,6 +534,7 @@ int gds_filtered_read(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_sp
 {
     read_state_t s;
     memset(&s, 0, sizeof s);
+    pending.set = false;
     s.dset = dset;
     s.fid = H5I_INVALID_HID;
     hid_t dcpl = H5I_INVALID_HID, ftype = H5I_INVALID_HID, dspace = H5I_INVALID_HID, fapl = H5I_INVALID_HID;
@@ -568,7 +601,7 @@ int gds_filtered_read(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_sp
         /* Chunks still in HDF5's cache or the driver's buffers reach the file first. */
         if (erc != CUDA_SUCCESS || (H5Fget_intent(s.fid, &intent) >= 0 && (intent & H5F_ACC_RDWR) &&
                                     H5Dflush(dset) < 0)) {
-            GDS_ERROR(H5E_DATASET, H5E_CANTFLUSH, "dataset '%s': cannot prepare the GPU read", s.name);
+            FILTERED_ERROR(H5E_DATASET, H5E_CANTFLUSH, "dataset '%s': cannot prepare the GPU read", s.name);
             result = -1;
         }
         if (result == 1 && locate_chunks(&s) < 0)
@@ -608,6 +641,9 @@ int gds_filtered_read(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_sp
         H5Pclose(fapl);
     if (s.fid >= 0)
         H5Fclose(s.fid);
-    (void)pushed;
+    if (pushed && pending.set)
+        gds_error_push(pending.func, pending.line, pending.major, pending.minor, "%s", pending.msg);
+    else if (pushed)
+        GDS_ERROR(H5E_DATASET, H5E_READERROR, "dataset '%s': the GPU read failed", s.name);
     return result < 0 ? -1 : result;
 }

@@ -56,11 +56,12 @@ def make_rows(kind: str, row0: int, nrows: int, width: int, rng: np.random.Gener
     j = np.arange(width, dtype=np.float32)[None, :]
     if kind == "field":  # smooth simulation field, 3 decimals kept
         f = np.sin(i * 0.002) * np.cos(j * 0.013) + 0.3 * np.sin((i + j) * 0.0007)
-        f = f + rng.normal(0, 0.02, f.shape).astype(np.float32)
+        f = f + rng.normal(0, 0.0005, f.shape).astype(np.float32)
         return np.round(f, 3).astype(np.float32)
-    if kind == "image":  # detector/image tiles: gradients, texture, noise
-        base = (np.sin(i * 0.01) * 60 + np.cos(j * 0.02) * 60 + 128).astype(np.int32)
-        return np.clip(base + rng.integers(-6, 7, base.shape), 0, 255).astype(np.uint8)
+    if kind == "image":  # image tiles: smooth shading, flat regions, sensor noise on a few pixels
+        base = (np.sin(i * 0.01) * 60 + np.cos(j * 0.02) * 60 + 128).astype(np.int32) // 4 * 4
+        noise = rng.integers(-2, 3, base.shape) * (rng.random(base.shape) < 0.04)
+        return np.clip(base + noise, 0, 255).astype(np.uint8)
     if kind == "labels":  # sparse segmentation labels
         a = np.zeros((nrows, width), np.int32)
         m = rng.random((nrows, width)) < 0.04
