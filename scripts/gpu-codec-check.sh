@@ -5,9 +5,11 @@
 # when present) and the throughput bench.
 #   bash scripts/gpu-codec-check.sh [--bench MiB] [--no-selftest]
 # nvCOMP: $H5GDS_NVCOMP_LIB, else .device-carry/nvcomp/libnvcomp.so.6, else
-# the system's. Fixtures: .codec-fixtures/*.fx.gz (tests/codec/h5_fixtures.py
-# make, gzipped); the chunks the GPU encodes from them go to
-# $OUT/codec-enc.tar.gz for `h5_fixtures.py verify` where hdf5plugin is.
+# the system's. Fixtures (made where h5py + hdf5plugin are installed):
+#   python3 tests/codec/h5_fixtures.py make build/codec-fixtures
+#   mkdir -p .codec-fixtures && for f in build/codec-fixtures/*.fx; do gzip -c $f >.codec-fixtures/${f##*/}.gz; done
+# the chunks the GPU encodes from them go to $OUT/codec-enc.tar.gz: unpack
+# it into build/codec-fixtures and run `h5_fixtures.py verify build/codec-fixtures`.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"

@@ -103,14 +103,6 @@ __device__ __forceinline__ u64 job_len(const gds_kjob_t &jb, const u64 *dsize)
 
 extern "C" {
 
-// Errors the host found while planning a stage.
-__global__ void codec_mark_dead(const gds_kjob_t *jobs, u32 n, u32 *err, u64 *detail)
-{
-    u32 j = blockIdx.x * blockDim.x + threadIdx.x;
-    if (j < n && jobs[j].dead)
-        fail(err, detail, jobs[j].chunk, jobs[j].dead, jobs[j].in_size);
-}
-
 // The first GDS_HEAD_BYTES bytes of each job's input (zeros past its end),
 // for the host to plan the blocks.
 __global__ void codec_gather_head(const gds_kjob_t *jobs, u32 n, u8 *heads)

@@ -30,7 +30,8 @@ typedef struct gds_kjob {
     gds_u32 nentries; /* nvCOMP entries (blocks) of this chunk */
     gds_u32 chunk;    /* index into the error arrays */
     gds_u32 p0, p1;   /* stage parameters (element size, block size...) */
-    gds_u32 dead;     /* error code found by the host before this stage, or 0 */
+    gds_u32 dead;     /* nonzero: the chunk failed before this stage (treated as failed; the host
+                         now leaves such chunks out of the stage instead, so it is 0) */
     gds_u32 pad;
 } gds_kjob_t;
 

@@ -31,7 +31,6 @@ extern const unsigned char gds_codec_shared_source[];
 extern const unsigned char gds_codec_frame_source[];
 
 enum kernel_id {
-    K_MARK_DEAD,
     K_GATHER_HEAD,
     K_COPY,
     K_FLETCHER_SUM,
@@ -57,7 +56,7 @@ enum kernel_id {
     K_COUNT
 };
 static const char *const kernel_names[K_COUNT] = {
-    "codec_mark_dead",     "codec_gather_head",   "codec_copy",          "codec_fletcher_sum",
+    "codec_gather_head",   "codec_copy",          "codec_fletcher_sum",
     "codec_fletcher_check", "codec_fletcher_put", "codec_adler_sum",     "codec_adler_check",
     "codec_zlib_prep",     "codec_zstd_prep",  "codec_nvcomp_check",  "codec_entry_copy",
     "codec_lz4h5_walk",    "codec_bshuf_walk",    "codec_bitunshuffle",  "codec_bitshuffle",

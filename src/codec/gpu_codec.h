@@ -61,7 +61,10 @@ bool gds_codec_can_decode(const gds_codec_pipeline_t *p, char *why, size_t why_s
 bool gds_codec_can_encode(const gds_codec_pipeline_t *p, char *why, size_t why_size);
 
 /* One per CUDA context: nvCOMP entry points, the NVRTC-compiled module,
- * cached temporary memory. Calls on one codec are serialised (a lock). */
+ * cached temporary memory (kept until close; a sub-batch's arenas and
+ * nvCOMP memory stay within H5GDS_CODEC_TEMP_MIB, default 1024). Calls on
+ * one codec are serialised (a lock). H5GDS_CODEC_DEBUG=1 prints each call's
+ * batching to stderr; H5GDS_NVCOMP_LIB names the nvCOMP library to load. */
 typedef struct gds_codec gds_codec_t;
 
 /* Loads CUDA, NVRTC and nvCOMP and compiles the kernels for ctx's device
