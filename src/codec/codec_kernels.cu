@@ -6,7 +6,6 @@
 // it is used: corrupt input gives an error code, never a read or write
 // outside the buffers.
 #include "codec_shared.h"
-#include "codec_frame.h"
 
 typedef unsigned char u8;
 typedef gds_u64 u64;

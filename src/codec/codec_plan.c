@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "codec_frame.h"
 #include "codec_shared.h"
 
 /* bitshuffle's compression choice (cd[4]) */

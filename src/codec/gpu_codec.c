@@ -25,10 +25,9 @@
 #include "codec_shared.h"
 #include "nvcomp_api.h"
 
-/* Generated at build time from codec_kernels.cu, codec_shared.h and codec_frame.h. */
+/* Generated at build time from codec_kernels.cu and codec_shared.h. */
 extern const unsigned char gds_codec_kernels_source[];
 extern const unsigned char gds_codec_shared_source[];
-extern const unsigned char gds_codec_frame_source[];
 
 enum kernel_id {
     K_GATHER_HEAD,
@@ -145,10 +144,10 @@ static int compile_kernels(int arch, char **data, gds_status_t *st)
         bool ptx = t == 1;
         snprintf(opt_arch, sizeof opt_arch, "--gpu-architecture=%s_%d", ptx ? "compute" : "sm", tries[t]);
         const char *opts[] = {opt_arch, "--std=c++17", "-default-device"};
-        const char *headers[] = {(const char *)gds_codec_shared_source, (const char *)gds_codec_frame_source};
-        const char *names[] = {"codec_shared.h", "codec_frame.h"};
+        const char *headers[] = {(const char *)gds_codec_shared_source};
+        const char *names[] = {"codec_shared.h"};
         gds_nvrtc_program_t prog = NULL;
-        int rc = rtc->CreateProgram(&prog, (const char *)gds_codec_kernels_source, "codec_kernels.cu", 2, headers, names);
+        int rc = rtc->CreateProgram(&prog, (const char *)gds_codec_kernels_source, "codec_kernels.cu", 1, headers, names);
         if (rc != 0) {
             gds_status_set(st, 0, "GPU codec: nvrtcCreateProgram failed: %s", rtc->GetErrorString(rc));
             return -1;

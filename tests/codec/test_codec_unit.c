@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "codec_frame.h"
 #include "codec_plan.h"
 #include "codec_ref.h"
 #include "codec_shared.h"
@@ -368,7 +367,7 @@ static void test_bit_transpose(void)
     CHECK(memcmp(back, in, sizeof in) == 0);
 }
 
-/* The zstd frame check the kernels run before nvCOMP (codec_frame.h), on
+/* The zstd frame check the kernels run before nvCOMP (codec_shared.h), on
  * frames libzstd writes and on damaged ones. */
 static unsigned zcheck(const unsigned char *p, size_t n, size_t expect, int need_fcs)
 {
