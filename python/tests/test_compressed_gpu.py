@@ -1,7 +1,7 @@
 """Compressed (filtered) chunked datasets read into device memory with the
 decode on the GPU: every result is compared bit for bit with h5py's own
 read of the same file (HDF5's CPU filter pipeline, hdf5plugin for the
-plugin filters). Marker `gpu`; the GPU-decode assertions also need nVCOMP
+plugin filters). Marker `gpu`; the GPU-decode assertions also need nvCOMP
 (skipped, with the reason, where it is not installed)."""
 import importlib.util
 import os

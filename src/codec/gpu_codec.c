@@ -474,11 +474,18 @@ typedef struct batch_mem {
     size_t pin_jobs, pin_heads, pin_err, pin_detail, pin_dsize, pin_mask;
 } batch_mem_t;
 
+/* Bytes at the start of the work memory that nothing uses: a corrupt
+ * stream's back-reference before an arena's first slot reads them instead
+ * of unmapped memory (Deflate reaches back 32 KiB, LZ4 64 KiB; zstd frames
+ * are checked first, their windows bounded by the chunk). */
+#define WORK_GUARD ((size_t)1 << 20)
+
 static size_t batch_bytes(const size_t *slot, size_t m, size_t njobs_arrays, batch_mem_t *bm)
 {
     size_t off = 0;
     bm->m = m;
     bm->njobs_arrays = njobs_arrays;
+    carve(&off, WORK_GUARD, 256); /* reads before an arena's first slot stay in this allocation */
     bm->err = carve(&off, m * 4, 256);
     bm->detail = carve(&off, m * 8, 256);
     bm->acc = carve(&off, m * 3 * 8, 256);
@@ -631,7 +638,12 @@ static void decode_stages(decode_ctx_t *x)
             continue;
         }
         int busy[3] = {loc, LOC_DST, LOC_DST};
-        g->out = d == x->nsteps - 1 ? LOC_DST : free_arena(busy, 1);
+        /* nvCOMP's decoders follow back-references of corrupt input before
+         * the start of their output (seen: Deflate, a few KiB): they never
+         * write into the caller's buffer, only into an arena, which has
+         * mapped memory before it (WORK_GUARD); a copy stage follows. */
+        bool nvcomp_out = s->kind == GDS_STEP_DEFLATE || s->kind == GDS_STEP_ZSTD || s->kind == GDS_STEP_LZ4;
+        g->out = d == x->nsteps - 1 && !nvcomp_out ? LOC_DST : free_arena(busy, 1);
         if (s->kind == GDS_STEP_DEFLATE || s->kind == GDS_STEP_BSHUF_LZ4 || s->kind == GDS_STEP_BSHUF_ZSTD) {
             busy[1] = g->out;
             g->mid = free_arena(busy, 2);

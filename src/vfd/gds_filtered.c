@@ -13,7 +13,7 @@
  * selection (one block, any memory shape with everything selected), no
  * type conversion, every filter of the pipeline decodable on the GPU,
  * partial edge chunks filtered like the others, a file of the gds driver,
- * and nVCOMP present. Otherwise the caller stages through HDF5's CPU
+ * and nvCOMP present. Otherwise the caller stages through HDF5's CPU
  * pipeline, as before.
  */
 #include <pthread.h>
@@ -31,7 +31,7 @@
 #include "../cuda/cuda_loader.h"
 #include "../engine/engine.h"
 
-/* Decoded bytes per batch: enough chunks to keep nVCOMP's batch wide, few
+/* Decoded bytes per batch: enough chunks to keep nvCOMP's batch wide, few
  * enough that two batches of stored bytes and one of scratch fit beside a
  * training job's memory. */
 #define BATCH_DECODED_BYTES ((size_t)256 << 20)
