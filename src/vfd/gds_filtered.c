@@ -34,8 +34,11 @@
 /* Decoded bytes per batch: enough chunks to keep nvCOMP's batch wide, few
  * enough that two batches of stored bytes and one of scratch fit beside a
  * training job's memory. */
-#define BATCH_DECODED_BYTES ((size_t)256 << 20)
-#define STORED_ALIGN 16
+#define BATCH_DECODED_BYTES ((size_t)128 << 20)
+/* Stored chunks packed back to back: chunks adjacent in the file are then
+ * adjacent in memory too, and the engine reads each run of them as one
+ * large request (the codecs take any alignment). */
+#define STORED_ALIGN 1
 
 static _Thread_local H5FD_gds_decode_stats_t last_stats;
 
