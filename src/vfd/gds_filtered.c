@@ -34,7 +34,7 @@
 /* Decoded bytes per batch: enough chunks to keep nvCOMP's batch wide, few
  * enough that two batches of stored bytes and one of scratch fit beside a
  * training job's memory. */
-#define BATCH_DECODED_BYTES ((size_t)128 << 20)
+#define BATCH_DECODED_BYTES ((size_t)256 << 20)
 /* Stored chunks packed back to back: chunks adjacent in the file are then
  * adjacent in memory too, and the engine reads each run of them as one
  * large request (the codecs take any alignment). */
