@@ -61,7 +61,7 @@ def main() -> None:
             for read in (512 << 20, 2 << 30):
                 nb = read // batch
                 with h5py.File(path, "r") as f:
-                    loader = h5gds.Loader(f["x"], bsz, seed=1, like="cupy", prefetch=prefetch)
+                    loader = h5gds.Loader(f["x"], bsz, seed=1, like="cupy", prefetch=prefetch, order="exact")
                 for rep in range(2):
                     cp.cuda.Device().synchronize()
                     t0 = time.perf_counter()
@@ -82,7 +82,7 @@ def main() -> None:
                 loader.close()
         # the engine alone: numpy batches (host arrays reused), no device copy
         with h5py.File(path, "r") as f:
-            loader = h5gds.Loader(f["x"], bsz, seed=1, like="numpy", prefetch=4)
+            loader = h5gds.Loader(f["x"], bsz, seed=1, like="numpy", prefetch=4, order="exact")
         nb = (2 << 30) // batch
         for rep in range(2):
             t0 = time.perf_counter()
@@ -105,7 +105,7 @@ def main() -> None:
         say(f"sample {sample} copies alone: {nb * batch / t / 1e9:.2f} GB/s")
         # a cProfile of one 2 GiB run at prefetch 2
         with h5py.File(path, "r") as f:
-            loader = h5gds.Loader(f["x"], bsz, seed=1, like="cupy", prefetch=2)
+            loader = h5gds.Loader(f["x"], bsz, seed=1, like="cupy", prefetch=2, order="exact")
         prof = cProfile.Profile()
         prof.enable()
         it = iter(loader)
@@ -136,7 +136,7 @@ def train(args: argparse.Namespace) -> None:
         for prefetch in (2, 4):
             with h5py.File(path, "r") as f:
                 loader = h5gds.Loader(f["x"], batch // sample, seed=1, like="cupy", prefetch=prefetch,
-                                      config=args.config)
+                                      config=args.config, order="exact")
             nb = 64
             first = next(iter(loader))
             cp.cuda.Device().synchronize()
@@ -182,7 +182,8 @@ def cold(args: argparse.Namespace) -> None:
         nb = read // batch
         with h5py.File(path, "r") as f:
             base = int(f["x"].id.get_offset())
-            loader = h5gds.Loader(f["x"], bsz, seed=1, like="cupy", prefetch=4, config=args.config)
+            loader = h5gds.Loader(f["x"], bsz, seed=1, like="cupy", prefetch=4, config=args.config,
+                                  order="exact")
         order = loader.indices()[: nb * bsz]
         offsets = np.ascontiguousarray(base + order.astype(np.uint64) * np.uint64(sample), np.uint64)
         for rep in range(2):

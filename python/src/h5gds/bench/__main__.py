@@ -330,7 +330,8 @@ def bench_loader(args: argparse.Namespace, dev: Device, rows: list[Row]) -> None
         bsz = max(1, batch_bytes // sample)
         with h5py.File(path, "r") as f:
             base = int(f["x"].id.get_offset())
-            loader = h5gds.Loader(f["x"], bsz, seed=1, like=dev.name, prefetch=args.prefetch, config=args.config)
+            loader = h5gds.Loader(f["x"], bsz, seed=1, like=dev.name, prefetch=args.prefetch, config=args.config,
+                                  order="exact")
         epoch = loader.indices()
 
         # The samples every method reads, per cache state: the first
