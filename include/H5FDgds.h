@@ -121,10 +121,11 @@ typedef enum H5FD_gds_route_t {
     H5FD_GDS_ROUTE_POSIX_BOUNCE,/* device memory through one bounce buffer (mode=posix) */
     H5FD_GDS_ROUTE_PASSTHROUGH, /* checked call: device buffer handed to the driver by HDF5 */
     H5FD_GDS_ROUTE_HOST_STAGED, /* checked call: library staged through pinned host memory (HDF5's CPU filters) */
-    H5FD_GDS_ROUTE_GPU_DECODE   /* checked call: filtered chunks read to the GPU and decoded there (nvCOMP) */
+    H5FD_GDS_ROUTE_GPU_DECODE,  /* checked call: filtered chunks read to the GPU and decoded there (nvCOMP) */
+    H5FD_GDS_ROUTE_GPU_ENCODE   /* checked call: whole chunks encoded on the GPU, stored by direct chunk writes */
 } H5FD_gds_route_t;
 
-#define H5FD_GDS_NROUTES 8
+#define H5FD_GDS_NROUTES 9
 
 typedef struct H5FD_gds_stats_t {
     uint64_t read_bytes[H5FD_GDS_NROUTES];

@@ -236,3 +236,50 @@ def test_files_written_by_pytables():
     assert compared >= 10, f"only {compared} numeric datasets in PyTables' files"
     if NVCOMP is None:
         assert len(decoded) >= 5, f"only {decoded} decoded on the GPU"
+
+
+ENCODABLE = [f for f in FILTERS if f[2] and f[0] not in ("shuffle",)] + [f for f in FILTERS if f[0] == "shuffle"]
+
+
+@pytest.mark.parametrize("fname,kw,gpu", ENCODABLE, ids=[f[0] for f in ENCODABLE])
+def test_gpu_compressed_writes_read_back_in_h5py(tmp_path, fname, kw, gpu):
+    """Device data written to filtered datasets (whole chunks, edge chunks
+    included) is compressed on the GPU and reads back equal through h5py
+    (+ hdf5plugin), HDF5's own filters."""
+    path = tmp_path / "w.h5"
+    arr = field((300, 257))
+    with h5py.File(path, "w", driver="gds") as f:
+        h5gds.create_dataset(f, "x", data=cupy.asarray(arr), chunks=(64, 100), **kw)
+        route_create = h5gds.last_route()
+        d = f.create_dataset("y", shape=(300, 257), dtype="f4", chunks=(64, 100), **kw)
+        h5gds.write(d, cupy.asarray(arr[64:192]), (slice(64, 192),))  # chunk rows 1-2, all columns
+        route_rows = h5gds.last_route()
+        h5gds.write(d, cupy.asarray(arr[10:20, 5:50]), (slice(10, 20), slice(5, 50)))  # part of a chunk
+        route_part = h5gds.last_route()
+    with h5py.File(path, "r") as ref:
+        np.testing.assert_array_equal(ref["x"][()], arr)
+        y = ref["y"][()]
+    np.testing.assert_array_equal(y[64:192], arr[64:192])
+    np.testing.assert_array_equal(y[10:20, 5:50], arr[10:20, 5:50])
+    if NVCOMP is None:
+        assert route_create == "gpu-encode", route_create
+        assert route_rows == "gpu-encode", route_rows
+    assert route_part != "gpu-encode"  # a part of a chunk: HDF5's pipeline
+    with h5py.File(path, "r", driver="gds") as f:
+        got = cupy.asnumpy(h5gds.read(f["x"], like="cupy"))
+    np.testing.assert_array_equal(got, arr)
+
+
+def test_gpu_compressed_write_1d_and_fill(tmp_path):
+    path = tmp_path / "w1.h5"
+    a = sparse_labels((100_003,))
+    with h5py.File(path, "w", driver="gds") as f:
+        d = f.create_dataset("a", shape=(100_003,), dtype="i4", chunks=(4096,), compression="gzip", fillvalue=-3)
+        h5gds.write(d, cupy.asarray(a[4096:100_003]), (slice(4096, 100_003),))  # through the edge chunk
+        route = h5gds.last_route()
+    with h5py.File(path, "r") as ref:
+        got = ref["a"][()]
+    np.testing.assert_array_equal(got[4096:], a[4096:])
+    assert (got[:4096] == -3).all()  # never written: the fill value
+    if NVCOMP is None:
+        assert route == "gpu-encode", route

@@ -327,6 +327,14 @@ static herr_t write_checked(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t f
         last_route = H5FD_GDS_ROUTE_PASSTHROUGH;
         return H5Dwrite(dset, mem_type, mem_space, file_space, dxpl, buf);
     }
+#ifndef H5GDS_NO_GPU_DECODE
+    /* Whole filtered chunks encoded on the GPU, where that path serves the write. */
+    int encoded = gds_filtered_write(dset, mem_type, mem_space, file_space, dxpl, buf);
+    if (encoded != 0) {
+        last_route = H5FD_GDS_ROUTE_GPU_ENCODE;
+        return encoded < 0 ? -1 : 0;
+    }
+#endif
     last_route = H5FD_GDS_ROUTE_HOST_STAGED;
     staging_t s;
     herr_t ret = staging_begin(&s, buf, dset, mem_type, mem_space, file_space);

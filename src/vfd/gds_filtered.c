@@ -1,6 +1,6 @@
 /*
  * Filtered (compressed) chunked datasets read into device memory with the
- * decode on the GPU: HDF5 locates the chunks (their file extents and
+ * decode on the GPU, and written from it with the encode on the GPU. Reads: HDF5 locates the chunks (their file extents and
  * filter masks), the driver's engine reads the stored bytes straight into
  * device memory as one batched request, the codec layer (src/codec/,
  * nvCOMP + run-time compiled kernels) decodes them in batches, and the
@@ -193,10 +193,10 @@ typedef struct chunk {
 
 /* Strided device copy of the part of a chunk buffer (chunk shape `cdims`,
  * first element at `clo`) that lies in the box, into the box-shaped
- * destination. The three innermost dimensions go in one 3-D copy; outer
+ * buffer, or (to_chunk) from it into the chunk buffer. The three innermost dimensions go in one 3-D copy; outer
  * ones loop. */
-static CUresult copy_chunk_part(const gds_cuda_api_t *cu, const box_t *b, const hsize_t *cdims, const hsize_t *clo,
-                                const void *chunk_buf, void *dst, size_t esize, CUstream stream)
+static CUresult copy_box_part(const gds_cuda_api_t *cu, const box_t *b, const hsize_t *cdims, const hsize_t *clo,
+                              void *chunk_buf, void *box_buf, size_t esize, bool to_chunk, CUstream stream)
 {
     int r = b->rank;
     hsize_t lo[H5S_MAX_RANK], n[H5S_MAX_RANK];
@@ -223,10 +223,12 @@ static CUresult copy_chunk_part(const gds_cuda_api_t *cu, const box_t *b, const 
     m.WidthInBytes = (size_t)n[r - 1] * esize;
     m.Height = inner >= 2 ? (size_t)n[r - 2] : 1;
     m.Depth = inner >= 3 ? (size_t)n[r - 3] : 1;
-    m.srcPitch = (size_t)cdims[r - 1] * esize;
-    m.dstPitch = (size_t)b->n[r - 1] * esize;
-    m.srcHeight = inner >= 2 ? (size_t)cdims[r - 2] : 1;
-    m.dstHeight = inner >= 2 ? (size_t)b->n[r - 2] : 1;
+    size_t chunk_pitch = (size_t)cdims[r - 1] * esize, box_pitch = (size_t)b->n[r - 1] * esize;
+    size_t chunk_height = inner >= 2 ? (size_t)cdims[r - 2] : 1, box_height = inner >= 2 ? (size_t)b->n[r - 2] : 1;
+    m.srcPitch = to_chunk ? box_pitch : chunk_pitch;
+    m.dstPitch = to_chunk ? chunk_pitch : box_pitch;
+    m.srcHeight = to_chunk ? box_height : chunk_height;
+    m.dstHeight = to_chunk ? chunk_height : box_height;
     CUresult rc = CUDA_SUCCESS;
     for (hsize_t o = 0; o < outer_total && rc == CUDA_SUCCESS; o++) {
         /* the outer index o -> coordinates in the intersection */
@@ -241,8 +243,10 @@ static CUresult copy_chunk_part(const gds_cuda_api_t *cu, const box_t *b, const 
             src_off += (lo[d] - clo[d]) * cstride[d];
             dst_off += (lo[d] - b->lo[d]) * bstride[d];
         }
-        m.srcDevice = (CUdeviceptr)(uintptr_t)chunk_buf + (CUdeviceptr)(src_off * esize);
-        m.dstDevice = (CUdeviceptr)(uintptr_t)dst + (CUdeviceptr)(dst_off * esize);
+        CUdeviceptr in_chunk = (CUdeviceptr)(uintptr_t)chunk_buf + (CUdeviceptr)(src_off * esize);
+        CUdeviceptr in_box = (CUdeviceptr)(uintptr_t)box_buf + (CUdeviceptr)(dst_off * esize);
+        m.srcDevice = to_chunk ? in_box : in_chunk;
+        m.dstDevice = to_chunk ? in_chunk : in_box;
         rc = cu->Memcpy3DAsync(&m, stream);
     }
     return rc;
@@ -468,9 +472,10 @@ static herr_t decode_batch(read_state_t *s, size_t from, size_t to, int slot)
     for (size_t k = from; ret == 0 && k < to && rc == CUDA_SUCCESS; k++) {
         chunk_t *c = &s->chunks[k];
         if (c->addr == HADDR_UNDEF && s->fill)
-            rc = copy_chunk_part(s->cu, &s->box, s->cdims, c->lo, (void *)(uintptr_t)s->fill, s->out, esize, s->stream);
+            rc = copy_box_part(s->cu, &s->box, s->cdims, c->lo, (void *)(uintptr_t)s->fill, s->out, esize, false,
+                               s->stream);
         else if (c->addr != HADDR_UNDEF && !c->in_place)
-            rc = copy_chunk_part(s->cu, &s->box, s->cdims, c->lo, c->dst, s->out, esize, s->stream);
+            rc = copy_box_part(s->cu, &s->box, s->cdims, c->lo, c->dst, s->out, esize, false, s->stream);
     }
     if (ret == 0 && rc == CUDA_SUCCESS)
         rc = s->cu->StreamSynchronize(s->stream);
@@ -533,7 +538,139 @@ static herr_t read_all(read_state_t *s)
     return 0;
 }
 
-int gds_filtered_read(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_space, hid_t dxpl, void *buf)
+/* Encodes the box's chunks [from, to) on the GPU and stores them with
+ * direct chunk writes: a chunk that is a contiguous slab of the source is
+ * encoded from it in place, the others are gathered into whole chunks
+ * first (the part past the dataset's extent holds the fill value, as HDF5
+ * pads edge chunks). */
+static herr_t encode_batch(read_state_t *s, size_t from, size_t to, size_t max_enc)
+{
+    size_t m = to - from, esize = s->pipe.type_size, gathered = 0;
+    for (size_t k = from; k < to; k++)
+        gathered += !s->chunks[k].in_place;
+    if (ensure(s, &s->scratch, &s->scratch_cap, gathered * s->pipe.chunk_bytes, "whole chunks") < 0 ||
+        ensure(s, &s->stored[0], &s->stored_cap[0], m * max_enc, "encoded chunks") < 0)
+        return -1;
+    const void **src = malloc(m * sizeof *src);
+    void **dst = malloc(m * sizeof *dst);
+    size_t *bytes = malloc(m * sizeof *bytes);
+    unsigned *mask = malloc(m * sizeof *mask);
+    herr_t ret = 0;
+    if (!src || !dst || !bytes || !mask) {
+        FILTERED_ERROR(H5E_RESOURCE, H5E_NOSPACE, "out of memory for a batch of %zu chunks", m);
+        ret = -1;
+    }
+    CUresult rc = CUDA_SUCCESS;
+    size_t slot = 0;
+    for (size_t k = from; ret == 0 && k < to && rc == CUDA_SUCCESS; k++) {
+        chunk_t *c = &s->chunks[k];
+        dst[k - from] = (void *)(uintptr_t)(s->stored[0] + (k - from) * max_enc);
+        if (c->in_place) {
+            src[k - from] = c->dst;
+            continue;
+        }
+        CUdeviceptr whole = s->scratch + slot++ * s->pipe.chunk_bytes;
+        src[k - from] = (const void *)(uintptr_t)whole;
+        rc = s->fill ? s->cu->MemcpyAsync(whole, s->fill, s->pipe.chunk_bytes, s->stream)
+                     : s->cu->MemsetD8Async(whole, 0, s->pipe.chunk_bytes, s->stream);
+        if (rc == CUDA_SUCCESS)
+            rc = copy_box_part(s->cu, &s->box, s->cdims, c->lo, (void *)(uintptr_t)whole, s->out, esize, true,
+                               s->stream);
+    }
+    if (ret == 0 && rc != CUDA_SUCCESS) {
+        FILTERED_ERROR(H5E_DATASET, H5E_CANTCOPY, "dataset '%s': gathering chunks on the GPU failed: %s", s->name,
+                       gds_cuda_error_text(rc));
+        ret = -1;
+    }
+    gds_status_t st;
+    if (ret == 0 && gds_codec_encode(s->codec, &s->pipe, src, dst, bytes, mask, m, s->stream, &st) < 0) {
+        FILTERED_ERROR(H5E_PLINE, H5E_WRITEERROR, "dataset '%s': GPU compression of %zu chunks failed: %s", s->name,
+                       m, st.msg);
+        ret = -1;
+    }
+    for (size_t k = from; ret == 0 && k < to; k++) {
+        chunk_t *c = &s->chunks[k];
+        /* the stored bytes go from device memory to the driver untouched */
+        if (H5Dwrite_chunk(s->dset, H5P_DEFAULT, mask[k - from], c->lo, bytes[k - from], dst[k - from]) < 0) {
+            char where[128];
+            chunk_text(&s->box, c->lo, where, sizeof where);
+            FILTERED_ERROR(H5E_DATASET, H5E_WRITEERROR, "dataset '%s': storing the chunk at %s failed", s->name,
+                           where);
+            ret = -1;
+        }
+        s->stats.chunks++;
+        s->stats.stored_bytes += bytes[k - from];
+        s->stats.decoded_bytes += s->pipe.chunk_bytes;
+    }
+    free(src);
+    free(dst);
+    free(bytes);
+    free(mask);
+    return ret;
+}
+
+static herr_t write_all(read_state_t *s)
+{
+    size_t max_enc = gds_codec_max_encoded_bytes(&s->pipe);
+    if (max_enc == 0) {
+        FILTERED_ERROR(H5E_PLINE, H5E_WRITEERROR, "dataset '%s': the GPU cannot encode this pipeline", s->name);
+        return -1;
+    }
+    size_t per_batch = BATCH_DECODED_BYTES / s->pipe.chunk_bytes;
+    if (per_batch == 0)
+        per_batch = 1;
+    for (size_t from = 0; from < s->nchunks; from += per_batch) {
+        size_t to = from + per_batch < s->nchunks ? from + per_batch : s->nchunks;
+        double t0 = seconds_now();
+        herr_t rc = encode_batch(s, from, to, max_enc);
+        s->stats.decode_s += seconds_now() - t0;
+        if (rc < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* The chunks of a write box: its first elements, and where each lies in
+ * the source when it is a contiguous slab of it. */
+static herr_t list_chunks(read_state_t *s)
+{
+    const box_t *b = &s->box;
+    hsize_t first[H5S_MAX_RANK], count[H5S_MAX_RANK], total = 1;
+    for (int d = 0; d < b->rank; d++) {
+        first[d] = b->lo[d] / s->cdims[d];
+        count[d] = (b->lo[d] + b->n[d] - 1) / s->cdims[d] - first[d] + 1;
+        total *= count[d];
+    }
+    if (!(s->chunks = calloc((size_t)total, sizeof *s->chunks))) {
+        FILTERED_ERROR(H5E_RESOURCE, H5E_NOSPACE, "out of memory for %llu chunk records", (unsigned long long)total);
+        return -1;
+    }
+    s->nchunks = (size_t)total;
+    for (hsize_t k = 0; k < total; k++) {
+        hsize_t rest = k;
+        for (int d = b->rank - 1; d >= 0; d--) {
+            s->chunks[k].lo[d] = (first[d] + rest % count[d]) * s->cdims[d];
+            rest /= count[d];
+        }
+    }
+    return 0;
+}
+
+/* A write box covers whole chunks: it starts on chunk boundaries and ends
+ * on one or at the dataset's extent (direct chunk writes replace whole
+ * chunks; a partly covered chunk would need its old contents). */
+static bool covers_whole_chunks(const read_state_t *s)
+{
+    for (int d = 0; d < s->box.rank; d++) {
+        hsize_t end = s->box.lo[d] + s->box.n[d];
+        if (s->box.lo[d] % s->cdims[d] != 0 || (end % s->cdims[d] != 0 && end != s->dims[d]))
+            return false;
+    }
+    return true;
+}
+
+static int filtered_io(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_space, hid_t dxpl, void *buf,
+                       bool write)
 {
     read_state_t s;
     memset(&s, 0, sizeof s);
@@ -574,7 +711,8 @@ int gds_filtered_read(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_sp
             if (!describe_pipeline(dcpl, H5Tget_size(ftype), s.cdims, s.box.rank, &s.pipe))
                 break;
             char why[256];
-            if (!gds_codec_can_decode(&s.pipe, why, sizeof why))
+            if (write ? !gds_codec_can_encode(&s.pipe, why, sizeof why) || !covers_whole_chunks(&s)
+                      : !gds_codec_can_decode(&s.pipe, why, sizeof why))
                 break;
             result = 1;
         } while (0);
@@ -601,33 +739,35 @@ int gds_filtered_read(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_sp
             H5Pget_dxpl_gds_stream(dxpl, &stream); /* NULL: the legacy stream, as a plain copy would be ordered */
         s.stream = (CUstream)stream;
         unsigned intent = 0;
-        /* Chunks still in HDF5's cache or the driver's buffers reach the file first. */
-        if (erc != CUDA_SUCCESS || (H5Fget_intent(s.fid, &intent) >= 0 && (intent & H5F_ACC_RDWR) &&
+        /* Reads: chunks still in HDF5's cache or the driver's buffers reach
+         * the file first. (Direct chunk writes replace cached chunks.) */
+        if (erc != CUDA_SUCCESS || (!write && H5Fget_intent(s.fid, &intent) >= 0 && (intent & H5F_ACC_RDWR) &&
                                     H5Dflush(dset) < 0)) {
-            FILTERED_ERROR(H5E_DATASET, H5E_CANTFLUSH, "dataset '%s': cannot prepare the GPU read", s.name);
+            FILTERED_ERROR(H5E_DATASET, H5E_CANTFLUSH, "dataset '%s': cannot prepare the GPU %s", s.name,
+                           write ? "write" : "read");
             result = -1;
         }
-        if (result == 1 && locate_chunks(&s) < 0)
+        if (result == 1 && (write ? list_chunks(&s) : locate_chunks(&s)) < 0)
             result = -1;
-        bool any_unwritten = false;
+        bool any_fill = false;
         for (size_t k = 0; result == 1 && k < s.nchunks; k++) {
             chunk_t *c = &s.chunks[k];
-            any_unwritten |= c->addr == HADDR_UNDEF;
-            c->in_place = c->addr != HADDR_UNDEF && decodes_in_place(&s.box, s.cdims, c->lo, s.dims);
+            c->in_place = (write || c->addr != HADDR_UNDEF) && decodes_in_place(&s.box, s.cdims, c->lo, s.dims);
+            any_fill |= write ? !c->in_place : c->addr == HADDR_UNDEF;
             if (c->in_place) {
                 hsize_t slab = s.box.n[0] > 0 ? s.pipe.chunk_bytes / s.cdims[0] : 0; /* bytes per first-dim row */
                 c->dst = (char *)buf + (size_t)((c->lo[0] - s.box.lo[0]) * slab);
             }
         }
         H5D_fill_value_t defined = H5D_FILL_VALUE_UNDEFINED;
-        if (result == 1 && any_unwritten && H5Pfill_value_defined(dcpl, &defined) >= 0 &&
+        if (result == 1 && any_fill && H5Pfill_value_defined(dcpl, &defined) >= 0 &&
             defined != H5D_FILL_VALUE_UNDEFINED && make_fill(&s, dcpl, mem_type) < 0)
             result = -1;
         double t0 = seconds_now();
-        if (result == 1 && read_all(&s) < 0)
+        if (result == 1 && (write ? write_all(&s) : read_all(&s)) < 0)
             result = -1;
         s.stats.total_s = seconds_now() - t0;
-        if (result == 1)
+        if (result == 1 && !write)
             last_stats = s.stats;
         pushed = result < 0;
     }
@@ -647,6 +787,17 @@ int gds_filtered_read(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_sp
     if (pushed && pending.set)
         gds_error_push(pending.func, pending.line, pending.major, pending.minor, "%s", pending.msg);
     else if (pushed)
-        GDS_ERROR(H5E_DATASET, H5E_READERROR, "dataset '%s': the GPU read failed", s.name);
+        GDS_ERROR(H5E_DATASET, write ? H5E_WRITEERROR : H5E_READERROR, "dataset '%s': the GPU %s failed", s.name,
+                  write ? "write" : "read");
     return result < 0 ? -1 : result;
+}
+
+int gds_filtered_read(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_space, hid_t dxpl, void *buf)
+{
+    return filtered_io(dset, mem_type, mem_space, file_space, dxpl, buf, false);
+}
+
+int gds_filtered_write(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_space, hid_t dxpl, const void *buf)
+{
+    return filtered_io(dset, mem_type, mem_space, file_space, dxpl, (void *)buf, true);
 }

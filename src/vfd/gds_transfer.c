@@ -178,6 +178,8 @@ const char *H5FD_gds_route_name(H5FD_gds_route_t route)
         return "host-staged";
     if (route == H5FD_GDS_ROUTE_GPU_DECODE)
         return "gpu-decode";
+    if (route == H5FD_GDS_ROUTE_GPU_ENCODE)
+        return "gpu-encode";
     return gds_route_name((gds_route_t)route);
 }
 

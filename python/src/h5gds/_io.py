@@ -230,8 +230,10 @@ def create_dataset(group: h5py.Group, name: str, data: Any = None, *, shape: Any
     """``group.create_dataset`` for device data: fill never, early
     allocation, the chunk cache off for chunked datasets (so chunks go
     straight to the driver), then ``data`` (device or host) written with
-    :func:`write`. Other keywords go to h5py (compression etc.: then writes
-    are staged, since filtered data cannot pass through)."""
+    :func:`write`. Other keywords go to h5py: with ``compression=`` (gzip,
+    or hdf5plugin's Zstd, LZ4, Bitshuffle), ``shuffle``, ``fletcher32``,
+    device data of whole chunks is compressed on the GPU (route
+    ``gpu-encode``, nvCOMP); other filters are applied by HDF5 on the CPU."""
     if not isinstance(group, h5py.Group):
         raise TypeError(f"expected an h5py.Group or File, not {type(group).__name__}")
     if data is not None:
