@@ -260,7 +260,12 @@ def create_dataset(group: h5py.Group, name: str, data: Any = None, *, shape: Any
         kwds.setdefault("rdcc_nslots", 1)
     if "dcpl" in kwds:
         raise TypeError("create_dataset sets its own dcpl (fill never, early allocation)")
-    dset = group.create_dataset(name, shape=shape, dtype=dtype, chunks=chunks, dcpl=gds_dcpl(), **kwds)
+    # Filtered datasets keep HDF5's incremental allocation: chunks allocated
+    # early at their full size would stay in the file beside the compressed
+    # ones that replace them (and filtered chunks never pass through anyway).
+    filtered = any(kwds.get(k) for k in ("compression", "shuffle", "fletcher32", "scaleoffset"))
+    extra = {} if filtered else {"dcpl": gds_dcpl()}
+    dset = group.create_dataset(name, shape=shape, dtype=dtype, chunks=chunks, **extra, **kwds)
     if data is not None:
         if tuple(dset.shape) != tuple(_arrays.view(data, writable=False).shape):
             data = data.reshape(dset.shape)

@@ -8,6 +8,8 @@ dropped) and warm, side by side in one run:
   nvcomp-decode    the GPU decode alone, chunks already in device memory
                    (H5FD_gds_last_decode_stats of the warm h5gds reads)
   ceiling-odirect  O_DIRECT read of the file, 16 threads (GB/s of file bytes)
+  h5gds-write      (--methods) durable write from device memory: GPU compression
+  h5py-write       (--methods) durable write: a copy to the host, HDF5's CPU filters
 
 CSV columns: bench,method,data,filter,ratio,cache,GBps,repeat.
 
@@ -131,6 +133,45 @@ def cpu16_read(path: Path) -> np.ndarray:
     return out
 
 
+def bench_writes(src: Path, kind: str, fname: str, ratio: float, rep: int, methods: set[str],
+                 add: Callable[..., None]) -> None:
+    """Durable writes of the dataset in `src` from device memory into a new
+    file with the same filters: h5gds (GPU compression, direct chunk
+    writes) and h5py (a copy to the host, HDF5's CPU filters); cache
+    "write", GB/s of decoded bytes, the file fsync'ed inside the clock."""
+    import cupy
+    from h5gds.bench.__main__ import fsync_path
+
+    with h5py.File(src, "r") as f:
+        host = f["x"][()]
+        chunks = f["x"].chunks
+    dev = cupy.asarray(host)
+    decoded = host.nbytes
+    kw = filter_kwargs(fname) or {}
+    out = src.with_suffix(".w.h5")
+    for method in ("h5gds-write", "h5py-write"):
+        if method not in methods:
+            continue
+        if out.exists():
+            out.unlink()
+        os.sync()
+        t0 = time.perf_counter()
+        if method == "h5gds-write":
+            with h5py.File(out, "w", driver="gds") as f:
+                h5gds.create_dataset(f, "x", data=dev, chunks=chunks, **kw)
+                route = h5gds.last_route()
+        else:
+            with h5py.File(out, "w") as f:
+                f.create_dataset("x", data=cupy.asnumpy(dev), chunks=chunks, **kw)
+                route = "host"
+        fsync_path(out)
+        secs = time.perf_counter() - t0
+        add(method, kind, fname, ratio, "write", decoded / secs / 1e9, rep)
+        print(f"# {method} route {route}", flush=True)
+    out.unlink()
+    del dev
+
+
 def main(argv: list[str] | None = None) -> int:
     from h5gds.bench.__main__ import _Parser, ceiling_seconds, drop_cache, warm
 
@@ -142,7 +183,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--data", default="field,image,labels")
     p.add_argument("--filters", default="gzip-shuffle,zstd,lz4,bitshuffle-lz4")
     p.add_argument("--repeat", type=int, default=3)
-    p.add_argument("--methods", default="h5gds,h5py,cpu16,nvcomp-decode,ceiling-odirect")
+    p.add_argument("--methods", default="h5gds,h5py,cpu16,nvcomp-decode,ceiling-odirect",
+                   help="a comma list of h5gds, h5py, cpu16, nvcomp-decode, ceiling-odirect (reads) and "
+                        "h5gds-write, h5py-write (durable writes from device memory)")
     args = p.parse_args(argv)
     try:
         nbytes = parse_size(args.size)
@@ -192,6 +235,8 @@ def main(argv: list[str] | None = None) -> int:
                 want_sum = float(np.asarray(f["x"][:64], np.float64).sum())
             stored = os.path.getsize(path)
             for rep in range(args.repeat):
+                if methods & {"h5gds-write", "h5py-write"}:
+                    bench_writes(path, kind, fname, ratio, rep, methods, add)
                 for cache in ("cold", "warm"):
                     def prepare() -> None:
                         if cache == "cold":
