@@ -7,7 +7,7 @@
 #            one: PREFIX_ROOT/hdf5-1.14.5-parallel{,-build,-src}. MPI: the
 #            distribution's Open MPI (libopenmpi-dev), or the MPI whose C
 #            compiler wrapper H5_MPI_CC names (another prefix: Open MPI 5 for
-#            the GPU machine, scripts/prepare-gpu-mpio.sh). Patches:
+#            the GPU machine, scripts/gpu.sh prepare-mpio). Patches:
 #            tests/hdf5-suite/*.patch, then tests/hdf5-parallel/*.patch.
 #        scripts/build-hdf5.sh --print-source [ETC_APT]
 #            only print which archive the source would come from, as chosen
@@ -42,7 +42,7 @@
 #   H5_MPI_CC          (parallel) MPI C compiler wrapper (default: mpicc of the distribution)
 #   H5_BUILD_TARGETS   (parallel) build only these targets (space separated) and
 #                      install only the libraries, headers and CMake config
-#                      (a small tree to carry: scripts/prepare-gpu-mpio.sh)
+#                      (a small tree to carry: scripts/gpu.sh prepare-mpio)
 set -Eeuo pipefail
 
 HDF5_VERSION=1.14.5

@@ -42,7 +42,7 @@ h5gds_mpi_test(gpu_mpi_np2 2 LABELS gpu mpi ARGS --device)
 # The same with write-behind in every rank's configuration (rank writes go
 # through snapshots; the flush each rank write ends with reports a background
 # failure). HDF5 1.14 only: after the failure case's rank file fails to close,
-# HDF5 1.10 crashes at exit (its file id is left dangling; see README).
+# HDF5 1.10 crashes at exit (its file id is left dangling; see docs/write-behind.md).
 if(HDF5_VERSION VERSION_GREATER_EQUAL 1.14)
   h5gds_mpi_test(mpi_np2_write_behind 2 LABELS mpi ENV H5GDS_CONFIG=write_behind=4MiB)
   h5gds_mpi_test(gpu_mpi_np2_write_behind 2 LABELS gpu mpi ARGS --device ENV H5GDS_CONFIG=write_behind=4MiB)

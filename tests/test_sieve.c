@@ -307,7 +307,7 @@ static void test_truncate_drops_window(void)
 #if H5_VERSION_GE(1, 13, 0)
 /* SWMR turned on for an open file (H5Fstart_swmr_write): from then on a
  * small chunk write reaches the file at once. (HDF5 1.10 does not tell the
- * driver, which keeps its window there: see the README.) */
+ * driver, which keeps its window there: see docs/c-api.md.) */
 static void test_swmr_started_later(void)
 {
     const char *path = test_path("swmr_later.h5");

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Summary of scripts/bench-gpu-mpio.sh's CSVs against issue 16's goals:
+"""Summary of scripts/gpu.sh bench-mpio's CSVs against issue 16's goals:
 medians of the aggregate rows (rank = all) of h5gds-bench, GB/s = 1e9 B/s.
     summarize_shared.py OUT_DIR     (prints markdown)
 """
@@ -40,11 +40,11 @@ def goal(label, value, target, higher=True):
 
 def main(argv=None):
     ap = ArgumentParser(prog="summarize_shared", description=__doc__)
-    ap.add_argument("out_dir", type=pathlib.Path, help="the directory of scripts/bench-gpu-mpio.sh's CSVs")
+    ap.add_argument("out_dir", type=pathlib.Path, help="the directory of scripts/gpu.sh bench-mpio's CSVs")
     out = ap.parse_args(argv).out_dir
     if not out.is_dir():
         ap.error(f"argument out_dir: {str(out)!r} is not a directory")
-    lines = ["# gds_mpio shared-file benchmark (scripts/bench-gpu-mpio.sh)", ""]
+    lines = ["# gds_mpio shared-file benchmark (scripts/gpu.sh bench-mpio)", ""]
     np4 = load(out / "np4.csv")
     if np4:
         ranks = np4[0].get("ranks", "?")
