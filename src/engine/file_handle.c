@@ -1,7 +1,9 @@
 /*
  * The engine's file handle: owns the O_DIRECT descriptor and the cuFile
- * registration, keeps the statistics. It knows no strategy; the strategies
- * and the dispatcher (transfer.c) use it through file_internal.h.
+ * registration, keeps the statistics. It knows no strategy and no
+ * write-behind; the strategies, the dispatcher (transfer.c), write-behind
+ * and the public entry points (file_io.c, which creates and destroys a
+ * file's write-behind) use it through file_internal.h.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -15,7 +17,6 @@
 #include <unistd.h>
 
 #include "file_internal.h"
-#include "write_behind.h"
 
 /* Enough threads to overlap disk and PCIe and to copy out of the page
  * cache in parallel, without oversubscribing small machines too much. */
@@ -44,8 +45,8 @@ void gds_file_log(const gds_file_t *file, const char *fmt, ...)
     fprintf(stderr, "h5gds: %s: %s\n", file->path, line); /* one call: lines of several threads do not mix */
 }
 
-int gds_file_open(gds_file_t **out, const char *path, int fd, bool writable, const gds_engine_settings_t *cfg,
-                  gds_status_t *st)
+int gds_file_handle_create(gds_file_t **out, const char *path, int fd, bool writable,
+                           const gds_engine_settings_t *cfg, gds_status_t *st)
 {
     gds_file_t *file = calloc(1, sizeof *file);
     if (!file || !(file->path = strdup(path))) {
@@ -64,26 +65,13 @@ int gds_file_open(gds_file_t **out, const char *path, int fd, bool writable, con
     if (file->tune_block)
         file->cfg.io_block_size = GDS_DEFAULT_IO_BLOCK;
     file->device_cfg = file->cfg;
-    if (cfg->write_behind && !(file->wb = gds_wb_create(cfg->write_behind))) {
-        free(file->path);
-        free(file);
-        gds_status_set(st, ENOMEM, "out of memory opening %s", path);
-        return -1;
-    }
     pthread_mutex_init(&file->lock, NULL);
     *out = file;
     return 0;
 }
 
-void gds_file_close(gds_file_t *file)
+void gds_file_handle_destroy(gds_file_t *file)
 {
-    if (!file)
-        return;
-    if (file->wb) {
-        gds_status_t ignored;
-        gds_wb_drain(file, &ignored); /* the snapshots must outlive their writes */
-        gds_wb_destroy(file->wb);
-    }
     if (file->cufile_handle) {
         const gds_cufile_api_t *cf = gds_cufile_load(NULL);
         if (cf)
@@ -152,17 +140,15 @@ const char *gds_route_name(gds_route_t route)
     return (unsigned)route < GDS_NROUTES ? names[route] : "unknown";
 }
 
-uint64_t gds_file_reserve(gds_file_t *file, uint64_t end, uint64_t upto)
+uint64_t gds_file_reserve_space(gds_file_t *file, uint64_t end, uint64_t upto)
 {
     if (!file->writable)
         return 0;
     if (upto < end)
         upto = end;
-    /* checked before the file lock: write-behind takes its own lock first */
-    bool idle = !file->wb || gds_wb_idle(file);
     uint64_t set = 0;
     pthread_mutex_lock(&file->lock);
-    if (idle && !file->cannot_reserve && end > file->reserved_end) {
+    if (!file->cannot_reserve && end > file->reserved_end) {
         uint64_t from = file->reserved_end;
         /* Only with room to spare: a reservation that fails half-way may keep
          * what it allocated, and must never be what fills the disk. */

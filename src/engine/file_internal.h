@@ -1,7 +1,9 @@
 /*
- * The file handle's interface to the strategies (host, staged, cuFile) and
- * the dispatcher. The strategies depend on this and on strategy.h; the
- * handle (file_handle.c) depends on neither of them.
+ * The file handle's interface to the layers of the engine that use it: the
+ * strategies (host, staged, cuFile), the dispatcher (transfer.c),
+ * write-behind and the public entry points (file_io.c). The strategies
+ * depend on this and on strategy.h; the handle (file_handle.c) depends on
+ * none of them.
  */
 #ifndef H5GDS_FILE_INTERNAL_H
 #define H5GDS_FILE_INTERNAL_H
@@ -32,15 +34,22 @@ struct gds_file {
     gds_route_t device_route;
     CUfileHandle_t cufile_handle; /* valid when device_route == CUFILE */
 
-    struct gds_wb *wb;           /* write-behind, or NULL (write_behind.h) */
+    struct gds_wb *wb;           /* write-behind, or NULL (write_behind.h): created and destroyed by file_io.c */
     uint64_t reserved_end;       /* under lock: space reserved up to here (gds_file_reserve) */
     bool cannot_reserve;         /* under lock: fallocate failed once; not tried again */
 
     gds_engine_stats_t stats;    /* every field updated with atomics */
 };
 
-/* A request straight to the strategies, past write-behind (transfer.c). */
-int gds_submit_unordered(gds_file_t *file, const gds_request_t *req, gds_io_t **io, gds_status_t *st);
+/* The handle alone (gds_file_open and gds_file_close add write-behind):
+ * settings resolved, no descriptor opened yet. Destroy deregisters the file
+ * from cuFile and closes the O_DIRECT descriptor. */
+int gds_file_handle_create(gds_file_t **out, const char *path, int fd, bool writable,
+                           const gds_engine_settings_t *cfg, gds_status_t *st);
+void gds_file_handle_destroy(gds_file_t *file);
+/* gds_file_reserve once no background write is in flight (the caller
+ * checked): fallocate up to `upto` under the file's lock. */
+uint64_t gds_file_reserve_space(gds_file_t *file, uint64_t end, uint64_t upto);
 
 /* The O_DIRECT descriptor, opened on first use; -1 when O_DIRECT is unusable
  * for this file (then buffered I/O is used and counted as a fallback). */

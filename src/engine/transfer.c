@@ -7,6 +7,9 @@
  * so many small chunks keep every worker busy). Synchronous requests run
  * host pieces on the calling thread, as sec2 would; asynchronous ones run
  * everything on the pool.
+ *
+ * The transfer layer: write-behind and the public entry points (file_io.c)
+ * stand on it; it never calls them.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -14,7 +17,7 @@
 #include <unistd.h>
 
 #include "strategy.h"
-#include "write_behind.h"
+#include "transfer.h"
 
 #define GDS_MAX_GROUPS 8 /* device contexts in one request, plus host */
 
@@ -366,34 +369,10 @@ static int submit(gds_file_t *file, const gds_request_t *req, bool inline_host, 
     return 0;
 }
 
-int gds_submit_unordered(gds_file_t *file, const gds_request_t *req, gds_io_t **io, gds_status_t *st)
+int gds_transfer_submit(gds_file_t *file, const gds_request_t *req, gds_io_t **io, gds_status_t *st)
 {
     *io = NULL;
     return submit(file, req, false, io, st);
-}
-
-int gds_file_submit(gds_file_t *file, const gds_request_t *req, gds_io_t **io, gds_status_t *st)
-{
-    *io = NULL;
-    if (file->wb && gds_wb_before(file, req->data == GDS_DATA_RAW, !req->write && req->data == GDS_DATA_RAW, req->segs, req->nseg, st) != 0)
-        return -1;
-    return submit(file, req, false, io, st);
-}
-
-int gds_file_drain(gds_file_t *file, gds_status_t *st)
-{
-    return gds_wb_drain(file, st);
-}
-
-int gds_file_sync(gds_file_t *file, gds_status_t *st)
-{
-    if (gds_wb_drain(file, st) != 0)
-        return -1;
-    if (fsync(file->fd) != 0) {
-        gds_status_set(st, errno, "fsync of %s failed", file->path);
-        return -1;
-    }
-    return 0;
 }
 
 bool gds_io_done(gds_io_t *io)
@@ -409,17 +388,8 @@ int gds_io_wait(gds_io_t *io, gds_status_t *st)
     return collect(io, 0, st);
 }
 
-int gds_file_transfer(gds_file_t *file, const gds_request_t *req, gds_status_t *st)
+int gds_transfer_run(gds_file_t *file, const gds_request_t *req, gds_status_t *st)
 {
-    if (file->wb) {
-        /* raw writes become snapshots when they can; everything else first
-         * waits for the background writes it overlaps */
-        int taken = req->write && req->data == GDS_DATA_RAW ? gds_wb_write(file, req, st) : 0;
-        if (taken != 0)
-            return taken > 0 ? 0 : -1;
-        if (gds_wb_before(file, req->data == GDS_DATA_RAW, !req->write && req->data == GDS_DATA_RAW, req->segs, req->nseg, st) != 0)
-            return -1;
-    }
     /* The common small case, one host piece: no allocation, no ticket. */
     if (req->nseg == 1) {
         const gds_segment_t *s = &req->segs[0];
@@ -451,37 +421,4 @@ int gds_file_transfer(gds_file_t *file, const gds_request_t *req, gds_status_t *
     if (submit(file, req, true, &io, st) != 0)
         return -1;
     return collect(io, 0, st);
-}
-
-int gds_file_read(gds_file_t *file, uint64_t offset, size_t size, void *buf, gds_data_t data, gds_status_t *st)
-{
-    gds_segment_t seg = {offset, size, buf};
-    gds_request_t req = {.write = false, .data = data, .nseg = 1, .segs = &seg};
-    return gds_file_transfer(file, &req, st);
-}
-
-int gds_file_write(gds_file_t *file, uint64_t offset, size_t size, const void *buf, gds_data_t data,
-                   gds_status_t *st)
-{
-    /* The engine never writes through `buf`; the cast only shares the code path. */
-    gds_segment_t seg = {offset, size, (void *)buf};
-    gds_request_t req = {.write = true, .data = data, .nseg = 1, .segs = &seg};
-    return gds_file_transfer(file, &req, st);
-}
-
-void gds_engine_shutdown(void)
-{
-    gds_pool_shutdown();
-    gds_wb_release_kept();
-    gds_cufile_release_cache(); /* no registration outlives the driver */
-}
-
-unsigned gds_engine_threads(void)
-{
-    return gds_pool_threads();
-}
-
-size_t gds_engine_pinned_bytes(void)
-{
-    return gds_staged_pinned_bytes();
 }

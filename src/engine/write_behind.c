@@ -1,7 +1,10 @@
-/* Write-behind snapshots and their background writes; see write_behind.h. */
+/* Write-behind snapshots and their background writes; see write_behind.h.
+ * Stacked on the transfer layer (transfer.h): it takes a write, snapshots
+ * it and submits the snapshot below; the transfer layer never calls it. */
 #include "write_behind.h"
 
 #include "strategy.h"
+#include "transfer.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -348,7 +351,7 @@ static void retire_locked(gds_file_t *file, gds_wb_t *wb, pending_t *p)
     gds_status_t st;
     int rc = 0;
     if (!p->io) /* held: started now, the latest it can be */
-        rc = gds_submit_unordered(file, &p->held, &p->io, &st);
+        rc = gds_transfer_submit(file, &p->held, &p->io, &st);
     free(p->held_info);
     p->held_info = NULL;
     if (rc == 0)
@@ -744,7 +747,7 @@ int gds_wb_write(gds_file_t *file, const gds_request_t *req, gds_status_t *st)
         rc = 0;
     }
     else {
-        rc = gds_submit_unordered(file, &bg, &p->io, st);
+        rc = gds_transfer_submit(file, &bg, &p->io, st);
         free(snap_info);
     }
     if (rc != 0) {
