@@ -263,7 +263,7 @@ def test_gpu_compressed_writes_read_back_in_h5py(tmp_path, fname, kw, gpu):
             assert ref["x"].id.get_storage_size() < arr.nbytes, (fname, ref["x"].id.get_storage_size())
     np.testing.assert_array_equal(y[64:192], arr[64:192])
     np.testing.assert_array_equal(y[10:20, 5:50], arr[10:20, 5:50])
-    if NVCOMP is None:
+    if NVCOMP is None and "zstd" not in fname:  # zstd: HDF5's CPU filter is faster (see gds_filtered.c)
         assert route_create == "gpu-encode", route_create
         assert route_rows == "gpu-encode", route_rows
     assert route_part != "gpu-encode"  # a part of a chunk: HDF5's pipeline
