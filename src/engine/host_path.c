@@ -53,7 +53,7 @@ static int read_rest(const host_job_t *job, char *p, size_t len, uint64_t lo, gd
 #define HOST_LOOKAHEAD_MAX 128
 
 /* H5GDS_TEST_LOOKAHEAD=<pieces>,<bytes>: other depths than the above, for
- * measurements that compare them (scripts/loader-profile.py). */
+ * measurements that compare them (bench/tools/loader-profile.py). */
 static void lookahead_depth(size_t *pieces, size_t *bytes)
 {
     static size_t depth[2]; /* atomic: computed once, same values from any thread */

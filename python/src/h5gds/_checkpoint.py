@@ -188,7 +188,7 @@ def _hold(path: str) -> int | None:
     """A descriptor of the checkpoint `path` replaces, if any: its blocks are
     then freed when that descriptor is closed, after the new checkpoint is
     durable, instead of inside the rename (ext4: 0.4-0.75 s for 2 GiB,
-    scripts/replace-cost.py)."""
+    bench/tools/replace-cost.py)."""
     try:
         return os.open(path, os.O_RDONLY)
     except OSError:
