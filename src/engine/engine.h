@@ -245,6 +245,11 @@ int gds_file_sync(gds_file_t *file, gds_status_t *st);
  * full disk). Returns the file size it set, or 0. */
 uint64_t gds_file_reserve(gds_file_t *file, uint64_t end, uint64_t upto);
 
+/* The file's owner cut it to `size` bytes: the space reserved or claimed
+ * past it was freed with the cut and is forgotten (later writes there
+ * claim it again). */
+void gds_file_truncated(gds_file_t *file, uint64_t size);
+
 /* Shorthands: one segment, legacy-stream ordering. */
 int gds_file_read(gds_file_t *file, uint64_t offset, size_t size, void *buf, gds_data_t data, gds_status_t *st);
 int gds_file_write(gds_file_t *file, uint64_t offset, size_t size, const void *buf, gds_data_t data,

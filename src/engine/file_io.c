@@ -115,6 +115,16 @@ uint64_t gds_file_reserve(gds_file_t *file, uint64_t end, uint64_t upto)
     return gds_file_reserve_space(file, end, upto);
 }
 
+void gds_file_truncated(gds_file_t *file, uint64_t size)
+{
+    if (file->wb)
+        gds_wb_space_cut(file, size);
+    pthread_mutex_lock(&file->lock);
+    if (file->reserved_end > size)
+        file->reserved_end = size;
+    pthread_mutex_unlock(&file->lock);
+}
+
 void gds_engine_shutdown(void)
 {
     gds_pool_shutdown();

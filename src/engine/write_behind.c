@@ -408,6 +408,17 @@ int gds_wb_before(gds_file_t *file, bool raw, bool read, const gds_segment_t *se
     return rc;
 }
 
+void gds_wb_space_cut(gds_file_t *file, uint64_t size)
+{
+    gds_wb_t *wb = file->wb;
+    pthread_mutex_lock(&wb->lock);
+    if (wb->reserved_lo >= size)
+        wb->reserved_lo = wb->reserved_hi = 0;
+    else if (wb->reserved_hi > size)
+        wb->reserved_hi = size;
+    pthread_mutex_unlock(&wb->lock);
+}
+
 bool gds_wb_idle(gds_file_t *file)
 {
     gds_wb_t *wb = file->wb;

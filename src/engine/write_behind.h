@@ -112,6 +112,8 @@ int gds_wb_write(gds_file_t *file, const gds_request_t *req, gds_status_t *st);
 int gds_wb_before(gds_file_t *file, bool raw, bool read, const gds_segment_t *segs, size_t nseg, gds_status_t *st);
 /* Whether no background write is in flight (finished ones are retired). */
 bool gds_wb_idle(gds_file_t *file);
+/* The file was cut to `size`: claims past it are forgotten. */
+void gds_wb_space_cut(gds_file_t *file, uint64_t size);
 /* Waits for every background write; -1 with the first failure (kept). */
 int gds_wb_drain(gds_file_t *file, gds_status_t *st);
 

@@ -53,6 +53,23 @@ static bool is_gds_mpio_file(hid_t fid)
     return p && p(fid) > 0;
 }
 
+#ifndef H5GDS_NO_GPU_DECODE
+/* Whether a dataset's file is a gds_mpio one (errors quiet). */
+static bool on_gds_mpio_file(hid_t dset)
+{
+    bool mpio = false;
+    H5E_BEGIN_TRY
+    {
+        hid_t fid = H5Iget_file_id(dset);
+        mpio = fid >= 0 && is_gds_mpio_file(fid);
+        if (fid >= 0)
+            H5Fclose(fid);
+    }
+    H5E_END_TRY;
+    return mpio;
+}
+#endif
+
 static _Thread_local H5FD_gds_route_t last_route = H5FD_GDS_ROUTE_NONE;
 
 H5FD_gds_route_t H5FD_gds_last_route(void)
@@ -329,7 +346,7 @@ static herr_t write_checked(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t f
     }
 #ifndef H5GDS_NO_GPU_DECODE
     /* Whole filtered chunks encoded on the GPU, where that path serves the write. */
-    int encoded = gds_filtered_write(dset, mem_type, mem_space, file_space, dxpl, buf);
+    int encoded = on_gds_mpio_file(dset) ? 0 : gds_filtered_write(dset, mem_type, mem_space, file_space, dxpl, buf);
     if (encoded != 0) {
         last_route = H5FD_GDS_ROUTE_GPU_ENCODE;
         return encoded < 0 ? -1 : 0;
@@ -359,8 +376,9 @@ static herr_t read_checked(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t fi
         return H5Dread(dset, mem_type, mem_space, file_space, dxpl, buf);
     }
 #ifndef H5GDS_NO_GPU_DECODE
-    /* Filtered chunks decoded on the GPU, where that path serves the read. */
-    int decoded = gds_filtered_read(dset, mem_type, mem_space, file_space, dxpl, buf);
+    /* Filtered chunks decoded on the GPU, where that path serves the read
+     * (not on gds_mpio files: its queries would be collective). */
+    int decoded = on_gds_mpio_file(dset) ? 0 : gds_filtered_read(dset, mem_type, mem_space, file_space, dxpl, buf);
     if (decoded != 0) {
         last_route = H5FD_GDS_ROUTE_GPU_DECODE;
         return decoded < 0 ? -1 : 0;

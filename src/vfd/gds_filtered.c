@@ -479,6 +479,8 @@ static herr_t decode_batch(read_state_t *s, size_t from, size_t to, int slot)
     }
     if (ret == 0 && rc == CUDA_SUCCESS)
         rc = s->cu->StreamSynchronize(s->stream);
+    else
+        (void)s->cu->StreamSynchronize(s->stream); /* nothing queued may still use the buffers freed next */
     if (ret == 0 && rc != CUDA_SUCCESS) {
         FILTERED_ERROR(H5E_DATASET, H5E_CANTCOPY, "dataset '%s': placing decoded chunks failed: %s", s->name,
                   gds_cuda_error_text(rc));
@@ -719,6 +721,10 @@ static int filtered_io(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_s
                 npoints *= s.box.n[d];
             if (npoints == 0) /* nothing selected: HDF5's own call does nothing */
                 break;
+            /* H5S_ALL memory with a partial file selection: the buffer has the
+             * dataset's shape, each element at its own coordinates (not a packed box) */
+            if (mem_space == H5S_ALL && file_space != H5S_ALL && H5Sget_select_type(file_space) != H5S_SEL_ALL)
+                break;
             if (mem_space != H5S_ALL && (H5Sget_select_type(mem_space) != H5S_SEL_ALL ||
                                          H5Sget_select_npoints(mem_space) != (hssize_t)npoints))
                 break;
@@ -774,9 +780,15 @@ static int filtered_io(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_s
                 c->dst = (char *)buf + (size_t)((c->lo[0] - s.box.lo[0]) * slab);
             }
         }
+        /* Reads of never-written chunks get the fill value as HDF5 gives it:
+         * none when undefined or with fill time NEVER (the buffer is left as
+         * it is); writes pad edge chunks with it (zeros when undefined). */
         H5D_fill_value_t defined = H5D_FILL_VALUE_UNDEFINED;
-        if (result == 1 && any_fill && H5Pfill_value_defined(dcpl, &defined) >= 0 &&
-            defined != H5D_FILL_VALUE_UNDEFINED && make_fill(&s, dcpl, mem_type) < 0)
+        H5D_fill_time_t fill_time = H5D_FILL_TIME_IFSET;
+        bool fills = result == 1 && any_fill && H5Pfill_value_defined(dcpl, &defined) >= 0 &&
+                     defined != H5D_FILL_VALUE_UNDEFINED &&
+                     (write || (H5Pget_fill_time(dcpl, &fill_time) >= 0 && fill_time != H5D_FILL_TIME_NEVER));
+        if (fills && make_fill(&s, dcpl, mem_type) < 0)
             result = -1;
         double t0 = seconds_now();
         if (result == 1 && (write ? write_all(&s) : read_all(&s)) < 0)
@@ -786,9 +798,9 @@ static int filtered_io(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_s
             last_stats = s.stats;
         pushed = result < 0;
     }
+    free_state(&s); /* in the buffers' context */
     if (entered)
         gds_cuda_restore(previous);
-    free_state(&s);
     if (dcpl >= 0)
         H5Pclose(dcpl);
     if (ftype >= 0)

@@ -329,6 +329,8 @@ static herr_t gds_truncate(H5FD_t *_file, hid_t dxpl, hbool_t closing)
                   (unsigned long long)file->eoa, strerror(errno));
         return -1;
     }
+    if (file->eoa < file->eof) /* the blocks past the new end were freed: no longer claimed */
+        gds_file_truncated(file->engine, (uint64_t)file->eoa);
     file->eof = file->eoa;
     return ret;
 }
