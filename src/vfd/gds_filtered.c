@@ -305,8 +305,8 @@ static void free_state(read_state_t *s)
     free(s->chunks);
 }
 
-/* Lists the chunks of the box with their extents (HDF5 >= 1.10.5). */
-static herr_t locate_chunks(read_state_t *s)
+/* The chunks the box touches, by their first elements (row-major order). */
+static herr_t list_chunks(read_state_t *s)
 {
     const box_t *b = &s->box;
     hsize_t first[H5S_MAX_RANK], count[H5S_MAX_RANK], total = 1;
@@ -321,15 +321,25 @@ static herr_t locate_chunks(read_state_t *s)
     }
     s->nchunks = (size_t)total;
     for (hsize_t k = 0; k < total; k++) {
-        chunk_t *c = &s->chunks[k];
         hsize_t rest = k;
         for (int d = b->rank - 1; d >= 0; d--) {
-            c->lo[d] = (first[d] + rest % count[d]) * s->cdims[d];
+            s->chunks[k].lo[d] = (first[d] + rest % count[d]) * s->cdims[d];
             rest /= count[d];
         }
+    }
+    return 0;
+}
+
+/* The same, with each chunk's file extent and filter mask (HDF5 >= 1.10.5). */
+static herr_t locate_chunks(read_state_t *s)
+{
+    if (list_chunks(s) < 0)
+        return -1;
+    for (size_t k = 0; k < s->nchunks; k++) {
+        chunk_t *c = &s->chunks[k];
         if (H5Dget_chunk_info_by_coord(s->dset, c->lo, &c->mask, &c->addr, &c->stored) < 0) {
             char where[128];
-            chunk_text(b, c->lo, where, sizeof where);
+            chunk_text(&s->box, c->lo, where, sizeof where);
             FILTERED_ERROR(H5E_DATASET, H5E_CANTGET, "dataset '%s': cannot locate the chunk at %s", s->name, where);
             return -1;
         }
@@ -632,31 +642,6 @@ static herr_t write_all(read_state_t *s)
     return 0;
 }
 
-/* The chunks of a write box: its first elements, and where each lies in
- * the source when it is a contiguous slab of it. */
-static herr_t list_chunks(read_state_t *s)
-{
-    const box_t *b = &s->box;
-    hsize_t first[H5S_MAX_RANK], count[H5S_MAX_RANK], total = 1;
-    for (int d = 0; d < b->rank; d++) {
-        first[d] = b->lo[d] / s->cdims[d];
-        count[d] = (b->lo[d] + b->n[d] - 1) / s->cdims[d] - first[d] + 1;
-        total *= count[d];
-    }
-    if (!(s->chunks = calloc((size_t)total, sizeof *s->chunks))) {
-        FILTERED_ERROR(H5E_RESOURCE, H5E_NOSPACE, "out of memory for %llu chunk records", (unsigned long long)total);
-        return -1;
-    }
-    s->nchunks = (size_t)total;
-    for (hsize_t k = 0; k < total; k++) {
-        hsize_t rest = k;
-        for (int d = b->rank - 1; d >= 0; d--) {
-            s->chunks[k].lo[d] = (first[d] + rest % count[d]) * s->cdims[d];
-            rest /= count[d];
-        }
-    }
-    return 0;
-}
 
 /* nvCOMP's zstd compression ran at 0.013 GB/s in the compressed benchmark
  * (1 GiB float field, H100), 8x slower than HDF5's CPU filter: pipelines
