@@ -1,6 +1,8 @@
 /* Write-behind snapshots and their background writes; see write_behind.h.
  * Stacked on the transfer layer (transfer.h): it takes a write, snapshots
- * it and submits the snapshot below; the transfer layer never calls it. */
+ * it and submits the snapshot below; the transfer layer never calls it.
+ * The memory of the snapshot arenas, kept between files and prepared
+ * ahead, is snapshot_memory.c's. */
 #include "write_behind.h"
 
 #include "strategy.h"
@@ -81,114 +83,6 @@ static bool arena_release(arena_t *a, size_t off, size_t len)
     return true;
 }
 
-/* ---- arenas kept for the next file ----
- * Pinning gigabytes takes about a second, and a checkpoint every few
- * minutes would pay it each time: a destroyed file's arena is kept (one per
- * kind) for the next file with write-behind, and freed at engine shutdown.
- * A preparation (gds_wb_prepare) allocates one ahead, before any file. */
-
-typedef struct kept_arena {
-    char *base;
-    size_t size;
-    bool device, pinned;
-    void *ctx;
-} kept_arena_t;
-
-static kept_arena_t kept[2]; /* [0]: device, [1]: host */
-static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
-/* Under kept_lock: preparations in progress per kind (as kept[]), and the
- * condition broadcast when one ends. */
-static unsigned preparing[2];
-static pthread_cond_t kept_cond = PTHREAD_COND_INITIALIZER;
-/* Under kept_lock: files holding an arena (through gds_wb.next_open). */
-static gds_wb_t *open_arenas;
-/* Atomic counters (gds_wb_memory_info). */
-static uint64_t files_ready, files_allocated, prepared_count;
-
-static void free_memory(const kept_arena_t *k)
-{
-    const gds_cuda_api_t *cu = gds_cuda_if_loaded();
-    if (!k->base)
-        return;
-    if (!k->device && !k->pinned) {
-        free(k->base);
-        return;
-    }
-    /* cuFile may hold a registration of it (register=on) */
-    gds_cufile_forget_range(k->base, k->size);
-    CUresult rc = CUDA_ERROR_NOT_INITIALIZED;
-    void *previous = cu ? gds_cuda_enter(k->ctx, &rc) : NULL;
-    if (cu && (rc == CUDA_SUCCESS || !k->device)) { /* pinned memory is portable: freed from any context */
-        if (k->device)
-            cu->MemFree((CUdeviceptr)(uintptr_t)k->base);
-        else
-            cu->MemFreeHost(k->base);
-    }
-    if (cu)
-        gds_cuda_restore(previous);
-}
-
-/* Whether an arena serves a file whose first snapshot wants `device`
- * memory (else host) of at least `size` bytes in context `ctx`, as
- * make_arena_locked takes one: device memory of that context; with a
- * context, pinned memory of it (a plain host arena is not wanted then);
- * without one, plain host memory. */
-static bool serves(size_t held, bool device, bool pinned, void *arena_ctx, bool want_device, size_t size, void *ctx)
-{
-    if (held < size || device != want_device)
-        return false;
-    if (device)
-        return arena_ctx == ctx;
-    return ctx ? pinned && arena_ctx == ctx : !pinned;
-}
-
-/* A kept arena of this kind, at least `size` bytes, for context `ctx`. A
- * preparation of this kind in progress is waited for: the memory is on
- * its way, and allocating it a second time would take as long. */
-static bool take_kept(bool device, size_t size, void *ctx, kept_arena_t *out)
-{
-    pthread_mutex_lock(&kept_lock);
-    int slot = device ? 0 : 1;
-    while (preparing[slot])
-        pthread_cond_wait(&kept_cond, &kept_lock);
-    kept_arena_t *k = &kept[slot];
-    bool ok = k->base && k->size >= size && (!k->device && !k->pinned ? true : k->ctx == ctx);
-    if (ok) {
-        *out = *k;
-        memset(k, 0, sizeof *k);
-    }
-    pthread_mutex_unlock(&kept_lock);
-    return ok;
-}
-
-/* Keeps `a`; of two arenas of one kind and context the larger one stays,
- * else the newer one. */
-static void keep(const kept_arena_t *a)
-{
-    pthread_mutex_lock(&kept_lock);
-    kept_arena_t *k = &kept[a->device ? 0 : 1];
-    kept_arena_t drop = *k;
-    if (k->base && k->size > a->size && k->ctx == a->ctx && k->pinned == a->pinned)
-        drop = *a;
-    else
-        *k = *a;
-    pthread_mutex_unlock(&kept_lock);
-    free_memory(&drop);
-}
-
-static void join_preparations(void);
-
-void gds_wb_release_kept(void)
-{
-    join_preparations(); /* what they allocate is kept: freed below */
-    pthread_mutex_lock(&kept_lock);
-    kept_arena_t k0 = kept[0], k1 = kept[1];
-    memset(kept, 0, sizeof kept);
-    pthread_mutex_unlock(&kept_lock);
-    free_memory(&k0);
-    free_memory(&k1);
-}
-
 /* ---- pending background writes ---- */
 
 typedef struct pending {
@@ -207,8 +101,7 @@ struct gds_wb {
     size_t budget;
     arena_t arena;        /* allocated at the first snapshot */
     bool arena_tried;
-    bool listed;          /* in open_arenas (under kept_lock) */
-    struct gds_wb *next_open;
+    gds_snapshot_memory_holder_t holder; /* the arena's memory, listed while this file holds it */
     void *ctx;            /* the CUDA context of device snapshots */
     CUstream stream;      /* snapshot copies */
     /* Events, made once per file rather than per write (a checkpoint is
@@ -237,6 +130,12 @@ struct gds_wb {
     uint64_t hold_random; /* "random:<seed>": each write held with probability 1/2 (xorshift state) */
 };
 
+/* The arena's memory, as snapshot_memory.c keeps and lists it. */
+static gds_snapshot_memory_t arena_memory(const gds_wb_t *wb)
+{
+    return (gds_snapshot_memory_t){wb->arena.base, wb->arena.held, wb->arena.device, wb->arena.pinned, wb->ctx};
+}
+
 gds_wb_t *gds_wb_create(size_t budget)
 {
     gds_wb_t *wb = calloc(1, sizeof *wb);
@@ -258,17 +157,11 @@ void gds_wb_destroy(gds_wb_t *wb)
 {
     if (!wb)
         return;
-    if (wb->listed) {
-        pthread_mutex_lock(&kept_lock);
-        for (gds_wb_t **link = &open_arenas; *link; link = &(*link)->next_open)
-            if (*link == wb) {
-                *link = wb->next_open;
-                break;
-            }
-        pthread_mutex_unlock(&kept_lock);
+    gds_snapshot_memory_closed(&wb->holder);
+    if (wb->arena.base) {
+        gds_snapshot_memory_t memory = arena_memory(wb);
+        gds_snapshot_memory_keep(&memory);
     }
-    if (wb->arena.base)
-        keep(&(kept_arena_t){wb->arena.base, wb->arena.held, wb->arena.device, wb->arena.pinned, wb->ctx});
     const gds_cuda_api_t *cu = gds_cuda_if_loaded();
     if (cu && (wb->stream || wb->app_point || wb->nspare)) {
         CUresult rc;
@@ -461,8 +354,8 @@ static void make_arena_locked(gds_file_t *file, gds_wb_t *wb, const gds_buffer_i
         if (cu->StreamCreate(&wb->stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS)
             wb->stream = NULL;
         CUdeviceptr d = 0;
-        kept_arena_t k;
-        if (want_device && take_kept(true, size, ctx, &k)) {
+        gds_snapshot_memory_t k;
+        if (want_device && gds_snapshot_memory_take_kept(true, size, ctx, &k)) {
             wb->arena.base = k.base;
             wb->arena.held = k.size;
             wb->arena.device = true;
@@ -473,7 +366,8 @@ static void make_arena_locked(gds_file_t *file, gds_wb_t *wb, const gds_buffer_i
             wb->arena.held = size;
             wb->arena.device = true;
         }
-        else if (take_kept(false, size, ctx, &k) && (k.pinned || (free_memory(&k), false))) {
+        else if (gds_snapshot_memory_take_kept(false, size, ctx, &k) &&
+                 (k.pinned || (gds_snapshot_memory_free(&k), false))) {
             wb->arena.base = k.base; /* (a kept plain-host arena is freed: a CUDA process wants pinned) */
             wb->arena.held = k.size;
             wb->arena.pinned = true;
@@ -489,8 +383,8 @@ static void make_arena_locked(gds_file_t *file, gds_wb_t *wb, const gds_buffer_i
     if (cu && ctx)
         gds_cuda_restore(previous); /* the application's thread: its context back */
     if (!wb->arena.base && gds_memory_is_host(first->kind)) {
-        kept_arena_t k;
-        if (take_kept(false, size, NULL, &k)) {
+        gds_snapshot_memory_t k;
+        if (gds_snapshot_memory_take_kept(false, size, NULL, &k)) {
             wb->arena.base = k.base; /* pinned memory is host memory too */
             wb->arena.held = k.size;
             wb->arena.pinned = k.pinned;
@@ -506,7 +400,8 @@ static void make_arena_locked(gds_file_t *file, gds_wb_t *wb, const gds_buffer_i
     wb->arena.size = size;
     wb->arena.free = malloc(16 * sizeof *wb->arena.free);
     if (!wb->arena.free) {
-        keep(&(kept_arena_t){wb->arena.base, wb->arena.held, wb->arena.device, wb->arena.pinned, wb->ctx});
+        gds_snapshot_memory_t memory = arena_memory(wb);
+        gds_snapshot_memory_keep(&memory);
         memset(&wb->arena, 0, sizeof wb->arena);
         gds_file_log(file, "write-behind: out of memory for the snapshot bookkeeping; writing through");
         return;
@@ -515,12 +410,8 @@ static void make_arena_locked(gds_file_t *file, gds_wb_t *wb, const gds_buffer_i
     wb->arena.free[0] = (extent_t){0, size};
     wb->arena.nfree = 1;
     gds_stat_add(&file->stats.wb_arena_bytes, wb->arena.held);
-    gds_stat_add(ready ? &files_ready : &files_allocated, 1);
-    pthread_mutex_lock(&kept_lock);
-    wb->next_open = open_arenas;
-    open_arenas = wb;
-    wb->listed = true;
-    pthread_mutex_unlock(&kept_lock);
+    wb->holder.memory = arena_memory(wb);
+    gds_snapshot_memory_opened(&wb->holder, ready);
     gds_file_log(file, "write-behind: %zu bytes of %s snapshot memory (%zu held, %s)", size,
                  wb->arena.device ? "device" : wb->arena.pinned ? "pinned host" : "host", wb->arena.held,
                  ready ? "ready: kept or prepared ahead" : "allocated now");
@@ -793,332 +684,4 @@ out:
     free(segs);
     free(p);
     return rc;
-}
-
-/* ---- snapshot memory made ready ahead (see write_behind.h) ---- */
-
-struct gds_wb_prep {
-    size_t bytes;
-    gds_wb_memory_t kind;
-    void *ctx;
-    int slot;            /* the kind marked in preparing[] */
-    pthread_t thread;
-    /* under kept_lock */
-    bool finished, joined, abandoned;
-    int rc;
-    gds_status_t st;     /* written by the thread before `finished` */
-    gds_wb_prep_t *next; /* in `preps` until given back and joined */
-};
-
-static gds_wb_prep_t *preps; /* under kept_lock */
-
-/* Whether memory that serves such a file is kept, or held by an open file
- * (kept when it closes). Under kept_lock. */
-static bool ready_locked(bool device, size_t bytes, void *ctx)
-{
-    const kept_arena_t *k = &kept[device ? 0 : 1];
-    if (k->base && serves(k->size, k->device, k->pinned, k->ctx, device, bytes, ctx))
-        return true;
-    for (const gds_wb_t *w = open_arenas; w; w = w->next_open)
-        if (serves(w->arena.held, w->arena.device, w->arena.pinned, w->ctx, device, bytes, ctx))
-            return true;
-    return false;
-}
-
-static uint64_t machine_memory(void)
-{
-    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    return pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : UINT64_MAX;
-}
-
-/* The device's memory (free, total) in context `ctx`; false when CUDA
- * cannot say. */
-static bool device_memory(void *ctx, size_t *free_bytes, size_t *total_bytes)
-{
-    const gds_cuda_api_t *cu = gds_cuda_if_loaded();
-    CUresult rc = CUDA_ERROR_NOT_INITIALIZED;
-    void *previous = cu ? gds_cuda_enter(ctx, &rc) : NULL;
-    if (rc == CUDA_SUCCESS)
-        rc = cu->MemGetInfo(free_bytes, total_bytes);
-    if (cu)
-        gds_cuda_restore(previous);
-    return rc == CUDA_SUCCESS;
-}
-
-/* What can be told before allocating: the kind exists, device memory has
- * a context, and the memory asked for is not more than the device (or the
- * machine) has at all. Returns the kind marked in preparing[] (0: device,
- * 1: host), or -1 with `st`. */
-static int prepare_check(size_t bytes, gds_wb_memory_t kind, void *ctx, gds_status_t *st)
-{
-    if (kind != GDS_WB_AUTO && kind != GDS_WB_DEVICE && kind != GDS_WB_HOST) {
-        gds_status_set(st, EINVAL, "snapshot memory: unknown kind %d (auto, device or host)", (int)kind);
-        return -1;
-    }
-    if (bytes == 0) {
-        gds_status_set(st, EINVAL, "snapshot memory: 0 bytes asked for");
-        return -1;
-    }
-    if (ctx && !gds_cuda_if_loaded()) {
-        gds_status_set(st, EINVAL, "snapshot memory: a CUDA context was given, but CUDA is not loaded");
-        return -1;
-    }
-    if (kind == GDS_WB_DEVICE && !ctx) {
-        gds_status_set(st, EINVAL, "device snapshot memory needs a CUDA context: none is current on the calling "
-                                   "thread (no GPU work done there yet, or CUDA not loaded)");
-        return -1;
-    }
-    bool device = kind == GDS_WB_DEVICE || (kind == GDS_WB_AUTO && ctx);
-    size_t free_bytes = 0, total = 0;
-    bool device_fits = device && (!device_memory(ctx, &free_bytes, &total) || bytes <= total);
-    if (device && !device_fits && kind == GDS_WB_DEVICE) {
-        gds_status_set(st, ENOMEM, "%zu bytes of device snapshot memory: more than the device's %zu bytes", bytes,
-                       total);
-        return -1;
-    }
-    uint64_t machine = machine_memory();
-    if (!device_fits && bytes > machine) { /* host memory, or auto falling back to it */
-        gds_status_set(st, ENOMEM, "%zu bytes of host snapshot memory: more than this machine's %llu bytes%s", bytes,
-                       (unsigned long long)machine, device ? " (and the device's)" : "");
-        return -1;
-    }
-    return device ? 0 : 1;
-}
-
-/* One allocation of `bytes` of the kind, or -1 with `st`. Pinned and device
- * memory is backed at once; plain host memory has every page touched here,
- * so the first snapshots do not pay the page faults either. */
-static int allocate(size_t bytes, bool device, void *ctx, kept_arena_t *a, gds_status_t *st)
-{
-    memset(a, 0, sizeof *a);
-    if (!ctx) {
-        if (!(a->base = malloc(bytes))) {
-            gds_status_set(st, ENOMEM, "cannot allocate %zu bytes of host snapshot memory", bytes);
-            return -1;
-        }
-        long page = sysconf(_SC_PAGESIZE);
-        for (size_t at = 0; at < bytes; at += page > 0 ? (size_t)page : 4096)
-            ((volatile char *)a->base)[at] = 0;
-        a->size = bytes;
-        return 0;
-    }
-    const gds_cuda_api_t *cu = gds_cuda_if_loaded();
-    CUresult rc;
-    void *previous = gds_cuda_enter(ctx, &rc);
-    size_t free_bytes = 0, total = 0;
-    if (rc == CUDA_SUCCESS && device) {
-        CUdeviceptr d = 0;
-        rc = cu->MemAlloc(&d, bytes);
-        if (rc == CUDA_SUCCESS)
-            a->base = (char *)(uintptr_t)d;
-        else if (cu->MemGetInfo(&free_bytes, &total) != CUDA_SUCCESS)
-            free_bytes = total = 0;
-    }
-    else if (rc == CUDA_SUCCESS)
-        rc = cu->MemHostAlloc((void **)&a->base, bytes, CU_MEMHOSTALLOC_PORTABLE);
-    gds_cuda_restore(previous);
-    if (rc != CUDA_SUCCESS) {
-        int err = rc == CUDA_ERROR_OUT_OF_MEMORY ? ENOMEM : 0;
-        if (device)
-            gds_status_set(st, err, "cannot allocate %zu bytes of device snapshot memory: %s (%zu of %zu bytes free)",
-                           bytes, gds_cuda_error_text(rc), free_bytes, total);
-        else
-            gds_status_set(st, err, "cannot allocate %zu bytes of pinned host snapshot memory: %s", bytes,
-                           gds_cuda_error_text(rc));
-        a->base = NULL;
-        return -1;
-    }
-    a->size = bytes;
-    a->device = device;
-    a->pinned = !device;
-    a->ctx = ctx;
-    return 0;
-}
-
-/* The preparation itself; `*slot` is the kind marked in preparing[] (auto
- * moves the mark to host memory when the device has no room). */
-static int prepare_run(size_t bytes, gds_wb_memory_t kind, void *ctx, int *slot, gds_status_t *st)
-{
-    for (;;) {
-        bool device = *slot == 0;
-        pthread_mutex_lock(&kept_lock);
-        bool ready = ready_locked(device, bytes, ctx);
-        pthread_mutex_unlock(&kept_lock);
-        if (ready)
-            return 0;
-        kept_arena_t a;
-        if (allocate(bytes, device, ctx, &a, st) == 0) {
-            keep(&a);
-            gds_stat_add(&prepared_count, 1);
-            return 0;
-        }
-        if (!device || kind != GDS_WB_AUTO || bytes > machine_memory())
-            return -1;
-        pthread_mutex_lock(&kept_lock); /* auto: pinned host memory instead */
-        preparing[1]++;
-        preparing[0]--;
-        *slot = 1;
-        pthread_cond_broadcast(&kept_cond);
-        pthread_mutex_unlock(&kept_lock);
-    }
-}
-
-static void prepare_end(int slot)
-{
-    pthread_mutex_lock(&kept_lock);
-    preparing[slot]--;
-    pthread_cond_broadcast(&kept_cond);
-    pthread_mutex_unlock(&kept_lock);
-}
-
-int gds_wb_prepare(size_t bytes, gds_wb_memory_t kind, void *ctx, gds_status_t *st)
-{
-    int slot = prepare_check(bytes, kind, ctx, st);
-    if (slot < 0)
-        return -1;
-    pthread_mutex_lock(&kept_lock);
-    preparing[slot]++;
-    pthread_mutex_unlock(&kept_lock);
-    int rc = prepare_run(bytes, kind, ctx, &slot, st);
-    prepare_end(slot);
-    return rc;
-}
-
-static void *prepare_main(void *arg)
-{
-    gds_wb_prep_t *p = arg;
-    gds_status_t st = {0, ""};
-    int slot = p->slot;
-    int rc = prepare_run(p->bytes, p->kind, p->ctx, &slot, &st);
-    pthread_mutex_lock(&kept_lock);
-    p->rc = rc;
-    p->st = st;
-    p->finished = true;
-    preparing[slot]--;
-    pthread_cond_broadcast(&kept_cond);
-    pthread_mutex_unlock(&kept_lock); /* the thread's last use of anything shared */
-    return NULL;
-}
-
-/* Joins and frees the preparations given back that have ended (a joined
- * thread has only its return left to run). Under kept_lock. */
-static void reap_preparations_locked(void)
-{
-    for (gds_wb_prep_t **link = &preps; *link;) {
-        gds_wb_prep_t *p = *link;
-        if (p->abandoned && p->finished) {
-            if (!p->joined)
-                pthread_join(p->thread, NULL);
-            *link = p->next;
-            free(p);
-        }
-        else
-            link = &p->next;
-    }
-}
-
-int gds_wb_prepare_start(size_t bytes, gds_wb_memory_t kind, void *ctx, gds_wb_prep_t **out, gds_status_t *st)
-{
-    *out = NULL;
-    int slot = prepare_check(bytes, kind, ctx, st);
-    if (slot < 0)
-        return -1;
-    gds_wb_prep_t *p = calloc(1, sizeof *p);
-    if (!p) {
-        gds_status_set(st, ENOMEM, "snapshot memory: out of memory for the preparation");
-        return -1;
-    }
-    *p = (gds_wb_prep_t){.bytes = bytes, .kind = kind, .ctx = ctx, .slot = slot};
-    pthread_mutex_lock(&kept_lock);
-    reap_preparations_locked();
-    preparing[slot]++; /* before the call returns: a file opened next waits for this memory */
-    int rc = pthread_create(&p->thread, NULL, prepare_main, p);
-    if (rc == 0) {
-        p->next = preps;
-        preps = p;
-    }
-    else {
-        preparing[slot]--;
-        pthread_cond_broadcast(&kept_cond);
-    }
-    pthread_mutex_unlock(&kept_lock);
-    if (rc != 0) {
-        free(p);
-        gds_status_set(st, rc, "snapshot memory: cannot start a thread to prepare it");
-        return -1;
-    }
-    *out = p;
-    return 0;
-}
-
-bool gds_wb_prepare_done(gds_wb_prep_t *prep)
-{
-    pthread_mutex_lock(&kept_lock);
-    bool done = prep->finished;
-    pthread_mutex_unlock(&kept_lock);
-    return done;
-}
-
-int gds_wb_prepare_wait(gds_wb_prep_t *prep, gds_status_t *st)
-{
-    pthread_mutex_lock(&kept_lock);
-    while (!prep->finished)
-        pthread_cond_wait(&kept_cond, &kept_lock);
-    if (!prep->joined) {
-        pthread_join(prep->thread, NULL);
-        prep->joined = true;
-    }
-    int rc = prep->rc;
-    if (rc != 0)
-        *st = prep->st;
-    pthread_mutex_unlock(&kept_lock);
-    return rc;
-}
-
-void gds_wb_prepare_free(gds_wb_prep_t *prep)
-{
-    if (!prep)
-        return;
-    pthread_mutex_lock(&kept_lock);
-    prep->abandoned = true;
-    reap_preparations_locked();
-    pthread_mutex_unlock(&kept_lock);
-}
-
-/* Waits for every preparation in progress and joins its thread (engine
- * shutdown: no thread may run the library's code after it). */
-static void join_preparations(void)
-{
-    pthread_mutex_lock(&kept_lock);
-    for (;;) {
-        bool running = false;
-        for (gds_wb_prep_t *p = preps; p; p = p->next)
-            running |= !p->finished;
-        if (!running)
-            break;
-        pthread_cond_wait(&kept_cond, &kept_lock);
-    }
-    for (gds_wb_prep_t *p = preps; p; p = p->next)
-        if (!p->joined) {
-            pthread_join(p->thread, NULL);
-            p->joined = true;
-        }
-    reap_preparations_locked();
-    pthread_mutex_unlock(&kept_lock);
-}
-
-void gds_wb_memory_info(gds_wb_memory_info_t *info)
-{
-    memset(info, 0, sizeof *info);
-    pthread_mutex_lock(&kept_lock);
-    info->ready_device_bytes = kept[0].base ? kept[0].size : 0;
-    info->ready_host_bytes = kept[1].base ? kept[1].size : 0;
-    info->ready_host_pinned = kept[1].base && kept[1].pinned;
-    for (const gds_wb_t *w = open_arenas; w; w = w->next_open)
-        info->open_bytes += w->arena.held;
-    info->preparing = preparing[0] + preparing[1];
-    pthread_mutex_unlock(&kept_lock);
-    info->files_ready = __atomic_load_n(&files_ready, __ATOMIC_RELAXED);
-    info->files_allocated = __atomic_load_n(&files_allocated, __ATOMIC_RELAXED);
-    info->prepared = __atomic_load_n(&prepared_count, __ATOMIC_RELAXED);
 }
