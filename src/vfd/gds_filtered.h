@@ -14,4 +14,31 @@ int gds_filtered_read(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_sp
  * direct chunk writes: 1 written, 0 not taken, -1 failed (error stack). */
 int gds_filtered_write(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_space, hid_t dxpl, const void *buf);
 
+/* How a read finds the file extents of its box's chunks. */
+typedef enum gds_chunk_locate {
+    GDS_LOCATE_AUTO,     /* as a GPU read chooses */
+    GDS_LOCATE_BY_COORD, /* one H5Dget_chunk_info_by_coord per chunk */
+    GDS_LOCATE_WALK      /* one H5Dchunk_iter over the chunk index (HDF5 >= 1.14) */
+} gds_chunk_locate_t;
+
+/* One chunk of a box, as located. */
+typedef struct gds_chunk_location {
+    hsize_t lo[H5S_MAX_RANK]; /* dataset coordinates of its first element */
+    haddr_t addr;             /* HADDR_UNDEF: never written */
+    hsize_t stored;           /* bytes stored in the file (0 if never written) */
+    unsigned mask;            /* filters skipped when it was written */
+} gds_chunk_location_t;
+
+/* The chunks that the box [lo, lo + n) of the chunked dataset `dset`
+ * touches, row-major over the chunk grid, located as a GPU read locates
+ * them (no CUDA needed): the first `cap` go to `out`, `*used` (if given)
+ * says which method ran. Returns the number of chunks of the box, or -1
+ * with the error stack set. Exported for tests/test_chunk_locate.c only;
+ * not part of the public API. */
+__attribute__((visibility("default"))) long long gds_filtered_locate_chunks(hid_t dset, const hsize_t *lo,
+                                                                            const hsize_t *n,
+                                                                            gds_chunk_locate_t method,
+                                                                            gds_chunk_location_t *out, size_t cap,
+                                                                            gds_chunk_locate_t *used);
+
 #endif
