@@ -19,6 +19,7 @@ self="$root/scripts/gpu.sh"
 stage_table=(
   "prepare-python|600|(machine with network) download the Python build backend wheels into .whl-py/"
   "prepare-mpio|1800|(machine with network) Open MPI 5.0.11 and parallel HDF5 1.14.5 into .device/"
+  "prepare-codecs|600|(machine with network) nvCOMP and hdf5plugin's LZ4, Zstd, Bitshuffle, Blosc filters into .device-carry/"
   "build|900|build against HDF5 1.14.5 (build/gpu-h14) and the distribution's HDF5 (build/gpu-h10)"
   "c-tests|900|C tests with the GPU ones: both cuFile states, the 4 GiB request"
   "sanitizer|600|compute-sanitizer memcheck of the GPU test on the staged path"
@@ -102,6 +103,9 @@ Carried to a GPU machine without network (made beforehand, ignored by git):
                            bash scripts/gpu.sh prepare-mpio (mpio-tests, mpi-tests, bench-mpi, bench-mpio)
   .device/h5bench-src      a copy of hpc-io/h5bench's sources (bench-mpio's h5bench part;
                            tools/h5bench/build.sh lists the files)
+  .device-carry/           bash scripts/gpu.sh prepare-codecs: nvCOMP (nvcomp/libnvcomp.so.6, for
+                           the GPU codecs: H5GDS_NVCOMP_LIB) and hdf5plugin with four of its
+                           filters (site/, on PYTHONPATH), for codec-tests, python-tests, bench-compressed
 EOF
 }
 
@@ -177,6 +181,12 @@ c_builds() {  # the builds asked for, h14 first
   local c; for c in h14 h10; do has_build "$c" && echo "$c"; done
 }
 export LD_LIBRARY_PATH="$h14/lib:${LD_LIBRARY_PATH:-}"
+# The GPU codecs' nvCOMP and hdf5plugin, where prepare-codecs made them.
+if compgen -G "$root/.device-carry/nvcomp/libnvcomp.so.*" >/dev/null && [ -z "${H5GDS_NVCOMP_LIB:-}" ]; then
+  H5GDS_NVCOMP_LIB=$(compgen -G "$root/.device-carry/nvcomp/libnvcomp.so.*" | sort -V | tail -1)
+  export H5GDS_NVCOMP_LIB
+fi
+[ -d "$root/.device-carry/site/hdf5plugin" ] && export PYTHONPATH="$root/.device-carry/site${PYTHONPATH:+:$PYTHONPATH}"
 bench_bin() { need_c_build h5gds-bench h5gds-calls h5gds-engine-bench || exit 1; echo "$(build_dir h14)/tools/h5gds-bench"; }
 need_c_build() { make_build h14 "$@" >&2; }
 
@@ -222,6 +232,26 @@ stage_prepare_python() {
   x "$py" -m pip download -q -d .whl-py --only-binary=:all: --python-version 3.12 \
     --platform manylinux_2_28_x86_64 scikit-build-core pathspec packaging || fail "pip download"
   note "kvikio's wheels (kvikio_cu13, libkvikio_cu13, rapids_logger) are optional: put them into .whl-py/ too"
+}
+
+stage_prepare_codecs() {
+  # nvCOMP's library from the nvidia-libnvcomp-cu13 wheel; hdf5plugin's wheel
+  # (46 MB) cut to the filters the GPU codecs serve, stripped (a few MB)
+  local wheels="$root/.deps/wheels" carry="$root/.device-carry" whl tmp
+  x mkdir -p "$wheels" "$carry/nvcomp" "$carry/site"
+  x "$py" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
+    --platform manylinux_2_28_x86_64 -d "$wheels" nvidia-libnvcomp-cu13 hdf5plugin || { fail "pip download"; return; }
+  [ "$dry" = 1 ] && return 0
+  tmp=$(mktemp -d)
+  whl=$(compgen -G "$wheels/nvidia_libnvcomp_cu13-*.whl" | sort -V | tail -1)
+  x unzip -q -o "$whl" 'nvidia/libnvcomp/lib64/libnvcomp.so.*' -d "$tmp" || { fail unzip; return; }
+  x cp "$tmp"/nvidia/libnvcomp/lib64/libnvcomp.so.* "$carry/nvcomp/"
+  whl=$(compgen -G "$wheels/hdf5plugin-*.whl" | sort -V | tail -1)
+  x rm -rf "$carry/site/hdf5plugin"
+  x unzip -q -o "$whl" 'hdf5plugin/*.py' 'hdf5plugin/plugins/libh5lz4.so' 'hdf5plugin/plugins/libh5zstd.so' \
+    'hdf5plugin/plugins/libh5bshuf.so' 'hdf5plugin/plugins/libh5blosc.so' -d "$carry/site" || { fail unzip; return; }
+  x bash -c "strip --strip-unneeded '$carry'/site/hdf5plugin/plugins/*.so '$carry'/nvcomp/libnvcomp.so.* 2>/dev/null; du -sh '$carry'"
+  rm -rf "$tmp"
 }
 
 stage_prepare_mpio() {

@@ -660,13 +660,31 @@ static herr_t wait_read(read_state_t *s, gds_io_t *io)
     return 0;
 }
 
-/* The batches: chunks [b_k, b_k+1) of at most BATCH_DECODED_BYTES decoded. */
-static herr_t read_all(read_state_t *s)
+/* The end of the batch that starts at chunk `from`. Batches hold
+ * BATCH_DECODED_BYTES decoded, except the first and the last, a quarter of
+ * that: the first batch's read and the last batch's decode overlap nothing,
+ * so a cold read costs max(reading, decoding) plus those two; small ones
+ * keep that small, while the batches between stay wide for nvCOMP. */
+static size_t batch_end(const read_state_t *s, size_t from)
 {
     size_t per_batch = BATCH_DECODED_BYTES / s->pipe.chunk_bytes;
     if (per_batch == 0)
         per_batch = 1;
-    size_t from = 0, to = s->nchunks < per_batch ? s->nchunks : per_batch, nread;
+    size_t edge = per_batch >= 8 ? per_batch / 4 : per_batch;
+    size_t left = s->nchunks - from;
+    if (left <= edge)
+        return s->nchunks;
+    if (from == 0)
+        return edge;
+    if (left <= per_batch + edge) /* the rest: one batch, then the small last one */
+        return s->nchunks - edge;
+    return from + per_batch;
+}
+
+/* The batches (batch_end): batch k + 1 is read while batch k decodes. */
+static herr_t read_all(read_state_t *s)
+{
+    size_t from = 0, to = batch_end(s, 0), nread;
     gds_io_t *io = NULL;
     int slot = 0;
     if (start_batch_read(s, from, to, slot, &io, &nread) < 0)
@@ -675,7 +693,7 @@ static herr_t read_all(read_state_t *s)
         if (wait_read(s, io) < 0)
             return -1;
         io = NULL;
-        size_t next_from = to, next_to = to + per_batch < s->nchunks ? to + per_batch : s->nchunks;
+        size_t next_from = to, next_to = to < s->nchunks ? batch_end(s, to) : s->nchunks;
         /* the next batch's bytes come in while this one decodes */
         if (next_from < s->nchunks && start_batch_read(s, next_from, next_to, 1 - slot, &io, &nread) < 0)
             return -1;
