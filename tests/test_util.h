@@ -1,5 +1,5 @@
-/* Minimal test harness: CHECK records a failure and goes on; a program's
- * exit code is the number of failures (capped), so CTest sees each test. */
+/* Minimal test harness: the check macros (check.h) and the helpers of the
+ * tests that use HDF5 (files, property lists, error stacks). */
 #ifndef H5GDS_TEST_UTIL_H
 #define H5GDS_TEST_UTIL_H
 
@@ -16,35 +16,7 @@
 #endif
 
 #include "H5FDgds.h"
-
-static int test_failures;
-static int test_checks;
-
-#define CHECK(cond)                                                                 \
-    do {                                                                            \
-        test_checks++;                                                              \
-        if (!(cond)) {                                                              \
-            test_failures++;                                                        \
-            fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);         \
-        }                                                                           \
-    } while (0)
-
-#define CHECK_MSG(cond, ...)                                                        \
-    do {                                                                            \
-        test_checks++;                                                              \
-        if (!(cond)) {                                                              \
-            test_failures++;                                                        \
-            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);         \
-            fprintf(stderr, __VA_ARGS__);                                           \
-            fputc('\n', stderr);                                                    \
-        }                                                                           \
-    } while (0)
-
-static inline int test_finish(const char *name)
-{
-    printf("%s: %d checks, %d failed\n", name, test_checks, test_failures);
-    return test_failures > 100 ? 100 : test_failures;
-}
+#include "check.h"
 
 /* Deterministic pseudo-random bytes (xorshift64*), never all zeros. */
 static inline void fill_random(void *buf, size_t n, uint64_t seed)

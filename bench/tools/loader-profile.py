@@ -23,7 +23,9 @@ import numpy as np
 import h5py
 
 import h5gds
-from h5gds.bench.__main__ import make_sample_file, size, warm
+from h5gds._sizes import parse_size as size
+from h5gds.bench._common import warm
+from h5gds.bench.loader import make_sample_file
 
 
 def main() -> None:
@@ -124,9 +126,10 @@ def main() -> None:
 def train(args: argparse.Namespace) -> None:
     import cupy as cp
 
-    from h5gds.bench.__main__ import Device, _Compute
+    from h5gds.bench._device import Device
+    from h5gds.bench.loader_train import StepCompute
     dev = Device()
-    compute = _Compute(dev, 20.0)
+    compute = StepCompute(dev, 20.0)
     batch = 16 << 20
     Path(args.dir).mkdir(parents=True, exist_ok=True)
     for sample in [size(s) for s in args.samples.split(",")]:
@@ -171,7 +174,7 @@ def train(args: argparse.Namespace) -> None:
 def cold(args: argparse.Namespace) -> None:
     import cupy as cp
 
-    from h5gds.bench.__main__ import ceiling_seconds, drop_cache
+    from h5gds.bench._common import ceiling_seconds, drop_cache
     Path(args.dir).mkdir(parents=True, exist_ok=True)
     batch, read = 16 << 20, 512 << 20
     setting = f"lookahead {os.environ.get('H5GDS_TEST_LOOKAHEAD', 'default')} config '{args.config}'"

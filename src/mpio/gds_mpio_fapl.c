@@ -1,19 +1,77 @@
 /*
- * The public entry points of the gds_mpio driver (include/H5FDgds_mpio.h):
- * fapl setters and getters, statistics, sync, and the plugin entry points.
+ * The gds_mpio driver's registration (shared with a plugin copy of the
+ * library), its termination, the plugin entry points, and its file access
+ * lists: H5Pset/get_fapl_gds_mpio* (MPI parameters and engine settings) and
+ * the class's fapl callbacks.
  */
 #include "gds_mpio_internal.h"
 
 #include <stdlib.h>
-#include <string.h>
 
 #include <H5PLextern.h>
 
 #include "../vfd/gds_config.h"
 #include "../vfd/gds_error.h"
-#include "../vfd/gds_transfer.h"
 
 #define API_LEAVE(failed) (gds_api_leave(failed) ? -1 : 0)
+
+static hid_t driver_id = H5I_INVALID_HID;
+
+hid_t gds_mpio_driver_id(void)
+{
+    if (H5Iget_type(driver_id) == H5I_VFL)
+        return driver_id;
+    hid_t id = H5I_INVALID_HID;
+    /* Loaded as a plugin and linked too: share the id HDF5 already has. */
+    if (H5FDis_driver_registered_by_value(H5FD_GDS_MPIO_VALUE) > 0) {
+        hid_t scratch = H5Pcreate(H5P_FILE_ACCESS);
+        if (scratch >= 0 && H5Pset_driver_by_value(scratch, H5FD_GDS_MPIO_VALUE, NULL) >= 0)
+            id = H5Pget_driver(scratch);
+        if (scratch >= 0)
+            H5Pclose(scratch);
+    }
+    if (id < 0)
+        id = H5FDregister(&H5FD_gds_mpio_class);
+    if (id < 0)
+        MPIO_ERROR(H5E_VFL, H5E_CANTREGISTER, "cannot register the gds_mpio driver");
+    driver_id = id;
+    return id;
+}
+
+herr_t gds_mpio_term(void)
+{
+    driver_id = H5I_INVALID_HID;
+    gds_engine_shutdown();
+    return 0;
+}
+
+/* ---- fapl driver info: the engine configuration ---- */
+
+void *gds_mpio_fapl_copy(const void *info)
+{
+    H5FD_gds_config_t *copy = malloc(sizeof *copy);
+    if (!copy) {
+        MPIO_ERROR(H5E_RESOURCE, H5E_NOSPACE, "out of memory copying the gds_mpio configuration");
+        return NULL;
+    }
+    *copy = *(const H5FD_gds_config_t *)info;
+    return copy;
+}
+
+herr_t gds_mpio_fapl_free(void *info)
+{
+    free(info);
+    return 0;
+}
+
+void *gds_mpio_fapl_get(H5FD_t *_file)
+{
+    const gds_mpio_file_t *file = (const gds_mpio_file_t *)_file;
+    if (!file->config_from_info)
+        return NULL;
+    return gds_mpio_fapl_copy(&file->config);
+}
+
 
 hid_t H5FD_gds_mpio_init(void)
 {
@@ -143,84 +201,6 @@ herr_t H5Pget_fapl_gds_mpio_config(hid_t fapl_id, H5FD_gds_config_t *config)
         failed = true;
     }
     failed = failed || check_fapl(fapl_id, true) < 0 || gds_config_from_fapl(fapl_id, config, NULL) < 0;
-    return API_LEAVE(failed);
-}
-
-/* ---- the driver's struct behind a file id ---- */
-
-/* H5Fget_vfd_handle with a scratch fapl that carries this property: a
- * gds_mpio file (of any copy of the library: linked, or loaded as the
- * plugin) writes its struct's address into it (mpio_get_handle); other
- * drivers leave it NULL. Not collective, unlike H5Fget_access_plist. */
-static gds_mpio_file_t *lookup(hid_t file_id, bool *is_file)
-{
-    gds_mpio_file_t *file = NULL;
-    void *handle = NULL;
-    herr_t got = -1;
-    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
-    H5E_BEGIN_TRY
-    {
-        if (fapl >= 0 && H5Pinsert2(fapl, GDS_MPIO_SELF_PROP, sizeof file, &file, NULL, NULL, NULL, NULL, NULL,
-                                    NULL) >= 0)
-            got = H5Fget_vfd_handle(file_id, fapl, &handle);
-        if (got >= 0 && H5Pget(fapl, GDS_MPIO_SELF_PROP, &file) < 0)
-            file = NULL;
-    }
-    H5E_END_TRY;
-    if (fapl >= 0)
-        H5Pclose(fapl);
-    *is_file = got >= 0;
-    return file;
-}
-
-gds_mpio_file_t *gds_mpio_file_of(hid_t file_id)
-{
-    bool is_file;
-    gds_mpio_file_t *file = lookup(file_id, &is_file);
-    if (!file)
-        MPIO_ERROR(H5E_FILE, H5E_BADVALUE, is_file ? "the file does not use the gds_mpio driver" : "not an open file");
-    return file;
-}
-
-htri_t H5FD_gds_mpio_is_file(hid_t file_id)
-{
-    gds_api_enter();
-    bool is_file;
-    gds_mpio_file_t *file = lookup(file_id, &is_file);
-    if (!is_file)
-        MPIO_ERROR(H5E_ARGS, H5E_BADTYPE, "not an open file");
-    gds_api_leave(!is_file);
-    return is_file ? (file != NULL) : -1;
-}
-
-herr_t H5FD_gds_mpio_get_stats(hid_t file_id, H5FD_gds_stats_t *stats)
-{
-    gds_api_enter();
-    if (!stats) {
-        MPIO_ERROR(H5E_ARGS, H5E_BADVALUE, "statistics pointer is NULL");
-        return API_LEAVE(true);
-    }
-    gds_mpio_file_t *file = gds_mpio_file_of(file_id);
-    if (file) {
-        gds_engine_stats_t s;
-        gds_file_get_stats(file->engine, &s);
-        gds_stats_to_public(&s, stats);
-    }
-    return API_LEAVE(!file);
-}
-
-herr_t H5FD_gds_mpio_sync(hid_t file_id)
-{
-    gds_api_enter();
-    gds_mpio_file_t *file = gds_mpio_file_of(file_id);
-    bool failed = !file;
-    if (file) {
-        gds_status_t st;
-        if (gds_file_sync(file->engine, &st) < 0) {
-            MPIO_ERROR(H5E_IO, H5E_WRITEERROR, "%s (rank %d)", st.msg, file->mpi_rank);
-            failed = true;
-        }
-    }
     return API_LEAVE(failed);
 }
 

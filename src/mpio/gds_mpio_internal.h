@@ -1,6 +1,19 @@
 /*
  * The gds_mpio driver (include/H5FDgds_mpio.h): HDF5's mpio driver opened
  * underneath for everything but raw data, the gds engine for raw data.
+ * The open file and what the driver's files share:
+ *   gds_mpio_vfd.c        the class table; the callbacks forwarded to mpio
+ *                         (EOA/EOF, handle, flush, truncate, ctl)
+ *   gds_mpio_fapl.c       registration, terminate, the plugin entry points,
+ *                         file access lists (H5Pset/get_fapl_gds_mpio*)
+ *   gds_mpio_open.c       open, close and delete (collective)
+ *   gds_mpio_vector.c     vector and selection I/O
+ *   gds_mpio_rw.c         single reads and writes
+ *   gds_mpio_queries.c    the file behind a file id, statistics, sync
+ *   gds_mpio_agree.c      the ranks' agreement on collective raw-data calls,
+ *                         engine requests, drain
+ *   gds_mpio_error.c      errors under the "h5gds-mpio" class
+ * Each calls only files listed below it, never one above.
  */
 #ifndef H5GDS_MPIO_INTERNAL_H
 #define H5GDS_MPIO_INTERNAL_H
@@ -56,21 +69,67 @@ typedef struct gds_mpio_file {
 
 extern const H5FD_class_t H5FD_gds_mpio_class;
 
+/* A fapl property that get_handle fills with the file's struct (the same
+ * layout in every copy of this library built from one source). */
+#define GDS_MPIO_SELF_PROP "h5gds_mpio_file"
+
+/* ---- registration and file access lists (gds_mpio_fapl.c) ---- */
+/* The driver id (registered on first use; shares the id of a plugin copy). */
+hid_t gds_mpio_driver_id(void);
+/* The terminate callback: the engine's worker threads stop here. */
+herr_t gds_mpio_term(void);
+void *gds_mpio_fapl_get(H5FD_t *file);
+void *gds_mpio_fapl_copy(const void *info);
+herr_t gds_mpio_fapl_free(void *info);
+
+/* ---- open, close, delete (gds_mpio_open.c) ---- */
+H5FD_t *gds_mpio_open(const char *name, unsigned flags, hid_t fapl_id, haddr_t maxaddr);
+herr_t gds_mpio_close(H5FD_t *file);
+herr_t gds_mpio_delete(const char *name, hid_t fapl);
+
+/* ---- vector and selection I/O (gds_mpio_vector.c) ---- */
+herr_t gds_mpio_read_vector(H5FD_t *file, hid_t dxpl, uint32_t count, H5FD_mem_t types[], haddr_t addrs[],
+                            size_t sizes[], void *bufs[]);
+herr_t gds_mpio_write_vector(H5FD_t *file, hid_t dxpl, uint32_t count, H5FD_mem_t types[], haddr_t addrs[],
+                             size_t sizes[], const void *bufs[]);
+herr_t gds_mpio_read_selection(H5FD_t *file, H5FD_mem_t type, hid_t dxpl, size_t count, hid_t mem_spaces[],
+                               hid_t file_spaces[], haddr_t offsets[], size_t element_sizes[], void *bufs[]);
+herr_t gds_mpio_write_selection(H5FD_t *file, H5FD_mem_t type, hid_t dxpl, size_t count, hid_t mem_spaces[],
+                                hid_t file_spaces[], haddr_t offsets[], size_t element_sizes[], const void *bufs[]);
+
+/* ---- single reads and writes (gds_mpio_rw.c) ---- */
+herr_t gds_mpio_read(H5FD_t *file, H5FD_mem_t type, hid_t dxpl, haddr_t addr, size_t size, void *buf);
+herr_t gds_mpio_write(H5FD_t *file, H5FD_mem_t type, hid_t dxpl, haddr_t addr, size_t size, const void *buf);
+
+/* ---- the file behind a file id, statistics (gds_mpio_queries.c) ---- */
+/* The open file of a file id that uses this driver (NULL + error otherwise).
+ * Not collective (no property list of the file is made). */
+gds_mpio_file_t *gds_mpio_file_of(hid_t file_id);
+/* One summary line on stderr (the `stats` setting, H5GDS_STATS). */
+void gds_mpio_print_stats(const gds_mpio_file_t *file);
+
+/* ---- collective raw data: agreement, engine requests (gds_mpio_agree.c) ---- */
+/* Whether the call in progress is collective (its API context's transfer mode). */
+bool gds_mpio_call_is_collective(void);
+/* Collective: every rank gives its outcome, every rank learns the lowest
+ * failing rank (or -1). An MPI failure counts as a failure here. */
+int gds_mpio_agree_failure(gds_mpio_file_t *file, bool ok);
+/* Collective: the bitwise OR of every rank's flags. */
+int gds_mpio_agree_or(gds_mpio_file_t *file, int mine, int *all);
+/* The engine request, then (collective) agreement on the outcome.
+ * `prepared` false: this rank failed before it could issue the request (an
+ * error is already pushed), and still joins the agreement. */
+herr_t gds_mpio_raw_transfer(gds_mpio_file_t *file, hid_t dxpl, bool write, size_t n, const gds_segment_t *segs,
+                             bool collective, bool prepared);
+/* Waits for the engine's background writes of this rank. */
+herr_t gds_mpio_drain(gds_mpio_file_t *file);
+
+/* ---- errors (gds_mpio_error.c) ---- */
 /* Errors under the "h5gds-mpio" class. */
 void gds_mpio_error(const char *func, int line, hid_t major, hid_t minor, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 #define MPIO_ERROR(major, minor, ...) gds_mpio_error(__func__, __LINE__, (major), (minor), __VA_ARGS__)
-
-/* The driver id (registered on first use; shares the id of a plugin copy). */
-hid_t gds_mpio_driver_id(void);
-
-
-/* The open file of a file id that uses this driver (NULL + error otherwise).
- * Not collective (no property list of the file is made). */
-gds_mpio_file_t *gds_mpio_file_of(hid_t file_id);
-
-/* A fapl property that get_handle fills with the file's struct (the same
- * layout in every copy of this library built from one source). */
-#define GDS_MPIO_SELF_PROP "h5gds_mpio_file"
+/* An engine failure onto the stack, with the rank and the file. */
+void gds_mpio_engine_error(const gds_mpio_file_t *file, hid_t minor, const gds_status_t *st);
 
 #endif

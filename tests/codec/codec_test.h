@@ -1,38 +1,9 @@
-/* Check macros of the codec tests (no HDF5 here: the codec tests build
- * without it). The exit code is the number of failures (capped); 77 =
- * skipped. */
+/* Check macros of the codec tests: tests/check.h's, which has no HDF5 (the
+ * codec tests build without it). The exit code is the number of failures
+ * (capped); 77 = skipped. */
 #ifndef H5GDS_CODEC_TEST_H
 #define H5GDS_CODEC_TEST_H
 
-#include <stdio.h>
-
-static int test_failures;
-static int test_checks;
-
-#define CHECK(cond)                                                                 \
-    do {                                                                            \
-        test_checks++;                                                              \
-        if (!(cond)) {                                                              \
-            test_failures++;                                                        \
-            fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);         \
-        }                                                                           \
-    } while (0)
-
-#define CHECK_MSG(cond, ...)                                                        \
-    do {                                                                            \
-        test_checks++;                                                              \
-        if (!(cond)) {                                                              \
-            test_failures++;                                                        \
-            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);         \
-            fprintf(stderr, __VA_ARGS__);                                           \
-            fputc('\n', stderr);                                                    \
-        }                                                                           \
-    } while (0)
-
-static inline int test_finish(const char *name)
-{
-    printf("%s: %d checks, %d failed\n", name, test_checks, test_failures);
-    return test_failures > 100 ? 100 : test_failures;
-}
+#include "../check.h"
 
 #endif

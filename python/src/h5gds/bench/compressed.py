@@ -140,7 +140,7 @@ def bench_writes(src: Path, kind: str, fname: str, ratio: float, rep: int, metho
     writes) and h5py (a copy to the host, HDF5's CPU filters); cache
     "write", GB/s of decoded bytes, the file fsync'ed inside the clock."""
     import cupy
-    from h5gds.bench.__main__ import fsync_path
+    from h5gds.bench._common import fsync_path
 
     with h5py.File(src, "r") as f:
         host = f["x"][()]
@@ -173,10 +173,10 @@ def bench_writes(src: Path, kind: str, fname: str, ratio: float, rep: int, metho
 
 
 def main(argv: list[str] | None = None) -> int:
-    from h5gds.bench.__main__ import _Parser, ceiling_seconds, drop_cache, warm
+    from h5gds.bench._common import Parser, ceiling_seconds, drop_cache, warm
 
-    p = _Parser(prog="python -m h5gds.bench compressed", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = Parser(prog="python -m h5gds.bench compressed", description=__doc__,
+               formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--dir", default=os.environ.get("TMPDIR", "/tmp"), help="where the files go (a real disk)")
     p.add_argument("--out", default=os.environ.get("OUT", "."), help="where compressed.csv goes")
     p.add_argument("--size", default="1GiB", help="decoded bytes per dataset")

@@ -42,18 +42,15 @@ import numpy as np
 import h5gds
 
 from .._sizes import SizeError, parse_size
+from . import _common as common
+from ._device import Device
+from .loader import RowDataset
+from .loader_train import StepCompute
 
 Row = dict[str, Any]
 _ROWS: list[list[Row]] = []
 FIELDS = ["bench", "method", "order", "sample", "sample_bytes", "cache", "GBps", "samples_per_s", "seconds",
           "bytes", "epoch_fraction", "repeat", "note"]
-
-
-def _common() -> Any:
-    """The loader bench's helpers (the ceiling's pread call, cache drops,
-    the device, the training step), imported when needed."""
-    from . import __main__ as common
-    return common
 
 
 # ---- arguments -------------------------------------------------------------------
@@ -268,8 +265,7 @@ def make_loader(path: Path, label: str, bsz: int, dev: Any, args: argparse.Names
 
 def _dataloader(path: Path, label: str, bsz: int, order: np.ndarray, workers: int) -> Any:
     import torch
-    common = _common()
-    ds = _VarDataset(str(path)) if label == "var" else common._RowDataset(str(path))
+    ds = _VarDataset(str(path)) if label == "var" else RowDataset(str(path))
     return torch.utils.data.DataLoader(ds, batch_size=bsz, sampler=order.tolist(), num_workers=workers,
                                        pin_memory=True, collate_fn=_var_collate if label == "var" else None)
 
@@ -303,7 +299,6 @@ def print_row(r: Row) -> None:
 
 
 def bench_epoch(args: argparse.Namespace, dev: Any, rows: list[Row]) -> None:
-    common = _common()
     want = (lambda m: not args.methods or m in args.methods)
     have_torch = False
     if dev.name != "numpy":
@@ -409,7 +404,6 @@ def sweep_windows(args: argparse.Namespace, dev: Any, rows: list[Row], path: Pat
                   mean: float, n: int) -> None:
     """Cold windowed epochs with other window sizes (default buffer depth)."""
     from .._loader import DEFAULT_BUFFER_WINDOWS
-    common = _common()
     for w in args.sweep_windows:
         sub = argparse.Namespace(**{**vars(args), "window": w, "buffer": None})
         ld = make_loader(path, label, bsz, dev, sub, "windowed")
@@ -437,12 +431,11 @@ def sweep_windows(args: argparse.Namespace, dev: Any, rows: list[Row], path: Pat
 def bench_train(args: argparse.Namespace, dev: Any, rows: list[Row]) -> None:
     """An epoch of a training loop: per step, --train-step-ms of GPU work
     and a read of the batch (the step's loss.item())."""
-    common = _common()
     label = args.train_sample
     path, n, data_bytes = sample_file(Path(args.dir), label, args.file_size, args.var_range)
     mean = data_bytes / n
     bsz = max(1, int(args.batch // mean))
-    compute = common._Compute(dev, args.train_step_ms)
+    compute = StepCompute(dev, args.train_step_ms)
     loaders = {o: make_loader(path, label, bsz, dev, args, o, labels=True) for o in ("windowed", "exact")}
     for ld in loaders.values():
         it = iter(ld)
@@ -680,7 +673,7 @@ def main(argv: list[str] | None = None) -> int:
             randomness_accuracy(rows, args)
         gpu_parts = [p for p in args.parts if p in ("epoch", "train")]
         if gpu_parts:
-            dev = _common().Device(args.host)
+            dev = Device(args.host)
             print(f"h5gds {h5gds.__version__}, HDF5 {h5gds.hdf5_version}, arrays: {dev.name}, files in {args.dir}",
                   flush=True)
             if "epoch" in gpu_parts:
