@@ -438,6 +438,88 @@ __global__ void codec_bshuf_walk(const gds_kjob_t *jobs, u32 n, gds_kentries_t e
     tail[j] = ok ? jb.in + pos : 0;
 }
 
+// Blosc-1 chunks (32001), whose header the host checked (gds_codec_parse_blosc):
+// in_size = the header's cbytes (within the stored chunk), out_size = nbytes,
+// p0 = typesize | flags << 8, p1 = blocksize; entries entry0 + k * nsplits
+// + j for stream j of block k. One thread per block: its start from the
+// block-start table, then its streams (gds_blosc_stream), each an nvCOMP
+// entry decoding into mid at the block's place (k * blocksize + j * stream
+// size), or a copy when stored raw. zstd streams are checked first.
+__global__ void codec_blosc_walk(const gds_kjob_t *jobs, gds_kentries_t e, u32 *err, u64 *detail, u32 code,
+                                 u64 dummy_in, u64 dummy_len, u64 scratch, u32 zstd)
+{
+    const gds_kjob_t jb = jobs[blockIdx.y];
+    u64 k = gtid();
+    u64 bs = jb.p1, nbytes = jb.out_size;
+    u64 nblocks = (nbytes + bs - 1) / bs;
+    if (k >= nblocks)
+        return;
+    const u8 *p = (const u8 *)jb.in;
+    u32 typesize = jb.p0 & 0xff, flags = (jb.p0 >> 8) & 0xff;
+    bool partial = (k + 1) * bs > nbytes;
+    u64 bsize = partial ? nbytes - k * bs : bs;
+    u32 nsplits_whole = gds_blosc_nsplits(flags, typesize, bs, 0);
+    u32 ns = gds_blosc_nsplits(flags, typesize, bs, partial);
+    u64 neblock = bsize / ns;
+    long long off = (long long)(int)le32(p + 16 + 4 * k);
+    bool ok = !jb.dead && err[jb.chunk] == 0;
+    for (u32 j = 0; j < ns; j++) {
+        u64 i = jb.entry0 + k * nsplits_whole + j;
+        u64 cs = 0, det = 0;
+        u32 why = ok ? gds_blosc_stream(p, jb.in_size, &off, &cs, &det) : 0;
+        const u8 *stream = p + (off - (long long)cs);
+        if (!why && ok && zstd && cs != neblock)
+            why = gds_zstd_frame_check(stream, cs, neblock, 0, &det);
+        if (why) {
+            fail(err, detail, jb.chunk, code | why, det);
+            ok = false;
+        }
+        if (!ok) {
+            set_dummy(e, i, dummy_in, dummy_len, scratch, blockIdx.y, 0);
+            continue;
+        }
+        u64 dst = jb.mid + k * bs + j * neblock;
+        if (cs == neblock) {
+            set_dummy(e, i, dummy_in, dummy_len, scratch, blockIdx.y, GDS_KENTRY_COPY);
+            gds_kentry_t *x = &((gds_kentry_t *)e.aux)[i];
+            x->copy_src = (u64)stream;
+            x->copy_dst = dst;
+            x->copy_len = cs;
+        }
+        else
+            set_entry(e, i, (u64)stream, cs, dst, neblock, blockIdx.y, 0);
+    }
+}
+
+// The decoded blosc chunk into out: a MEMCPYED chunk's bytes after the
+// header; else each block from mid, unshuffled as its header says
+// (gds_blosc_block_byte). One thread per output byte.
+__global__ void codec_blosc_finish(const gds_kjob_t *jobs, const u32 *err)
+{
+    const gds_kjob_t jb = jobs[blockIdx.y];
+    if (err[jb.chunk] || jb.dead)
+        return;
+    u8 *out = (u8 *)jb.out;
+    u32 flags = (jb.p0 >> 8) & 0xff, typesize = jb.p0 & 0xff;
+    if (flags & GDS_BLOSC_MEMCPYED) {
+        copy_bytes(out, (const u8 *)jb.in + 16, jb.out_size, gtid(), gstride());
+        return;
+    }
+    const u8 *mid = (const u8 *)jb.mid;
+    u32 bs = jb.p1, nbytes = (u32)jb.out_size;
+    bool plain = !(flags & (GDS_BLOSC_DOSHUFFLE | GDS_BLOSC_DOBITSHUFFLE)) ||
+                 ((flags & GDS_BLOSC_DOSHUFFLE) && typesize == 1 && !(flags & GDS_BLOSC_DOBITSHUFFLE));
+    if (plain) {
+        copy_bytes(out, mid, nbytes, gtid(), gstride());
+        return;
+    }
+    for (u64 i = gtid(); i < nbytes; i += gstride()) {
+        u32 k = (u32)i / bs, b0 = k * bs;
+        u32 bsize = nbytes - b0 < bs ? nbytes - b0 : bs;
+        out[i] = gds_blosc_block_byte(mid + b0, flags, typesize, bsize, (u32)i - b0);
+    }
+}
+
 // 8x8 bit transpose of a little-endian word: bit t of byte k <-> bit k of byte t.
 __device__ __forceinline__ u64 trans_bit_8x8(u64 x)
 {

@@ -48,7 +48,7 @@ const char *gds_codec_filter_name(unsigned id)
 bool gds_codec_step_compresses(gds_step_kind_t kind)
 {
     return kind == GDS_STEP_DEFLATE || kind == GDS_STEP_ZSTD || kind == GDS_STEP_LZ4 || kind == GDS_STEP_BSHUF_LZ4 ||
-           kind == GDS_STEP_BSHUF_ZSTD;
+           kind == GDS_STEP_BSHUF_ZSTD || kind == GDS_STEP_BLOSC;
 }
 
 size_t gds_bshuf_default_block(size_t elem)
@@ -129,10 +129,25 @@ static int filter_step(const gds_codec_filter_t *f, unsigned pos, bool encode, g
         }
         return 0;
     }
-    case GDS_FILTER_BLOSC:
-        say(why, why_size, "filter %u (blosc): no GPU %s for blosc frames (HDF5 runs it on the CPU)", pos,
-            encode ? "encoder" : "decoder");
-        return -1;
+    case GDS_FILTER_BLOSC: {
+        if (encode) {
+            say(why, why_size, "filter %u (blosc): no GPU encoder for blosc (HDF5's CPU filter compresses it)", pos);
+            return -1;
+        }
+        /* the writer's compressor; each chunk's header says again which one
+         * wrote it (checked per chunk: UNSUPPORTED where it is another) */
+        unsigned code = f->ncd > 6 ? f->cd[6] : GDS_BLOSC_CODE_BLOSCLZ;
+        if (code != GDS_BLOSC_CODE_LZ4 && code != GDS_BLOSC_CODE_LZ4HC && code != GDS_BLOSC_CODE_ZSTD) {
+            say(why, why_size,
+                "filter %u (blosc): compressor %s has no GPU decoder (nvCOMP decodes blosc's lz4, lz4hc and "
+                "zstd; HDF5's CPU filter decodes the others)",
+                pos, gds_codec_blosc_code_name(code));
+            return -1;
+        }
+        s->kind = GDS_STEP_BLOSC;
+        s->elem = f->ncd > 2 && f->cd[2] ? f->cd[2] : 1; /* the header's typesize is the one used */
+        return 0;
+    }
     default:
         say(why, why_size, "filter %u (id %u, %s) has no GPU codec", pos, f->id, name);
         return -1;
@@ -260,8 +275,34 @@ size_t gds_codec_step_bound(const gds_codec_step_t *s, size_t in)
     }
     case GDS_STEP_BSHUF_LZ4: return bshuf_bound(s, in, lz4_bound);
     case GDS_STEP_BSHUF_ZSTD: return bshuf_bound(s, in, zstd_bound);
+    case GDS_STEP_BLOSC: break; /* no GPU encoder */
     }
     return GDS_SIZE_UNKNOWN;
+}
+
+const char *gds_codec_blosc_code_name(unsigned code)
+{
+    switch (code) {
+    case GDS_BLOSC_CODE_BLOSCLZ: return "blosclz";
+    case GDS_BLOSC_CODE_LZ4: return "lz4";
+    case GDS_BLOSC_CODE_LZ4HC: return "lz4hc";
+    case GDS_BLOSC_CODE_SNAPPY: return "snappy";
+    case GDS_BLOSC_CODE_ZLIB: return "zlib";
+    case GDS_BLOSC_CODE_ZSTD: return "zstd";
+    default: return "an unknown compressor";
+    }
+}
+
+const char *gds_codec_blosc_format_name(unsigned format)
+{
+    switch (format) {
+    case GDS_BLOSC_FORMAT_BLOSCLZ: return "blosclz";
+    case GDS_BLOSC_FORMAT_LZ4: return "lz4";
+    case GDS_BLOSC_FORMAT_SNAPPY: return "snappy";
+    case GDS_BLOSC_FORMAT_ZLIB: return "zlib";
+    case GDS_BLOSC_FORMAT_ZSTD: return "zstd";
+    default: return "an unknown compressor";
+    }
 }
 
 static uint64_t read_be(const unsigned char *p, int n)
@@ -320,6 +361,71 @@ int gds_codec_parse_bshuf(const unsigned char *head, size_t stored, size_t expec
     b->nblocks = full + (last ? 1 : 0);
     if (b->nblocks > (stored - 12) / 5 || 12 + 5 * b->nblocks + left * elem > stored)
         return blocks_fail(b, GDS_KERR_TRUNCATED, stored);
+    return 0;
+}
+
+static int64_t read_le_i32(const unsigned char *p)
+{
+    return (int32_t)((uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24));
+}
+
+static int blosc_fail(gds_codec_blosc_t *b, int reason, uint64_t detail)
+{
+    b->reason = reason;
+    b->detail = detail;
+    return -1;
+}
+
+int gds_codec_parse_blosc(const unsigned char *head, size_t stored, size_t expect, gds_codec_blosc_t *b)
+{
+    memset(b, 0, sizeof *b);
+    if (stored < GDS_HEAD_BYTES)
+        return blosc_fail(b, GDS_KERR_SHORT, stored);
+    /* in blosc_run_decompression_with_context's order, the decoded size
+     * first (hdf5plugin sizes its output from it) */
+    int64_t nbytes = read_le_i32(head + 4), blocksize = read_le_i32(head + 8), cbytes = read_le_i32(head + 12);
+    if (head[0] != GDS_BLOSC_VERSION)
+        return blosc_fail(b, GDS_KERR_HEADER, head[0]);
+    if (nbytes < 0 || (uint64_t)nbytes != expect)
+        return blosc_fail(b, GDS_KERR_ORIGSIZE, (uint64_t)(uint32_t)nbytes);
+    b->flags = head[2];
+    b->typesize = head[3];
+    b->format = b->flags >> 5;
+    if (blocksize <= 0 || blocksize > nbytes || blocksize > GDS_BLOSC_MAX_BLOCKSIZE)
+        return blosc_fail(b, GDS_KERR_PARAM, (uint64_t)(uint32_t)blocksize);
+    if (b->typesize == 0)
+        return blosc_fail(b, GDS_KERR_PARAM, 0);
+    if (b->flags & GDS_BLOSC_FUTURE_FLAG)
+        return blosc_fail(b, GDS_KERR_HEADER, b->flags);
+    /* c-blosc bounds its reads by cbytes alone; the GPU by the stored chunk too */
+    if (cbytes < GDS_HEAD_BYTES)
+        return blosc_fail(b, GDS_KERR_TRUNCATED, 12);
+    b->blocksize = (uint64_t)blocksize;
+    b->cbytes = (uint64_t)cbytes < stored ? (uint64_t)cbytes : stored;
+    uint64_t nfull = (uint64_t)nbytes / b->blocksize, partial = (uint64_t)nbytes % b->blocksize;
+    b->nblocks = nfull + (partial ? 1 : 0);
+    if (b->flags & GDS_BLOSC_MEMCPYED) {
+        if ((uint64_t)cbytes != (uint64_t)nbytes + GDS_HEAD_BYTES)
+            return blosc_fail(b, GDS_KERR_PARAM, (uint64_t)cbytes);
+        if ((uint64_t)cbytes > stored)
+            return blosc_fail(b, GDS_KERR_TRUNCATED, 12);
+        b->memcpyed = true;
+        return 0;
+    }
+    if (head[1] != 1 || b->format > GDS_BLOSC_FORMAT_ZSTD) /* every format's version is 1 */
+        return blosc_fail(b, GDS_KERR_PARAM, b->format > GDS_BLOSC_FORMAT_ZSTD ? b->format : head[1]);
+    if (b->format != GDS_BLOSC_FORMAT_LZ4 && b->format != GDS_BLOSC_FORMAT_ZSTD)
+        return blosc_fail(b, GDS_KERR_UNSUPPORTED, b->format);
+    if (b->nblocks > (b->cbytes - GDS_HEAD_BYTES) / 4)
+        return blosc_fail(b, GDS_KERR_TRUNCATED, GDS_HEAD_BYTES);
+    b->nsplits = gds_blosc_nsplits(b->flags, b->typesize, b->blocksize, 0);
+    /* split streams that do not fill the block leave c-blosc's output short */
+    if (b->blocksize % b->nsplits)
+        return blosc_fail(b, GDS_KERR_PARAM, b->blocksize);
+    b->nentries = nfull * b->nsplits + (partial ? 1 : 0);
+    b->max_stream = nfull ? b->blocksize / b->nsplits : 0;
+    if (partial > b->max_stream)
+        b->max_stream = partial;
     return 0;
 }
 
@@ -399,6 +505,14 @@ void gds_codec_error_text(const gds_codec_pipeline_t *p, unsigned code, uint64_t
         break;
     case GDS_KERR_STORED:
         snprintf(buf, size, "%s: stored size %" PRIu64 " differs from the size the filters give", who, detail);
+        break;
+    case GDS_KERR_UNSUPPORTED:
+        if (id == GDS_FILTER_BLOSC)
+            snprintf(buf, size,
+                     "%s: the chunk is compressed with %s, which has no GPU decoder (HDF5's CPU filter decodes it)",
+                     who, gds_codec_blosc_format_name((unsigned)detail));
+        else
+            snprintf(buf, size, "%s: the chunk needs a decoder the GPU does not have (%" PRIu64 ")", who, detail);
         break;
     default: snprintf(buf, size, "%s: error %u (%" PRIu64 ")", who, reason, detail); break;
     }

@@ -22,7 +22,8 @@ typedef enum gds_step_kind {
     GDS_STEP_ZSTD,
     GDS_STEP_LZ4,
     GDS_STEP_BSHUF_LZ4,
-    GDS_STEP_BSHUF_ZSTD
+    GDS_STEP_BSHUF_ZSTD,
+    GDS_STEP_BLOSC /* Blosc-1 with LZ4 / LZ4HC / zstd streams */
 } gds_step_kind_t;
 
 /* One active filter of a chunk's pipeline. */
@@ -88,6 +89,43 @@ typedef struct gds_codec_blocks {
 } gds_codec_blocks_t;
 int gds_codec_parse_lz4h5(const unsigned char *head, size_t stored, size_t expect, gds_codec_blocks_t *b);
 int gds_codec_parse_bshuf(const unsigned char *head, size_t stored, size_t expect, size_t elem, gds_codec_blocks_t *b);
+
+/* hdf5plugin's Blosc filter: the compressor of cd_values[6] (c-blosc's
+ * compressor codes; BLOSCLZ when the pipeline has fewer values). */
+enum {
+    GDS_BLOSC_CODE_BLOSCLZ = 0,
+    GDS_BLOSC_CODE_LZ4 = 1,
+    GDS_BLOSC_CODE_LZ4HC = 2,
+    GDS_BLOSC_CODE_SNAPPY = 3,
+    GDS_BLOSC_CODE_ZLIB = 4,
+    GDS_BLOSC_CODE_ZSTD = 5
+};
+const char *gds_codec_blosc_code_name(unsigned code);
+/* The compressor a chunk's header names (its flags >> 5: GDS_BLOSC_FORMAT_*). */
+const char *gds_codec_blosc_format_name(unsigned format);
+
+/* A Blosc-1 chunk's header (its 16 bytes; `stored` = the chunk's stored
+ * size, `expect` = the decoded size the pipeline gives), checked as c-blosc
+ * 1.x checks it before decoding, plus what the GPU needs: every stream
+ * must lie inside min(cbytes, stored). 0 with the layout; -1 with reason
+ * (GDS_KERR_*: UNSUPPORTED for blosclz, snappy and zlib chunks, which HDF5's
+ * CPU filter decodes) and detail. */
+typedef struct gds_codec_blosc {
+    unsigned flags;      /* header flags (GDS_BLOSC_* bits) */
+    unsigned typesize;
+    unsigned format;     /* GDS_BLOSC_FORMAT_* (flags >> 5) */
+    bool memcpyed;       /* the data follows the header as it is */
+    uint64_t blocksize;
+    uint64_t cbytes;     /* the bytes the chunk's streams may use: the header's compressed size, at most
+                            the stored size */
+    uint64_t nblocks;    /* whole blocks, then one partial block when blocksize does not divide nbytes */
+    uint64_t nsplits;    /* streams of each whole block (a partial block has one) */
+    uint64_t nentries;   /* streams of the chunk */
+    uint64_t max_stream; /* decoded bytes of its largest stream */
+    int reason;          /* GDS_KERR_* when -1 */
+    uint64_t detail;
+} gds_codec_blosc_t;
+int gds_codec_parse_blosc(const unsigned char *head, size_t stored, size_t expect, gds_codec_blosc_t *b);
 
 /* zlib's 2-byte header as HDF5's inflate accepts it (CM 8, window <= 32K,
  * check bits, no preset dictionary); the kernel does the same. */

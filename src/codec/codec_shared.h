@@ -70,15 +70,42 @@ enum {
     GDS_KERR_ORIGSIZE = 7,  /* the header's original size differs from the expected one */
     GDS_KERR_SHORT = 8,     /* the chunk is too small for the filter's framing */
     GDS_KERR_ENCODE = 9,    /* the compressor failed (detail: nvCOMP status) */
-    GDS_KERR_STORED = 10    /* the stored size differs from the one the filters give */
+    GDS_KERR_STORED = 10,   /* the stored size differs from the one the filters give */
+    GDS_KERR_UNSUPPORTED = 11 /* valid, but no GPU decoder (detail: what the header names); HDF5's CPU
+                                 filter decodes it */
 };
 
 /* Bytes of an encoded deflate stored block's data and the zstd raw block. */
 #define GDS_DEFLATE_STORED_MAX 65535u
 #define GDS_ZSTD_RAW_BLOCK_MAX 131072u
 
-/* The header bytes the host reads of a chunk to plan its blocks. */
+/* The header bytes the host reads of a chunk to plan its blocks (blosc's
+ * header is all of them). */
 #define GDS_HEAD_BYTES 16u
+
+/* Blosc-1 chunks (c-blosc 1.x, HDF5 filter 32001): a 16-byte header
+ * (version, compressor format version, flags, typesize, then LE int32
+ * nbytes, blocksize, cbytes), the data itself when MEMCPYED, else an LE
+ * int32 start offset per block and, at each, the block's streams: an LE
+ * int32 size and the bytes (stored raw when the size is the stream's
+ * decoded size). Flag bits as c-blosc's blosc.h and blosc.c name them; the
+ * compressor format is flags >> 5. */
+#define GDS_BLOSC_VERSION 2u
+#define GDS_BLOSC_DOSHUFFLE 0x01u
+#define GDS_BLOSC_MEMCPYED 0x02u
+#define GDS_BLOSC_DOBITSHUFFLE 0x04u
+#define GDS_BLOSC_FUTURE_FLAG 0x08u /* c-blosc 1.x refuses chunks with it */
+#define GDS_BLOSC_DONT_SPLIT 0x10u
+enum {
+    GDS_BLOSC_FORMAT_BLOSCLZ = 0,
+    GDS_BLOSC_FORMAT_LZ4 = 1, /* LZ4 and LZ4HC */
+    GDS_BLOSC_FORMAT_SNAPPY = 2,
+    GDS_BLOSC_FORMAT_ZLIB = 3,
+    GDS_BLOSC_FORMAT_ZSTD = 4
+};
+#define GDS_BLOSC_MAX_SPLITS 16u
+#define GDS_BLOSC_MIN_BUFFERSIZE 128u
+#define GDS_BLOSC_MAX_BLOCKSIZE ((0x7fffffffu - 255u * 4u) / 3u)
 
 /* ---- checks of compressed framing, the same code for the kernels and
  * for the host (the unit tests run it on host bytes) ---- */
@@ -185,5 +212,67 @@ GDS_HD gds_u32 gds_zstd_frame_check(const unsigned char *p, gds_u64 len, gds_u64
     return 0;
 }
 
+/* How many streams a block decodes from, as c-blosc's blosc_d decides it:
+ * a whole (not the last, partial) block is split into typesize streams
+ * unless the header's DONT_SPLIT flag is set, and only where typesize <= 16
+ * and the block holds 128 elements or more (the rule from before the flag). */
+GDS_HD gds_u32 gds_blosc_nsplits(gds_u32 flags, gds_u32 typesize, gds_u64 blocksize, int partial_block)
+{
+    if (!(flags & GDS_BLOSC_DONT_SPLIT) && typesize <= GDS_BLOSC_MAX_SPLITS && typesize &&
+        blocksize / typesize >= GDS_BLOSC_MIN_BUFFERSIZE && !partial_block)
+        return typesize;
+    return 1;
+}
+
+/* The stream of a block at *off (its LE int32 size, then its bytes) in a
+ * chunk whose header gives csize bytes, checked as blosc_d checks it: the
+ * size field and the bytes lie inside csize. 0 with the stream's size in
+ * *cs and *off moved past it; else GDS_KERR_TRUNCATED and *det = the size
+ * field's position. An empty stream of a non-empty block fails too (no
+ * decompressor makes bytes from nothing). */
+GDS_HD gds_u32 gds_blosc_stream(const unsigned char *p, gds_u64 csize, long long *off, gds_u64 *cs, gds_u64 *det)
+{
+    long long o = *off;
+    if (o < 0 || o + 4 > (long long)csize) {
+        *det = o < 0 ? 0 : (gds_u64)o;
+        return GDS_KERR_TRUNCATED;
+    }
+    long long c = (int)((gds_u32)p[o] | ((gds_u32)p[o + 1] << 8) | ((gds_u32)p[o + 2] << 16) |
+                        ((gds_u32)p[o + 3] << 24));
+    if (c <= 0 || c > (long long)csize - (o + 4)) {
+        *det = (gds_u64)o;
+        return GDS_KERR_TRUNCATED;
+    }
+    *cs = (gds_u64)c;
+    *off = o + 4 + c;
+    return 0;
+}
+
+/* Byte o of a decoded blosc block of bsize bytes, from the block as its
+ * streams decoded (blk): c-blosc's per-block byte unshuffle (typesize > 1;
+ * the bsize % typesize trailing bytes as they are), or its bit unshuffle
+ * (bitshuffle's transform of the block's bsize / typesize elements when
+ * that is a multiple of 8, the trailing bytes as they are; otherwise the
+ * block was not transformed), or the byte itself. */
+GDS_HD unsigned char gds_blosc_block_byte(const unsigned char *blk, gds_u32 flags, gds_u32 typesize, gds_u32 bsize,
+                                          gds_u32 o)
+{
+    if ((flags & GDS_BLOSC_DOSHUFFLE) && typesize > 1) {
+        gds_u32 n = bsize / typesize;
+        return o < n * typesize ? blk[(o % typesize) * n + o / typesize] : blk[o];
+    }
+    if ((flags & GDS_BLOSC_DOBITSHUFFLE) && bsize >= typesize) {
+        gds_u32 n = bsize / typesize;
+        if (n % 8 || o >= n * typesize)
+            return blk[o];
+        gds_u32 e = o / typesize, j = o % typesize, row = n / 8;
+        const unsigned char *col = blk + e / 8;
+        gds_u32 v = 0;
+        for (gds_u32 k = 0; k < 8; k++)
+            v |= (gds_u32)((col[(j * 8 + k) * row] >> (e % 8)) & 1) << k;
+        return (unsigned char)v;
+    }
+    return blk[o];
+}
 
 #endif

@@ -52,6 +52,8 @@ enum kernel_id {
     K_ZSTD_ASSEMBLE,
     K_LZ4H5_LAYOUT,
     K_BSHUF_LAYOUT,
+    K_BLOSC_WALK,
+    K_BLOSC_FINISH,
     K_COUNT
 };
 static const char *const kernel_names[K_COUNT] = {
@@ -60,7 +62,8 @@ static const char *const kernel_names[K_COUNT] = {
     "codec_zlib_prep",     "codec_zstd_prep",  "codec_nvcomp_check",  "codec_entry_copy",
     "codec_lz4h5_walk",    "codec_bshuf_walk",    "codec_bitunshuffle",  "codec_bitshuffle",
     "codec_unshuffle",     "codec_shuffle",       "codec_blocks_plan",   "codec_zlib_assemble",
-    "codec_zstd_assemble", "codec_lz4h5_layout",  "codec_bshuf_layout",
+    "codec_zstd_assemble", "codec_lz4h5_layout",  "codec_bshuf_layout",  "codec_blosc_walk",
+    "codec_blosc_finish",
 };
 
 #define THREADS 256u
@@ -597,7 +600,8 @@ static int chunk_sizes(const decode_ctx_t *x, size_t stored, size_t *in, size_t 
                      : s->kind == GDS_STEP_ZSTD     ? 8
                      : (s->kind == GDS_STEP_LZ4 || s->kind == GDS_STEP_BSHUF_LZ4 || s->kind == GDS_STEP_BSHUF_ZSTD)
                          ? 12
-                         : 0;
+                     : s->kind == GDS_STEP_BLOSC ? GDS_HEAD_BYTES
+                                                 : 0;
         if (cur < min) {
             *code = sc | GDS_KERR_SHORT;
             *detail = cur;
@@ -644,7 +648,8 @@ static void decode_stages(decode_ctx_t *x)
          * mapped memory before it (WORK_GUARD); a copy stage follows. */
         bool nvcomp_out = s->kind == GDS_STEP_DEFLATE || s->kind == GDS_STEP_ZSTD || s->kind == GDS_STEP_LZ4;
         g->out = d == x->nsteps - 1 && !nvcomp_out ? LOC_DST : free_arena(busy, 1);
-        if (s->kind == GDS_STEP_DEFLATE || s->kind == GDS_STEP_BSHUF_LZ4 || s->kind == GDS_STEP_BSHUF_ZSTD) {
+        if (s->kind == GDS_STEP_DEFLATE || s->kind == GDS_STEP_BSHUF_LZ4 || s->kind == GDS_STEP_BSHUF_ZSTD ||
+            s->kind == GDS_STEP_BLOSC) {
             busy[1] = g->out;
             g->mid = free_arena(busy, 2);
         }
@@ -741,6 +746,126 @@ static int nvcomp_decompress(gds_codec_t *c, gds_step_kind_t kind, size_t ne, si
         return -1;
     }
     return 0;
+}
+
+/* The first GDS_HEAD_BYTES bytes of the nj jobs at dj, in pinned memory
+ * (the stream synchronised). */
+static int read_heads(gds_codec_t *c, const batch_mem_t *bm, CUdeviceptr dj, size_t nj, CUstream s,
+                      unsigned char **heads, gds_status_t *st)
+{
+    unsigned n32 = (unsigned)nj;
+    CUdeviceptr h = bm->heads;
+    void *ah[] = {&dj, &n32, &h};
+    *heads = (unsigned char *)c->pinned + bm->pin_heads;
+    if (launch(c, K_GATHER_HEAD, blocks_for(nj * GDS_HEAD_BYTES), 1, s, ah, st) < 0)
+        return -1;
+    CUresult rc = c->cu->MemcpyDtoHAsync(*heads, bm->heads, nj * GDS_HEAD_BYTES, s);
+    if (rc != CUDA_SUCCESS)
+        return cuda_fail(st, "cuMemcpyDtoHAsync", rc);
+    return sync_stream(c, s, st);
+}
+
+/* Blosc groups of a stage: chunks of LZ4 streams, of zstd streams, MEMCPYED ones. */
+enum { BLOSC_LZ4, BLOSC_ZSTD, BLOSC_COPY, BLOSC_GROUPS };
+
+/* The blosc stage (stage d) of the nj jobs built in pinned job array d:
+ * headers read and checked on the host (chunks failing leave the batch),
+ * the jobs regrouped by the compressor their header names, per group one
+ * walk of the block-start tables and streams, one batched nvCOMP call and
+ * the raw streams' copies, then every chunk unshuffled or copied into its
+ * output. */
+static int blosc_stage(decode_ctx_t *x, const batch_mem_t *bm, size_t d, size_t nj, const size_t *idx, bool *alive,
+                       unsigned code, gds_status_t *st)
+{
+    gds_codec_t *c = x->c;
+    CUstream s = x->s;
+    gds_kjob_t *jobs = pinned_jobs(c, bm, d);
+    CUdeviceptr dj;
+    unsigned char *heads;
+    if (upload_jobs(c, bm, d, nj, s, &dj, st) < 0 || read_heads(c, bm, dj, nj, s, &heads, st) < 0)
+        return -1;
+    gds_kjob_t *kept = malloc((nj + 1) * sizeof *kept);
+    unsigned char *group = malloc(nj + 1);
+    if (!kept || !group) {
+        free(kept);
+        free(group);
+        gds_status_set(st, 12, "GPU codec: out of memory");
+        return -1;
+    }
+    size_t count[BLOSC_GROUPS] = {0}, entries[BLOSC_GROUPS] = {0}, max_stream[BLOSC_GROUPS] = {0};
+    size_t max_blocks[BLOSC_GROUPS] = {0}, total[BLOSC_GROUPS] = {0}, max_out = 0;
+    for (size_t i = 0; i < nj; i++) {
+        gds_kjob_t jb = jobs[i];
+        gds_codec_blosc_t b;
+        int r = gds_codec_parse_blosc(heads + i * GDS_HEAD_BYTES, jb.in_size, jb.out_size, &b);
+        if (r < 0 || b.nentries > UINT32_MAX) {
+            record_error(x->errors, idx[jb.chunk], code | (r < 0 ? (unsigned)b.reason : GDS_KERR_PARAM), b.detail);
+            alive[jb.chunk] = false;
+            group[i] = BLOSC_GROUPS;
+            continue;
+        }
+        int g = b.memcpyed ? BLOSC_COPY : b.format == GDS_BLOSC_FORMAT_LZ4 ? BLOSC_LZ4 : BLOSC_ZSTD;
+        group[i] = (unsigned char)g;
+        jb.in_size = b.cbytes; /* c-blosc reads nothing past it */
+        jb.p0 = b.typesize | (b.flags << 8);
+        jb.p1 = (gds_u32)b.blocksize;
+        jb.entry0 = entries[g];
+        jb.nentries = (gds_u32)b.nentries;
+        jobs[i] = jb;
+        entries[g] += b.nentries;
+        max_stream[g] = b.max_stream > max_stream[g] ? b.max_stream : max_stream[g];
+        max_blocks[g] = b.nblocks > max_blocks[g] ? b.nblocks : max_blocks[g];
+        total[g] += jb.out_size;
+        max_out = jb.out_size > max_out ? jb.out_size : max_out;
+        count[g]++;
+    }
+    size_t first[BLOSC_GROUPS], n = 0;
+    for (int g = 0; g < BLOSC_GROUPS; g++) {
+        first[g] = n;
+        for (size_t i = 0; i < nj; i++)
+            if (group[i] == g)
+                kept[n++] = jobs[i];
+    }
+    memcpy(jobs, kept, n * sizeof *kept);
+    free(kept);
+    free(group);
+    if (!n)
+        return 0;
+    if (upload_jobs(c, bm, d, n, s, &dj, st) < 0)
+        return -1;
+    CUdeviceptr scratch = c->dummies + DUMMY_SCRATCH;
+    for (int g = BLOSC_LZ4; g <= BLOSC_ZSTD; g++) {
+        if (!count[g])
+            continue;
+        bool zstd = g == BLOSC_ZSTD;
+        const gds_nvcomp_alignments_t *al = zstd ? &c->zstd_dalign : &c->lz4_dalign;
+        if (al->output > 1) { /* streams decode to any byte of a block */
+            gds_status_set(st, 95, "GPU codec: nvCOMP (%s) needs %s outputs aligned to %zu bytes: blosc chunks take "
+                                   "HDF5's CPU filter", c->nv->path, zstd ? "zstd" : "LZ4", al->output);
+            return -1;
+        }
+        gds_step_kind_t kind = zstd ? GDS_STEP_ZSTD : GDS_STEP_LZ4;
+        entries_mem_t em;
+        if (nvcomp_decompress(c, kind, entries[g], max_stream[g], total[g], 0, &em, NULL, s, st, false) < 0)
+            return -1;
+        CUdeviceptr djg = dj + first[g] * sizeof(gds_kjob_t);
+        CUdeviceptr din = c->dummies + (zstd ? DUMMY_ZSTD : DUMMY_LZ4);
+        unsigned long long dlen = zstd ? sizeof dummy_zstd : sizeof dummy_lz4, ne = entries[g];
+        unsigned z = zstd, ng = (unsigned)count[g];
+        CUdeviceptr err = bm->err, det = bm->detail;
+        void *aw[] = {&djg, &em.e, &err, &det, &code, &din, &dlen, &scratch, &z};
+        void *ac[] = {&djg, &em.e, &ne, &err, &det, &code};
+        void *ax[] = {&em.e, &ne};
+        unsigned grid = ne < 65536 ? (unsigned)ne : 65536;
+        if (launch(c, K_BLOSC_WALK, blocks_for(max_blocks[g]), ng, s, aw, st) < 0 ||
+            nvcomp_decompress(c, kind, entries[g], max_stream[g], total[g], 0, &em, NULL, s, st, true) < 0 ||
+            launch(c, K_NVCOMP_CHECK, blocks_for(ne), 1, s, ac, st) < 0 ||
+            launch(c, K_ENTRY_COPY, grid, 1, s, ax, st) < 0)
+            return -1;
+    }
+    CUdeviceptr err = bm->err;
+    void *af[] = {&dj, &err};
+    return launch(c, K_BLOSC_FINISH, parts_for(max_out), (unsigned)n, s, af, st);
 }
 
 /* Runs one sub-batch of a group: chunk indices idx[0..m). */
@@ -887,23 +1012,17 @@ static int decode_batch(decode_ctx_t *x, const size_t *idx, size_t m, const size
             }
             break;
         }
+        case GDS_STEP_BLOSC:
+            if (blosc_stage(x, &bm, d, nj, idx, alive, code, st) < 0)
+                goto done;
+            break;
         case GDS_STEP_LZ4:
         case GDS_STEP_BSHUF_LZ4:
         case GDS_STEP_BSHUF_ZSTD: {
             bool lz4 = step->kind == GDS_STEP_LZ4;
             /* the chunks' headers, read on the host */
-            if (upload_jobs(c, &bm, d, nj, s, &dj, st) < 0)
-                goto done;
-            void *ah[] = {&dj, &n32, &bm.heads};
-            CUresult rc;
-            unsigned char *heads = (unsigned char *)c->pinned + bm.pin_heads;
-            if (launch(c, K_GATHER_HEAD, blocks_for(nj * GDS_HEAD_BYTES), 1, s, ah, st) < 0)
-                goto done;
-            if ((rc = c->cu->MemcpyDtoHAsync(heads, bm.heads, nj * GDS_HEAD_BYTES, s)) != CUDA_SUCCESS) {
-                cuda_fail(st, "cuMemcpyDtoHAsync", rc);
-                goto done;
-            }
-            if (sync_stream(c, s, st) < 0)
+            unsigned char *heads;
+            if (upload_jobs(c, &bm, d, nj, s, &dj, st) < 0 || read_heads(c, &bm, dj, nj, s, &heads, st) < 0)
                 goto done;
             /* plan the blocks; chunks whose header is wrong leave the batch */
             size_t ne = 0, kept = 0, max_block = 0, total = 0;
@@ -1050,6 +1169,8 @@ static size_t decode_batch_size(gds_codec_t *c, const decode_ctx_t *x, const siz
     size_t block = expect, nblocks = 1;
     if (comp && comp->kind == GDS_STEP_LZ4 && comp->block && comp->block < expect)
         block = comp->block;
+    else if (comp && comp->kind == GDS_STEP_BLOSC) /* blocks known from the headers only: blosc's small ones */
+        block = expect < 16384 ? expect : 16384;
     else if (comp && (comp->kind == GDS_STEP_BSHUF_LZ4 || comp->kind == GDS_STEP_BSHUF_ZSTD))
         block = (comp->block ? comp->block : gds_bshuf_default_block(comp->elem)) * comp->elem;
     if (comp && block)
@@ -1064,7 +1185,7 @@ static size_t decode_batch_size(gds_codec_t *c, const decode_ctx_t *x, const siz
             size_t ne = m * nblocks;
             if (step_lz4(comp->kind))
                 c->nv->lz4.DecompressGetTempSize(ne, block, ld, &temp, m * expect, NULL);
-            else if (step_zstd(comp->kind))
+            else if (step_zstd(comp->kind) || comp->kind == GDS_STEP_BLOSC) /* blosc: zstd's, the larger */
                 c->nv->zstd.DecompressGetTempSize(ne, block, zd, &temp, m * expect, NULL);
             else
                 c->nv->deflate.DecompressGetTempSize(ne, block, dd, &temp, m * expect, NULL);
@@ -1152,7 +1273,9 @@ int gds_codec_decode(gds_codec_t *c, const gds_codec_pipeline_t *p, const gds_co
     if (ret == 0 && errors.first != SIZE_MAX) {
         char text[300];
         gds_codec_error_text(p, errors.code, errors.detail, text, sizeof text);
-        gds_status_set(st, 74, "GPU codec: chunk %zu: %s", errors.first, text);
+        /* 95: a chunk that is valid but has no GPU decoder (HDF5's CPU filter decodes it) */
+        gds_status_set(st, (errors.code & 0xff) == GDS_KERR_UNSUPPORTED ? 95 : 74, "GPU codec: chunk %zu: %s",
+                       errors.first, text);
         if (bad)
             *bad = errors.first;
         ret = -1;
@@ -1498,6 +1621,9 @@ static int encode_batch(gds_codec_t *c, const gds_codec_pipeline_t *p, const enc
                 return -1;
             break;
         }
+        case GDS_STEP_BLOSC: /* never: gds_codec_plan_steps refuses to encode blosc */
+            gds_status_set(st, 95, "GPU codec: no GPU encoder for blosc");
+            return -1;
         case GDS_STEP_DEFLATE:
         case GDS_STEP_ZSTD:
         case GDS_STEP_LZ4:

@@ -4,7 +4,9 @@
  * HDF5's own filters and hdf5plugin's: deflate (zlib stream, Adler-32
  * checked), shuffle, fletcher32 (checked, with HDF5's byte-swapped form for
  * old files), zstd (32015), LZ4 (32004, HDF5's LZ4 framing), bitshuffle
- * (32008, plain or with LZ4 / zstd).
+ * (32008, plain or with LZ4 / zstd), Blosc-1 (32001, hdf5plugin's and
+ * PyTables' c-blosc 1.x chunks of lz4, lz4hc or zstd streams, byte or bit
+ * shuffled, or stored as they are; decode only).
  *
  * The compressors are NVIDIA's nvCOMP (batched API), loaded at run time
  * (src/cuda/cuda_loader.c); the framing, shuffles and checksums are the
@@ -86,7 +88,11 @@ typedef struct gds_codec_chunk {
  * (lowest-index) failing chunk, st says which filter and why (corrupt
  * stream, wrong decoded size, checksum mismatch, parameter not
  * supported...). `bad` may be NULL. The dst of a failing chunk holds
- * undefined bytes; the other chunks are decoded. */
+ * undefined bytes; the other chunks are decoded. st->err is 95
+ * (EOPNOTSUPP) when nothing is wrong with the data but the GPU cannot
+ * decode it (a blosc chunk whose header names blosclz, snappy or zlib:
+ * the pipeline's cd_values name only the writer's wish): the caller reads
+ * with HDF5's CPU filters instead. 74 (EBADMSG): corrupt data. */
 int gds_codec_decode(gds_codec_t *c, const gds_codec_pipeline_t *p, const gds_codec_chunk_t *chunks, size_t n,
                      CUstream stream, size_t *bad, gds_status_t *st);
 

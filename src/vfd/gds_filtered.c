@@ -16,6 +16,7 @@
  * and nvCOMP present. Otherwise the caller stages through HDF5's CPU
  * pipeline, as before.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -291,6 +292,7 @@ typedef struct read_state {
     CUdeviceptr stored[2], scratch, fill;
     size_t stored_cap[2], scratch_cap;
     H5FD_gds_decode_stats_t stats;
+    bool cpu_decode; /* a chunk the GPU cannot decode, whose data is fine: HDF5's filters read it all */
 } read_state_t;
 
 static void free_state(read_state_t *s)
@@ -614,7 +616,13 @@ static herr_t decode_batch(read_state_t *s, size_t from, size_t to, int slot)
     herr_t ret = 0;
     gds_status_t st;
     size_t bad = 0;
-    if (n && gds_codec_decode(s->codec, &s->pipe, batch, n, s->stream, &bad, &st) < 0) {
+    int decoded = n ? gds_codec_decode(s->codec, &s->pipe, batch, n, s->stream, &bad, &st) : 0;
+    if (decoded < 0 && st.err == EOPNOTSUPP) {
+        /* e.g. a blosc chunk compressed with blosclz in a dataset whose
+         * parameters name LZ4: not an error, another decoder's work */
+        s->cpu_decode = true;
+        ret = -1;
+    } else if (decoded < 0) {
         char where[128] = "?";
         if (bad < n)
             chunk_text(&s->box, s->chunks[index[bad]].lo, where, sizeof where);
@@ -940,7 +948,7 @@ static int filtered_io(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_s
             result = -1;
         double t0 = seconds_now();
         if (result == 1 && (write ? write_all(&s) : read_all(&s)) < 0)
-            result = -1;
+            result = s.cpu_decode ? 0 : -1; /* 0: HDF5's filters read the whole selection again */
         s.stats.total_s = seconds_now() - t0;
         if (result == 1 && !write)
             last_stats = s.stats;

@@ -2,7 +2,8 @@
  * CPU references of HDF5's and hdf5plugin's filters for the codec tests,
  * written from their sources (HDF5 H5Zshuffle.c, H5Zfletcher32.c +
  * H5checksum.c, H5Zdeflate.c; hdf5plugin's H5Zlz4.c, zstd_h5plugin.c,
- * bitshuffle's bshuf_h5filter.c / bitshuffle.c / bitshuffle_core.c), with
+ * bitshuffle's bshuf_h5filter.c / bitshuffle.c / bitshuffle_core.c; c-blosc
+ * 1.x's blosc.c and shuffle.c behind hdf5plugin's blosc_filter.c), with
  * zlib, zstd and LZ4 dlopen'ed (a filter whose library is missing is
  * skipped). tests/codec/h5_fixtures.py checks them against h5py +
  * hdf5plugin themselves.
@@ -378,6 +379,193 @@ static inline bool ref_unbshuf(const bytes_t *in, bytes_t *out, size_t elem, int
     return true;
 }
 
+/* ---- Blosc-1 (c-blosc 1.x), LZ4 / LZ4HC / zstd streams ---- */
+
+static inline uint32_t get_le32(const unsigned char *p)
+{
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+static inline void put_le32(unsigned char *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* One block's unshuffle (reverse) or shuffle, as c-blosc's shuffle.c does
+ * it: byte shuffle of bsize / typesize elements (typesize > 1), or bit
+ * shuffle when that count is a multiple of 8 (else nothing); trailing bytes
+ * as they are. */
+static inline void ref_blosc_block_shuffle(const unsigned char *in, unsigned char *out, size_t bsize, unsigned flags,
+                                           size_t ts, bool reverse)
+{
+    if ((flags & 1) && ts > 1) {
+        ref_shuffle(in, out, bsize, ts, reverse);
+        return;
+    }
+    size_t n = bsize / ts;
+    if ((flags & 4) && bsize >= ts && n % 8 == 0) {
+        ref_bitshuffle_block(in, out, n, ts, reverse);
+        memcpy(out + n * ts, in + n * ts, bsize - n * ts);
+        return;
+    }
+    memcpy(out, in, bsize);
+}
+
+/* blosc_decompress as hdf5plugin calls it (blosc_run_decompression_with_context
+ * and blosc_d), bounded by the stored size as well; false on any error. */
+static inline bool ref_unblosc(const bytes_t *in, bytes_t *out)
+{
+    if (in->n < 16 || in->p[0] != 2)
+        return false;
+    unsigned flags = in->p[2];
+    int32_t ts = in->p[3], nbytes = (int32_t)get_le32(in->p + 4), bs = (int32_t)get_le32(in->p + 8);
+    int32_t cbytes = (int32_t)get_le32(in->p + 12);
+    if (nbytes <= 0 || bs <= 0 || bs > nbytes || ts == 0 || (flags & 8) || cbytes < 16 || (size_t)cbytes > in->n)
+        return false;
+    int32_t nblocks = nbytes / bs + (nbytes % bs ? 1 : 0);
+    *out = bytes_new((size_t)nbytes);
+    if (flags & 2) {
+        if (cbytes != nbytes + 16)
+            return false;
+        memcpy(out->p, in->p + 16, (size_t)nbytes);
+        return true;
+    }
+    unsigned format = flags >> 5;
+    if (in->p[1] != 1 || (format == 1 && !ref.lz4) || (format == 4 && !ref.zstd) || (format != 1 && format != 4) ||
+        nblocks > (cbytes - 16) / 4)
+        return false;
+    unsigned char *tmp = malloc((size_t)bs);
+    bool ok = true;
+    for (int32_t k = 0; ok && k < nblocks; k++) {
+        bool partial = k == nblocks - 1 && nbytes % bs;
+        int32_t bsize = partial ? nbytes % bs : bs;
+        int32_t ns = !(flags & 0x10) && ts <= 16 && bs / ts >= 128 && !partial ? ts : 1, neblock = bsize / ns;
+        int64_t off = (int32_t)get_le32(in->p + 16 + 4 * k);
+        for (int32_t j = 0; ok && j < ns; j++) {
+            if (off < 0 || off > cbytes - 4) {
+                ok = false;
+                break;
+            }
+            int32_t cs = (int32_t)get_le32(in->p + off);
+            off += 4;
+            if (cs < 0 || cs > cbytes - off) {
+                ok = false;
+                break;
+            }
+            unsigned char *dst = tmp + (size_t)j * neblock;
+            if (cs == neblock)
+                memcpy(dst, in->p + off, (size_t)cs);
+            else if (format == 1)
+                ok = ref.LZ4_decompress_safe((const char *)in->p + off, (char *)dst, cs, neblock) == neblock;
+            else {
+                size_t r = ref.ZSTD_decompress(dst, (size_t)neblock, in->p + off, (size_t)cs);
+                ok = !ref.ZSTD_isError(r) && r == (size_t)neblock;
+            }
+            off += cs;
+        }
+        ok = ok && neblock * ns == bsize;
+        if (ok)
+            ref_blosc_block_shuffle(tmp, out->p + (size_t)k * bs, (size_t)bsize, flags, (size_t)ts, true);
+    }
+    free(tmp);
+    return ok;
+}
+
+/* c-blosc's compute_blocksize for a compressor code (hdf5plugin's: 1 lz4,
+ * 2 lz4hc, 5 zstd) in its default split mode (FORWARD_COMPAT). */
+static inline bool ref_blosc_splits(unsigned code, size_t ts, size_t bs)
+{
+    return code != 5 && ts <= 16 && bs / ts >= 128;
+}
+static inline size_t ref_blosc_blocksize(unsigned code, int clevel, size_t ts, size_t nbytes)
+{
+    if (nbytes < ts)
+        return 1;
+    size_t bs = nbytes;
+    bool hcr = code == 2 || code == 4 || code == 5;
+    if (nbytes >= 32768) {
+        bs = 32768 * (hcr ? 2 : 1);
+        static const unsigned mul8[10] = {2, 4, 8, 16, 32, 32, 64, 64, 64, 64}; /* eighths: /4, /2, x1, x2, x4... */
+        bs = bs * mul8[clevel] / 8;
+        if (clevel == 9 && hcr)
+            bs *= 2;
+    }
+    if (clevel > 0 && ref_blosc_splits(code, ts, bs)) {
+        bs = bs > (1u << 18) ? (1u << 18) : bs;
+        bs *= ts;
+        bs = bs < (1u << 16) ? (1u << 16) : bs > (1u << 20) ? (1u << 20) : bs;
+    }
+    if (bs > nbytes)
+        bs = nbytes;
+    if (bs > ts)
+        bs = bs / ts * ts;
+    return bs;
+}
+
+/* blosc_compress as python-blosc calls it (room for a MEMCPYED chunk when
+ * compression does not pay): shuffle 0 none, 1 byte, 2 bit; code 1 lz4,
+ * 2 lz4hc (written with LZ4's fast compressor: the same stream format),
+ * 5 zstd; false for another code or a missing library. */
+static inline bool ref_blosc(const bytes_t *in, bytes_t *out, size_t ts, int clevel, int shuffle, unsigned code)
+{
+    if (((code == 1 || code == 2) && !ref.lz4) || (code == 5 && !ref.zstd) || (code != 1 && code != 2 && code != 5))
+        return false;
+    ts = ts > 255 ? 1 : ts;
+    clevel = clevel < 0 ? 0 : clevel > 9 ? 9 : clevel;
+    size_t nbytes = in->n, bs = ref_blosc_blocksize(code, clevel, ts, nbytes);
+    size_t nblocks = nbytes / bs + (nbytes % bs ? 1 : 0);
+    unsigned flags = (shuffle == 1 ? 1u : 0u) | (shuffle == 2 ? 4u : 0u) | (ref_blosc_splits(code, ts, bs) ? 0u : 0x10u) |
+                     ((code == 5 ? 4u : 1u) << 5);
+    size_t cap = nbytes + 16;
+    *out = bytes_new(cap + 64);
+    unsigned char *h = out->p;
+    h[0] = 2;
+    h[1] = 1;
+    h[3] = (unsigned char)ts;
+    put_le32(h + 4, (uint32_t)nbytes);
+    put_le32(h + 8, (uint32_t)bs);
+    size_t pos = 16 + 4 * nblocks;
+    bool fits = clevel > 0 && nbytes >= 128 && pos <= cap;
+    unsigned char *tmp = malloc(bs), *cbuf = malloc(2 * bs + 1024);
+    for (size_t k = 0; fits && k < nblocks; k++) {
+        bool partial = k == nblocks - 1 && nbytes % bs;
+        size_t bsize = partial ? nbytes % bs : bs;
+        size_t ns = !(flags & 0x10) && !partial ? ts : 1, neblock = bsize / ns;
+        ref_blosc_block_shuffle(in->p + k * bs, tmp, bsize, flags, ts, false);
+        put_le32(h + 16 + 4 * k, (uint32_t)pos);
+        for (size_t j = 0; fits && j < ns; j++) {
+            const unsigned char *src = tmp + j * neblock;
+            long cs;
+            if (code == 5) {
+                size_t r = ref.ZSTD_compress(cbuf, 2 * bs + 1024, src, neblock, clevel);
+                cs = ref.ZSTD_isError(r) ? 0 : (long)r;
+            }
+            else
+                cs = ref.LZ4_compress_default((const char *)src, (char *)cbuf, (int)neblock, (int)(2 * bs + 1024));
+            bool raw = cs <= 0 || (size_t)cs >= neblock;
+            size_t n = raw ? neblock : (size_t)cs;
+            if (pos + 4 + n > cap) {
+                fits = false;
+                break;
+            }
+            put_le32(h + pos, (uint32_t)n);
+            memcpy(h + pos + 4, raw ? src : cbuf, n);
+            pos += 4 + n;
+        }
+    }
+    free(tmp);
+    free(cbuf);
+    if (!fits) {
+        flags |= 2;
+        memcpy(h + 16, in->p, nbytes);
+        pos = nbytes + 16;
+    }
+    h[2] = (unsigned char)flags;
+    put_le32(h + 12, (uint32_t)pos);
+    out->n = pos;
+    return true;
+}
+
 /* ---- whole pipelines ---- */
 
 /* Applies the pipeline's filters (not those in `mask`) as HDF5 writes;
@@ -408,6 +596,10 @@ static inline bool ref_encode(const gds_codec_pipeline_t *p, unsigned mask, cons
         case GDS_FILTER_DEFLATE: ok = ref_deflate(&cur, &next, (int)f->cd[0]); break;
         case GDS_FILTER_ZSTD: ok = ref_zstd(&cur, &next, f->ncd ? (int)f->cd[0] : 3); break;
         case GDS_FILTER_LZ4: ok = ref_lz4h5(&cur, &next, f->ncd ? f->cd[0] : 0); break;
+        case GDS_FILTER_BLOSC:
+            ok = ref_blosc(&cur, &next, f->ncd > 2 && f->cd[2] ? f->cd[2] : 1, f->ncd > 4 ? (int)f->cd[4] : 5,
+                           f->ncd > 5 ? (int)f->cd[5] : 1, f->ncd > 6 ? f->cd[6] : 0);
+            break;
         case GDS_FILTER_BITSHUFFLE: {
             unsigned comp = f->ncd > 4 ? f->cd[4] : 0;
             if (comp == 2 || comp == 3)
@@ -472,6 +664,7 @@ static inline bool ref_decode(const gds_codec_pipeline_t *p, unsigned mask, cons
         }
         case GDS_FILTER_ZSTD: ok = ref_unzstd(&cur, &next); break;
         case GDS_FILTER_LZ4: ok = ref_unlz4h5(&cur, &next); break;
+        case GDS_FILTER_BLOSC: ok = ref_unblosc(&cur, &next); break;
         case GDS_FILTER_BITSHUFFLE: {
             unsigned comp = f->ncd > 4 ? f->cd[4] : 0;
             if (comp == 2 || comp == 3)

@@ -86,7 +86,24 @@ def configs():
         "masked_deflate_f32": (f32, (1, 128, 256), dict(compression="gzip", compression_opts=5, shuffle=True)),
         "fletcher_swapped_i32": (sparse((256, 1000), 14), (64, 1000), dict(fletcher32=True)),
         "blosc_lz4_f32": (f32, (1, 128, 256), dict(**hdf5plugin.Blosc(cname="lz4"))),
+        # chunks of 1 MiB + 4 KiB: blosc blocks of 512 KiB and a partial one
+        "blosc_lz4hc_bitshuffle_u16": (field((8, 520, 1024), np.float32, 15).astype(np.uint16), (1, 520, 1024),
+                                       dict(**hdf5plugin.Blosc(cname="lz4hc", clevel=9,
+                                                               shuffle=hdf5plugin.Blosc.BITSHUFFLE))),
+        "blosc_zstd_f64": (field((4, 333, 61), np.float64, 16), (2, 333, 61),
+                           dict(**hdf5plugin.Blosc(cname="zstd", clevel=5, shuffle=hdf5plugin.Blosc.SHUFFLE))),
+        "blosc_memcpyed_i32": (sparse((256, 1000), 17), (64, 1000),
+                               dict(**hdf5plugin.Blosc(cname="lz4", shuffle=hdf5plugin.Blosc.NOSHUFFLE))),
+        "blosc_blosclz_f32": (f32, (1, 128, 256), dict(**hdf5plugin.Blosc(cname="blosclz"))),
     }
+
+
+def blosc_memcpyed(raw, typesize):
+    """A MEMCPYED Blosc-1 chunk (as c-blosc writes incompressible data when
+    given room): the 16-byte header (version 2, lz4 format 1, flags MEMCPYED
+    | SHUFFLE | lz4 << 5) and the bytes as they are."""
+    n = len(raw)
+    return bytes([2, 1, 0x02 | 0x01 | (1 << 5), typesize]) + struct.pack("<iii", n, n, n + 16) + raw
 
 
 def chunk_offsets(shape, chunks):
@@ -114,6 +131,11 @@ def make(directory):
                 off = chunk_offsets(data.shape, chunks)[1]
                 raw = np.ascontiguousarray(data[tuple(slice(o, o + c) for o, c in zip(off, chunks))])
                 d.id.write_direct_chunk(off, raw.tobytes(), filter_mask=0b11)
+            if name == "blosc_memcpyed_i32":
+                # chunk 2 as c-blosc's MEMCPYED form (HDF5's filter never writes one: no room)
+                off = chunk_offsets(data.shape, chunks)[2]
+                raw = np.ascontiguousarray(data[tuple(slice(o, o + c) for o, c in zip(off, chunks))])
+                d.id.write_direct_chunk(off, blosc_memcpyed(raw.tobytes(), raw.dtype.itemsize), filter_mask=0)
             if name == "fletcher_swapped_i32":
                 # chunk 0 with the byte-swapped checksum of files from HDF5 < 1.6.3
                 off = chunk_offsets(data.shape, chunks)[0]

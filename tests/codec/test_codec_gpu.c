@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "codec_ref.h"
+#include "codec_shared.h"
 #include "codec_test.h"
 #include "cuda_loader.h"
 #include "gpu_codec.h"
@@ -402,6 +403,34 @@ static void garbage_keep_head(bytes_t *c)
         c->p[i] = (unsigned char)rng();
 }
 
+/* Blosc chunks: header fields (LE) and the first block's first stream. */
+static void blosc_version(bytes_t *c) { c->p[0] = 3; }
+static void blosc_nbytes(bytes_t *c) { put_le32(c->p + 4, get_le32(c->p + 4) + 4); }
+static void blosc_block_start(bytes_t *c) { put_le32(c->p + 16, (uint32_t)c->n - 2); }
+static void blosc_stream_size(bytes_t *c) { put_le32(c->p + get_le32(c->p + 16), 0x7ffffff0u); }
+static void blosc_blosclz(bytes_t *c) { c->p[2] = (unsigned char)(c->p[2] & 0x1f); } /* compressor format 0 */
+/* Garbage in the middle of every compressed stream of every block, sizes
+ * kept (raw streams left: nothing could tell). */
+static void blosc_stream_garbage(bytes_t *c)
+{
+    uint32_t flags = c->p[2], ts = c->p[3], nbytes = get_le32(c->p + 4), bs = get_le32(c->p + 8);
+    if (flags & GDS_BLOSC_MEMCPYED)
+        return;
+    for (uint32_t k = 0; k < (nbytes + bs - 1) / bs; k++) {
+        bool partial = (uint64_t)(k + 1) * bs > nbytes;
+        uint32_t ns = gds_blosc_nsplits(flags, ts, bs, partial), neblock = (partial ? nbytes - k * bs : bs) / ns;
+        size_t at = get_le32(c->p + 16 + 4 * k);
+        for (uint32_t j = 0; j < ns && at + 4 <= c->n; j++) {
+            size_t cs = get_le32(c->p + at);
+            if (cs > c->n - at - 4)
+                break;
+            for (size_t i = at + 4 + cs / 4; cs != neblock && i < at + 4 + cs * 3 / 4; i++)
+                c->p[i] = (unsigned char)rng();
+            at += 4 + cs;
+        }
+    }
+}
+
 /* ---- pipelines ---- */
 
 static gds_codec_pipeline_t pipe_new(size_t chunk_bytes, size_t type_size)
@@ -416,6 +445,33 @@ static gds_codec_pipeline_t pipe_new(size_t chunk_bytes, size_t type_size)
 static const unsigned CD1[] = {1}, CD2[] = {2}, CD4[] = {4}, CD6[] = {6}, CD8[] = {8}, CD0[] = {0}, CD3[] = {3};
 static const unsigned CD64K[] = {65536};
 #define OPT GDS_FILTER_FLAG_OPTIONAL
+
+/* A chunk whose header names blosclz in a pipeline that says lz4: the
+ * decode fails with EOPNOTSUPP (95) naming blosclz, the caller's cue to use
+ * HDF5's CPU filter; the other chunks decode. */
+static void blosc_fallback_case(void)
+{
+    gds_codec_pipeline_t p = pipe_new(256 * 1024, 4);
+    const unsigned cd[] = {2, 2, 4, 256 * 1024, 5, 1, 1};
+    pipe_add(&p, GDS_FILTER_BLOSC, GDS_FILTER_FLAG_OPTIONAL, 7, cd);
+    batch_t b;
+    if (!batch_make(&b, &p, DATA_FLOAT_FIELD, 6, NULL)) {
+        printf("skip  blosc fallback (liblz4 missing)\n");
+        batch_free(&b);
+        return;
+    }
+    blosc_blosclz(&b.stored[3]);
+    batch_upload(&b, p.chunk_bytes, false);
+    gds_status_t st = {0, ""};
+    size_t bad = SIZE_MAX;
+    int rc = gds_codec_decode(codec, &p, b.chunks, b.n, stream, &bad, &st);
+    bool ok = rc == -1 && bad == 3 && st.err == 95 && strstr(st.msg, "blosclz") && strstr(st.msg, "CPU");
+    CHECK_MSG(ok, "blosc fallback: rc %d, bad %zu, err %d, '%s'", rc, bad, st.err, st.msg);
+    size_t diff = batch_compare(&b, p.chunk_bytes, 3);
+    CHECK_MSG(diff == 0, "blosc fallback: %zu good chunks differ", diff);
+    printf("%s blosc chunk of blosclz                 err %d: %s\n", ok && !diff ? "ok   " : "FAIL ", st.err, st.msg);
+    batch_free(&b);
+}
 
 static void self_tests(void)
 {
@@ -484,6 +540,42 @@ static void self_tests(void)
     const unsigned bs_12[] = {0, 4, 12, 0, 2};
     pipe_add(&p, GDS_FILTER_BITSHUFFLE, OPT, 5, bs_12);
     decode_case("bitshuffle+lz4 12-byte elements", &p, DATA_RANDOM, 4, NULL);
+
+    /* blosc (cd: revision, version, typesize, chunk bytes, clevel, shuffle, compressor) */
+    const unsigned bl_lz4_shuf[] = {2, 2, 4, MB, 5, 1, 1}, bl_lz4hc_bit[] = {2, 2, 2, 0, 9, 2, 2};
+    const unsigned bl_zstd_shuf8[] = {2, 2, 8, 0, 5, 1, 5}, bl_zstd_none[] = {2, 2, 4, 0, 1, 0, 5};
+    const unsigned bl_lz4_c0[] = {2, 2, 4, 0, 0, 1, 1}, bl_lz4_1[] = {2, 2, 1, 0, 1, 1, 1};
+    const unsigned bl_zstd_bit3[] = {2, 2, 3, 0, 3, 2, 5};
+    p = pipe_new(MB, 4);
+    pipe_add(&p, GDS_FILTER_BLOSC, OPT, 7, bl_lz4_shuf);
+    decode_case("blosc lz4 shuffle f32", &p, DATA_FLOAT_FIELD, 8, NULL);
+    p = pipe_new(MB + 6 * 2048 + 2, 2); /* blocks of 512 KiB and a partial one */
+    pipe_add(&p, GDS_FILTER_BLOSC, OPT, 7, bl_lz4hc_bit);
+    decode_case("blosc lz4hc bitshuffle u16 partial", &p, DATA_IMAGE_U8, 5, NULL);
+    p = pipe_new(333 * 61 * 8, 8);
+    pipe_add(&p, GDS_FILTER_BLOSC, OPT, 7, bl_zstd_shuf8);
+    decode_case("blosc zstd shuffle f64", &p, DATA_DOUBLE_FIELD, 6, NULL);
+    p = pipe_new(700001 * 4, 4);
+    pipe_add(&p, GDS_FILTER_BLOSC, OPT, 7, bl_zstd_none);
+    decode_case("blosc zstd i32 partial", &p, DATA_SPARSE_INT, 3, NULL);
+    p = pipe_new(3001 * 3, 3);
+    pipe_add(&p, GDS_FILTER_BLOSC, OPT, 7, bl_zstd_bit3);
+    decode_case("blosc zstd bitshuffle 3-byte elements", &p, DATA_RANDOM, 4, NULL);
+    p = pipe_new(300000, 4);
+    pipe_add(&p, GDS_FILTER_BLOSC, OPT, 7, bl_lz4_c0);
+    decode_case("blosc clevel 0 (memcpyed)", &p, DATA_FLOAT_FIELD, 4, NULL);
+    p = pipe_new(200000, 1);
+    pipe_add(&p, GDS_FILTER_BLOSC, OPT, 7, bl_lz4_1);
+    decode_case("blosc lz4 random (memcpyed)", &p, DATA_RANDOM, 4, NULL);
+    p = pipe_new(65536 * 8, 8); /* blosc sees 4 bytes more: half an element after the last whole one */
+    const unsigned bl_lz4_shuf8[] = {2, 2, 8, 0, 5, 1, 1};
+    pipe_add(&p, GDS_FILTER_FLETCHER32, 0, 0, NULL);
+    pipe_add(&p, GDS_FILTER_BLOSC, OPT, 7, bl_lz4_shuf8);
+    decode_case("fletcher32+blosc lz4 shuffle f64", &p, DATA_DOUBLE_FIELD, 6, NULL);
+    p = pipe_new(256 * 1024, 4);
+    pipe_add(&p, GDS_FILTER_SHUFFLE, OPT, 1, CD4);
+    pipe_add(&p, GDS_FILTER_BLOSC, OPT, 7, bl_zstd_none);
+    decode_case("shuffle+blosc zstd masks", &p, DATA_FLOAT_FIELD, 8, masks);
 
     /* encode */
     p = pipe_new(256 * 1024, 4);
@@ -586,6 +678,16 @@ static void self_tests(void)
     p = pipe_new(500000, 4);
     pipe_add(&p, GDS_FILTER_SHUFFLE, OPT, 1, CD4);
     corrupt_case("shuffle: stored size", &p, DATA_SPARSE_INT, truncate_half, "stored size", false);
+    p = pipe_new(MB, 4);
+    pipe_add(&p, GDS_FILTER_BLOSC, OPT, 7, bl_lz4_shuf);
+    corrupt_case("blosc: version", &p, DATA_FLOAT_FIELD, blosc_version, "malformed header", false);
+    corrupt_case("blosc: nbytes", &p, DATA_FLOAT_FIELD, blosc_nbytes, "header says", false);
+    corrupt_case("blosc: block start past the end", &p, DATA_FLOAT_FIELD, blosc_block_start, "truncated", false);
+    corrupt_case("blosc: stream size past the end", &p, DATA_FLOAT_FIELD, blosc_stream_size, "truncated", false);
+    corrupt_case("blosc: truncated", &p, DATA_FLOAT_FIELD, truncate_half, "truncated", false);
+    corrupt_case("blosc: 3 bytes", &p, DATA_FLOAT_FIELD, truncate_tiny, "too small", false);
+    corrupt_case("blosc: garbage in the streams", &p, DATA_IMAGE_U8, blosc_stream_garbage, "blosc", false);
+    blosc_fallback_case();
     /* garbage behind valid headers: nvCOMP decodes it (an error, never a crash) */
     p = pipe_new(MB, 1);
     pipe_add(&p, GDS_FILTER_LZ4, OPT, 1, CD64K);
@@ -655,6 +757,7 @@ static int hostile_tests(void)
 {
     int ran = 0;
     static const unsigned cd3[] = {3}, cd64k[] = {65536}, bs_lz4[] = {0, 4, 4, 0, 2}, bs_zstd[] = {0, 4, 4, 0, 3, 3};
+    static const unsigned bl_lz4[] = {2, 2, 4, 0, 5, 1, 1}, bl_zstd[] = {2, 2, 4, 0, 3, 1, 5};
     const hostile_t cases[] = {
         {"zstd: garbage in a block", GDS_FILTER_ZSTD, 1, cd3, 512 * 1024, DATA_SPARSE_INT, zstd_block_garbage, false},
         {"zstd f32: garbage in a block", GDS_FILTER_ZSTD, 1, cd3, 512 * 1024, DATA_FLOAT_FIELD, zstd_block_garbage,
@@ -666,6 +769,10 @@ static int hostile_tests(void)
          bshuf_block_garbage, false},
         {"deflate: garbage after the header", GDS_FILTER_DEFLATE, 1, CD6, 1 << 20, DATA_FLOAT_FIELD,
          garbage_keep_head, true},
+        {"blosc lz4: garbage in the streams", GDS_FILTER_BLOSC, 7, bl_lz4, 1 << 20, DATA_IMAGE_U8,
+         blosc_stream_garbage, false},
+        {"blosc zstd: garbage in the streams", GDS_FILTER_BLOSC, 7, bl_zstd, 1 << 20, DATA_FLOAT_FIELD,
+         blosc_stream_garbage, false},
     };
     fflush(stdout);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -785,8 +892,8 @@ static void fixture_run(const char *dir, const char *name, const char *out, bool
     char why[300];
     bool decodable = gds_codec_can_decode(&x.p, why, sizeof why);
     bool blosc = x.p.nfilters && x.p.filter[0].id == GDS_FILTER_BLOSC;
-    if (!decodable) {
-        CHECK_MSG(blosc && strstr(why, "blosc"), "%s: cannot decode: %s", name, why);
+    if (!decodable) { /* blosc of blosclz: HDF5's CPU filter */
+        CHECK_MSG(blosc && strstr(why, "blosclz"), "%s: cannot decode: %s", name, why);
         printf("%s fixture %-30s not decodable on the GPU: %s\n", blosc ? "ok   " : "FAIL ", name, why);
         fixture_free(&x);
         return;
@@ -880,7 +987,8 @@ static void fixtures(const char *dir, const char *out, bool cpu)
         "fletcher_i32",         "shuffle_f64",                   "zstd3_i32",         "zstd_shuffle_f32",
         "lz4_u8",               "lz4_64k_mixed",                 "bslz4_f32",         "bszstd_f64",
         "bslz4_u16_1024",       "bitshuffle_plain_i32",          "masked_deflate_f32", "fletcher_swapped_i32",
-        "blosc_lz4_f32"};
+        "blosc_lz4_f32",        "blosc_lz4hc_bitshuffle_u16",    "blosc_zstd_f64",    "blosc_memcpyed_i32",
+        "blosc_blosclz_f32"};
     if (out)
         mkdir(out, 0755);
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "blosc_chunks.h"
 #include "codec_plan.h"
 #include "codec_ref.h"
 #include "codec_shared.h"
@@ -65,12 +66,37 @@ static void test_can_decode(void)
         CHECK_MSG(gds_codec_can_encode(&p, NULL, 0), "filter %u", good[i].id);
     }
 
-    /* blosc: named, so the caller's message says which filter sends it to the CPU */
+    /* blosc: lz4, lz4hc and zstd (cd_values[6]) decode on the GPU; the
+     * others are named, so the caller's message says what sends them to the CPU */
+    const struct {
+        unsigned code;
+        bool gpu;
+        const char *name;
+    } blosc[] = {{0, false, "blosclz"}, {1, true, "lz4"},  {2, true, "lz4hc"}, {3, false, "snappy"},
+                 {4, false, "zlib"},    {5, true, "zstd"}, {9, false, "unknown"}};
+    for (size_t i = 0; i < sizeof blosc / sizeof blosc[0]; i++) {
+        p = pipeline(1 << 20, 4);
+        const unsigned cd_blosc[] = {2, 2, 4, 1 << 20, 5, 1, blosc[i].code};
+        pipe_add(&p, GDS_FILTER_BLOSC, 1, 7, cd_blosc);
+        CHECK_MSG(decodable(&p, blosc[i].name) == blosc[i].gpu, "blosc %s", blosc[i].name);
+        char why[300];
+        CHECK(!gds_codec_can_encode(&p, why, sizeof why) && strstr(why, "blosc") && strstr(why, "encoder"));
+        CHECK(gds_codec_max_encoded_bytes(&p) == 0);
+    }
+    /* fewer values (h5py's compression=32001): c-blosc's default, blosclz */
     p = pipeline(1 << 20, 4);
-    const unsigned cd_blosc[] = {2, 2, 4, 1 << 20, 5, 1, 0};
-    pipe_add(&p, GDS_FILTER_BLOSC, 1, 7, cd_blosc);
-    CHECK(!decodable(&p, "blosc"));
-    CHECK(!gds_codec_can_encode(&p, NULL, 0));
+    const unsigned cd_blosc4[] = {2, 2, 4, 1 << 20};
+    pipe_add(&p, GDS_FILTER_BLOSC, 1, 4, cd_blosc4);
+    CHECK(!decodable(&p, "blosclz"));
+    /* blosc with a shuffle before it and a checksum after */
+    p = pipeline(1 << 20, 4);
+    const unsigned cd_blosc_zstd[] = {2, 2, 4, 1 << 20, 5, 1, 5};
+    pipe_add(&p, GDS_FILTER_SHUFFLE, 1, 1, CD_SHUF4);
+    pipe_add(&p, GDS_FILTER_BLOSC, 1, 7, cd_blosc_zstd);
+    pipe_add(&p, GDS_FILTER_FLETCHER32, 0, 0, NULL);
+    CHECK(decodable(&p, NULL));
+    pipe_add(&p, GDS_FILTER_DEFLATE, 1, 1, CD_DEFL6);
+    CHECK(!decodable(&p, "both compress"));
     p = pipeline(1 << 20, 4);
     const unsigned cd_szip[] = {4, 32};
     pipe_add(&p, 4, 1, 2, cd_szip);
@@ -449,6 +475,228 @@ static void test_zstd_frames(void)
     free(out.p);
 }
 
+
+/* ---- blosc ---- */
+
+/* The data of the chunks make_blosc_chunks.py had c-blosc compress. */
+static bytes_t blosc_data(unsigned ts, unsigned long n)
+{
+    bytes_t b = bytes_new((size_t)ts * n);
+    for (unsigned long i = 0; i < n; i++) {
+        uint64_t v = (i >> 3) % 1000 + ((i >> 11) & 1) * 3;
+        for (unsigned t = 0; t < ts; t++)
+            b.p[(size_t)i * ts + t] = (unsigned char)(v >> (8 * t));
+    }
+    return b;
+}
+
+/* What the GPU does with a blosc chunk, on the host: the same header check
+ * (gds_codec_parse_blosc), per block the walk of codec_blosc_walk (the
+ * shared gds_blosc_nsplits, gds_blosc_stream, gds_zstd_frame_check), the
+ * streams decoded by LZ4 / zstd as nvCOMP would (sizes checked as
+ * codec_nvcomp_check does), and codec_blosc_finish's bytes
+ * (gds_blosc_block_byte). 0, or the reason (GDS_KERR_*) with its detail. */
+static int blosc_model(const unsigned char *p, size_t stored, size_t expect, unsigned char *out, uint64_t *detail)
+{
+    gds_codec_blosc_t b;
+    unsigned char head[GDS_HEAD_BYTES] = {0};
+    memcpy(head, p, stored < GDS_HEAD_BYTES ? stored : GDS_HEAD_BYTES);
+    if (gds_codec_parse_blosc(head, stored, expect, &b) < 0) {
+        *detail = b.detail;
+        return b.reason;
+    }
+    if (b.memcpyed) {
+        memcpy(out, p + 16, expect);
+        return 0;
+    }
+    unsigned char *mid = calloc(1, expect);
+    int why = 0;
+    uint64_t entries = 0;
+    for (uint64_t k = 0; !why && k < b.nblocks; k++) {
+        bool partial = (k + 1) * b.blocksize > expect;
+        uint64_t bsize = partial ? expect - k * b.blocksize : b.blocksize;
+        uint32_t ns = gds_blosc_nsplits(b.flags, b.typesize, b.blocksize, partial);
+        uint64_t neblock = bsize / ns;
+        long long off = (int32_t)get_le32(p + 16 + 4 * k);
+        for (uint32_t j = 0; !why && j < ns; j++, entries++) {
+            gds_u64 cs = 0, det = 0;
+            why = (int)gds_blosc_stream(p, b.cbytes, &off, &cs, &det);
+            const unsigned char *stream = p + (off - (long long)cs);
+            if (!why && b.format == GDS_BLOSC_FORMAT_ZSTD && cs != neblock)
+                why = (int)gds_zstd_frame_check(stream, cs, neblock, 0, &det);
+            *detail = det;
+            if (why)
+                break;
+            unsigned char *dst = mid + k * b.blocksize + j * neblock;
+            if (cs == neblock)
+                memcpy(dst, stream, cs);
+            else if (b.format == GDS_BLOSC_FORMAT_LZ4) {
+                int r = ref.LZ4_decompress_safe((const char *)stream, (char *)dst, (int)cs, (int)neblock);
+                why = r < 0 ? GDS_KERR_DECODE : (uint64_t)r != neblock ? GDS_KERR_SIZE : 0;
+            }
+            else {
+                size_t r = ref.ZSTD_decompress(dst, neblock, stream, cs);
+                why = ref.ZSTD_isError(r) ? GDS_KERR_DECODE : r != neblock ? GDS_KERR_SIZE : 0;
+            }
+        }
+    }
+    if (!why && entries != b.nentries)
+        why = 100; /* the host's count of streams differs from the walk's */
+    for (uint32_t i = 0; !why && i < expect; i++) {
+        uint32_t k = i / (uint32_t)b.blocksize, b0 = k * (uint32_t)b.blocksize;
+        uint32_t bsize = (uint32_t)expect - b0 < b.blocksize ? (uint32_t)expect - b0 : (uint32_t)b.blocksize;
+        out[i] = gds_blosc_block_byte(mid + b0, b.flags, b.typesize, bsize, i - b0);
+    }
+    free(mid);
+    return why;
+}
+
+static void test_blosc_real_chunks(void)
+{
+    if (!ref.lz4 || !ref.zstd) {
+        printf("liblz4 / libzstd not found: blosc chunk decoding skipped\n");
+        return;
+    }
+    for (size_t i = 0; i < sizeof blosc_chunks / sizeof blosc_chunks[0]; i++) {
+        const blosc_chunk_t *c = &blosc_chunks[i];
+        bytes_t want = blosc_data(c->typesize, c->elements);
+        bool gpu = !strcmp(c->compressor, "lz4") || !strcmp(c->compressor, "lz4hc") || !strcmp(c->compressor, "zstd") ||
+                   strstr(c->name, "memcpyed");
+        unsigned char *got = calloc(1, want.n);
+        uint64_t detail = 0;
+        int why = blosc_model(c->bytes, c->stored, want.n, got, &detail);
+        if (gpu)
+            CHECK_MSG(why == 0 && !memcmp(got, want.p, want.n), "%s: model reason %d (%llu)%s", c->name, why,
+                      (unsigned long long)detail, why ? "" : ", data differs");
+        else
+            CHECK_MSG(why == GDS_KERR_UNSUPPORTED &&
+                          !strcmp(gds_codec_blosc_format_name((unsigned)detail), c->compressor),
+                      "%s: reason %d, detail %llu", c->name, why, (unsigned long long)detail);
+        bytes_t in = {(unsigned char *)c->bytes, c->stored}, dec = {NULL, 0};
+        if (gpu)
+            CHECK_MSG(ref_unblosc(&in, &dec) && dec.n == want.n && !memcmp(dec.p, want.p, want.n),
+                      "%s: CPU reference", c->name);
+        free(dec.p);
+        free(got);
+        free(want.p);
+    }
+}
+
+static const blosc_chunk_t *blosc_chunk(const char *name)
+{
+    for (size_t i = 0; i < sizeof blosc_chunks / sizeof blosc_chunks[0]; i++)
+        if (!strcmp(blosc_chunks[i].name, name))
+            return &blosc_chunks[i];
+    return NULL;
+}
+
+/* A copy of a real chunk with `len` bytes of `v` (LE) at `at`; the model's reason. */
+static int blosc_mutated(const char *name, size_t at, uint32_t v, int len, size_t cut, uint64_t *detail)
+{
+    const blosc_chunk_t *c = blosc_chunk(name);
+    bytes_t b = bytes_new(c->stored);
+    memcpy(b.p, c->bytes, c->stored);
+    for (int i = 0; i < len; i++)
+        b.p[at + i] = (unsigned char)(v >> (8 * i));
+    size_t expect = (size_t)c->typesize * c->elements;
+    unsigned char *out = malloc(expect);
+    int why = blosc_model(b.p, c->stored - cut, expect, out, detail);
+    free(out);
+    free(b.p);
+    return why;
+}
+
+static void test_blosc_corrupt(void)
+{
+    if (!ref.lz4 || !ref.zstd)
+        return;
+    uint64_t d;
+    const char *lz = "lz4_shuffle_t4_partial", *zs = "zstd_shuffle_t4_blocks", *mc = "memcpyed_t4";
+    const blosc_chunk_t *c = blosc_chunk(lz);
+    CHECK(blosc_mutated(lz, 0, 3, 1, 0, &d) == GDS_KERR_HEADER && d == 3);                  /* version */
+    CHECK(blosc_mutated(lz, 1, 2, 1, 0, &d) == GDS_KERR_PARAM);                             /* LZ4 format version */
+    CHECK(blosc_mutated(lz, 2, 0x21 | 0x08, 1, 0, &d) == GDS_KERR_HEADER);                  /* flag from the future */
+    CHECK(blosc_mutated(lz, 2, 0xc1, 1, 0, &d) == GDS_KERR_PARAM && d == 6);                /* compressor 6 */
+    CHECK(blosc_mutated(lz, 2, 0x41, 1, 0, &d) == GDS_KERR_UNSUPPORTED && d == 2);          /* snappy */
+    CHECK(blosc_mutated(lz, 3, 0, 1, 0, &d) == GDS_KERR_PARAM);                             /* typesize 0 */
+    CHECK(blosc_mutated(lz, 4, 160004, 4, 0, &d) == GDS_KERR_ORIGSIZE && d == 160004);      /* nbytes */
+    CHECK(blosc_mutated(lz, 8, 0, 4, 0, &d) == GDS_KERR_PARAM);                             /* blocksize 0 */
+    CHECK(blosc_mutated(lz, 8, 160001, 4, 0, &d) == GDS_KERR_PARAM);                        /* blocksize > nbytes */
+    CHECK(blosc_mutated(lz, 8, 0x80000000u, 4, 0, &d) == GDS_KERR_PARAM);                   /* negative */
+    CHECK(blosc_mutated(lz, 8, 65537, 4, 0, &d) == GDS_KERR_PARAM);                         /* 4 streams short */
+    CHECK(blosc_mutated(lz, 12, (uint32_t)c->stored + 99, 4, 0, &d) == 0); /* cbytes past the end: c-blosc's bound only */
+    CHECK(blosc_mutated(lz, 12, 15, 4, 0, &d) == GDS_KERR_TRUNCATED && d == 12);
+    CHECK(blosc_mutated(lz, 0, 2, 1, 1, &d) == GDS_KERR_TRUNCATED);                         /* stored one short */
+    CHECK(blosc_mutated(lz, 12, 20, 4, 0, &d) == GDS_KERR_TRUNCATED && d == 16);            /* no room for the table */
+    CHECK(blosc_mutated(lz, 0, 2, 1, c->stored - 15, &d) == GDS_KERR_SHORT);                 /* 15 bytes */
+    /* block-start table and stream sizes */
+    CHECK(blosc_mutated(lz, 16, (uint32_t)c->stored - 3, 4, 0, &d) == GDS_KERR_TRUNCATED);  /* start past the end */
+    CHECK(blosc_mutated(lz, 20, 0xffffffffu, 4, 0, &d) == GDS_KERR_TRUNCATED);              /* negative start */
+    uint32_t start0 = get_le32(c->bytes + 16);
+    CHECK(blosc_mutated(lz, start0, 0x7fffffff, 4, 0, &d) == GDS_KERR_TRUNCATED && d == start0); /* size too big */
+    CHECK(blosc_mutated(lz, start0, 0xfffffff0u, 4, 0, &d) == GDS_KERR_TRUNCATED);          /* negative size */
+    CHECK(blosc_mutated(lz, start0, 0, 4, 0, &d) == GDS_KERR_TRUNCATED);                    /* empty stream */
+    /* garbage in a stream: the decompressor's error, never a read outside */
+    uint32_t s0 = get_le32(c->bytes + start0);
+    int why = blosc_mutated(lz, start0 + 4 + s0 / 3, 0xdeadbeef, 4, 0, &d);
+    CHECK_MSG(why == GDS_KERR_DECODE || why == GDS_KERR_SIZE || why == 0, "%d", why);
+    /* zstd: a stream's frame is checked before nvCOMP sees it */
+    const blosc_chunk_t *z = blosc_chunk(zs);
+    uint32_t zstart = get_le32(z->bytes + 16);
+    CHECK(blosc_mutated(zs, zstart + 4, 0, 1, 0, &d) == GDS_KERR_HEADER);                   /* frame magic */
+    /* MEMCPYED: cbytes must be nbytes + 16 */
+    CHECK(blosc_mutated(mc, 12, 1017, 4, 0, &d) == GDS_KERR_PARAM);
+    CHECK(blosc_mutated(mc, 12, 1015, 4, 0, &d) == GDS_KERR_PARAM && d == 1015);
+    CHECK(blosc_mutated(mc, 0, 2, 1, 1, &d) == GDS_KERR_TRUNCATED);
+    /* trailing bytes after cbytes are ignored, as c-blosc ignores them */
+    bytes_t longer = bytes_new(c->stored + 100), want = blosc_data(c->typesize, c->elements);
+    memcpy(longer.p, c->bytes, c->stored);
+    memset(longer.p + c->stored, 0xee, 100);
+    unsigned char *out = malloc(want.n);
+    CHECK(blosc_model(longer.p, longer.n, want.n, out, &d) == 0 && !memcmp(out, want.p, want.n));
+    free(out);
+    free(want.p);
+    free(longer.p);
+}
+
+/* The CPU reference encoder (the GPU tests' source of blosc chunks) against
+ * the reference decoder and the GPU model. */
+static void test_blosc_roundtrip(void)
+{
+    if (!ref.lz4 || !ref.zstd)
+        return;
+    const size_t sizes[] = {100, 127, 128, 5000, 65536, 65537 * 3, 400000};
+    const size_t tss[] = {1, 2, 3, 4, 8, 16, 17};
+    int bad = 0, cases = 0, memcpyed = 0;
+    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++)
+        for (size_t ti = 0; ti < sizeof tss / sizeof tss[0]; ti++)
+            for (int sh = 0; sh < 3; sh++)
+                for (unsigned code = 1; code <= 5; code += 4) {
+                    /* whole elements, or not (a filter before blosc, fletcher32 say, adds bytes) */
+                    size_t n = code == 1 ? sizes[si] / tss[ti] * tss[ti] : sizes[si];
+                    bytes_t in = bytes_new(n), enc = {NULL, 0}, dec = {NULL, 0};
+                    make_data(si % 2 ? DATA_SPARSE_INT : (ti % 3 == 2 ? DATA_RANDOM : DATA_FLOAT_FIELD), in.p, n,
+                              (unsigned)(si * 31 + ti));
+                    int clevel = (int)((si + ti + (size_t)sh) % 10);
+                    bool ok = ref_blosc(&in, &enc, tss[ti], clevel, sh, code) && ref_unblosc(&enc, &dec) &&
+                              dec.n == n && !memcmp(dec.p, in.p, n);
+                    unsigned char *got = malloc(n ? n : 1);
+                    uint64_t d;
+                    ok = ok && blosc_model(enc.p, enc.n, n, got, &d) == 0 && !memcmp(got, in.p, n);
+                    memcpyed += enc.n >= 16 && (enc.p[2] & 2);
+                    if (!ok && bad++ < 5)
+                        fprintf(stderr, "blosc round trip: %zu bytes, typesize %zu, shuffle %d, code %u, clevel %d\n",
+                                n, tss[ti], sh, code, clevel);
+                    cases++;
+                    free(got);
+                    free(in.p);
+                    free(enc.p);
+                    free(dec.p);
+                }
+    CHECK_MSG(bad == 0, "%d of %d blosc round trips failed", bad, cases);
+    CHECK(memcpyed > 0);
+}
+
 static void test_error_texts(void)
 {
     gds_codec_pipeline_t p = pipeline(1 << 20, 4);
@@ -464,7 +712,12 @@ static void test_error_texts(void)
     CHECK_MSG(strstr(t, "zlib") && strstr(t, "0x78 0x01"), "%s", t);
     gds_codec_error_text(&p, (2u << 8) | GDS_KERR_DECODE, 12, t, sizeof t);
     CHECK_MSG(strstr(t, "nvCOMP") && strstr(t, "cannot decompress"), "%s", t);
-    for (unsigned r = 1; r <= 10; r++) {
+    gds_codec_pipeline_t pb = pipeline(1 << 20, 4);
+    const unsigned cd_blosc[] = {2, 2, 4, 1 << 20, 5, 1, 1};
+    pipe_add(&pb, GDS_FILTER_BLOSC, 1, 7, cd_blosc);
+    gds_codec_error_text(&pb, (1u << 8) | GDS_KERR_UNSUPPORTED, GDS_BLOSC_FORMAT_BLOSCLZ, t, sizeof t);
+    CHECK_MSG(strstr(t, "filter 0 (blosc)") && strstr(t, "blosclz") && strstr(t, "CPU"), "%s", t);
+    for (unsigned r = 1; r <= 11; r++) {
         gds_codec_error_text(&p, (1u << 8) | r, 5, t, sizeof t);
         CHECK_MSG(strstr(t, "shuffle") && strlen(t) > 20, "%s", t);
     }
@@ -505,6 +758,9 @@ int main(void)
     test_zstd_frames();
     test_checksums();
     test_bit_transpose();
+    test_blosc_real_chunks();
+    test_blosc_corrupt();
+    test_blosc_roundtrip();
     test_error_texts();
     test_absent();
     return test_finish("test_codec_unit");
