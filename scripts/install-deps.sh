@@ -4,6 +4,10 @@
 #   - CUDA headers (cuda.h, cufile.h): from the CUDA toolkit when present, else
 #     unpacked from the PyPI wheels nvidia-cuda-runtime and nvidia-cufile into
 #     build/deps/cuda-headers. No CUDA library is linked: they are loaded at run time.
+#   - HDF5 2.x headers (Debian unstable's libhdf5-dev, unpacked, not installed)
+#     in build/deps/hdf5-2-headers: tests/declarations checks the Python
+#     package's own HDF5 declarations against them. Optional: without them
+#     that one check is not built.
 # The machine's apt sources are never changed.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -55,5 +59,36 @@ else
   cp -r "$tmp"/nvidia/*/include/. "$deps/cuda-headers/include/"
   rm -rf "$tmp"
   have_header cuda.h && have_header cufile.h || { say "CUDA headers still missing"; exit 1; }
+fi
+# HDF5 2.x headers, for tests/declarations. The package is downloaded through
+# a private apt configuration (the archive scripts/build-hdf5.sh chooses,
+# suite unstable) and unpacked with dpkg-deb; nothing is installed.
+hdf5_2="$deps/hdf5-2-headers"
+if [ -f "$hdf5_2/usr/include/hdf5/serial/H5public.h" ]; then
+  say "HDF5 2.x headers present ($hdf5_2)"
+else
+  read -r archive _suite keyring _why < <(bash "$root/scripts/build-hdf5.sh" --print-source 2>/dev/null || true)
+  apt2="$deps/apt-unstable"
+  if [ -n "${archive:-}" ] && [ -f "${keyring:-/nonexistent}" ]; then
+    say "fetching HDF5 2.x headers (libhdf5-dev of Debian unstable, unpacked into $hdf5_2)"
+    mkdir -p "$apt2/etc/apt.conf.d" "$apt2/etc/preferences.d" "$apt2/etc/sources.list.d" "$apt2/lists/partial" \
+             "$apt2/cache/archives/partial" "$apt2/state" "$apt2/download"
+    echo "deb [signed-by=$keyring] $archive unstable main" >"$apt2/etc/sources.list"
+    touch "$apt2/state/status"
+    aptopt=(-o "Dir::Etc=$apt2/etc" -o "Dir::State=$apt2/state" -o "Dir::State::Lists=$apt2/lists"
+            -o "Dir::Cache=$apt2/cache" -o "Dir::State::status=$apt2/state/status" -o "APT::Sandbox::User=root")
+    if apt-get "${aptopt[@]}" update -qq >"$apt2/update.log" 2>&1 &&
+       (cd "$apt2/download" && rm -f libhdf5-dev_*.deb && apt-get "${aptopt[@]}" download libhdf5-dev >"$apt2/download.log" 2>&1); then
+      deb=$(ls "$apt2"/download/libhdf5-dev_*.deb)
+      case "$(dpkg-deb -f "$deb" Version)" in
+        2.*) rm -rf "$hdf5_2" && dpkg-deb -x "$deb" "$hdf5_2" && say "HDF5 $(dpkg-deb -f "$deb" Version) headers in $hdf5_2" ;;
+        *) say "Debian unstable's libhdf5-dev is $(dpkg-deb -f "$deb" Version), not 2.x: no 2.x check" ;;
+      esac
+    else
+      say "could not fetch libhdf5-dev from Debian unstable (see $apt2/*.log): no 2.x check"
+    fi
+  else
+    say "no Debian archive to fetch HDF5 2.x headers from: no 2.x check"
+  fi
 fi
 say "done"

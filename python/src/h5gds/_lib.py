@@ -7,9 +7,11 @@ wheel loads its private copy (``h5py.libs/libhdf5-<hash>.so``) with local
 binding, so nothing else could see its symbols; this module finds that
 library in ``/proc/self/maps``, promotes it to global binding with
 ``RTLD_NOLOAD | RTLD_GLOBAL`` (no second copy is loaded: NOLOAD fails rather
-than load one), checks its version against the headers the native library
-was compiled with, and then loads the native library with ``RTLD_NOW``, so a
-symbol that h5py's HDF5 lacks is an ImportError here, not a crash later.
+than load one), checks its version against the HDF5 declarations the native
+library was compiled with (by default the package's own, python/native/decl),
+and then loads the native library with ``RTLD_NOW``, so a symbol that h5py's
+HDF5 lacks is an ImportError here, not a crash later; last, the native library
+checks that the running HDF5 lays out the driver structs as declared.
 """
 from __future__ import annotations
 
@@ -47,9 +49,13 @@ def loaded_libhdf5() -> list[str]:
 
 
 def _version_ok(compiled: tuple[int, int, int], running: tuple[int, int, int]) -> bool:
-    # 1.14 headers describe a driver class (version 1) and the functions the
-    # driver calls, all of which HDF5 1.14.x and 2.x keep with the same ABI
-    # (checked on HDF5 2.0.0: h5py 3.16's wheel). Headers of 2.x need 2.x.
+    # 1.14 declarations (the package's own, python/native/decl, or HDF5
+    # 1.14 headers) describe a driver class (version 1) and functions that
+    # HDF5 1.14.1+ and 2.x keep with the same ABI (checked against 1.14.5's
+    # and 2.x headers by tests/declarations/, and against the running
+    # library by h5gds_py_check_hdf5_abi below). 1.14.0 lacks
+    # H5Pset_selection_io (1.14.1): loading then fails with RTLD_NOW below,
+    # naming the symbol. Headers of 2.x need 2.x.
     if compiled[:2] == (1, 14):
         return running[:2] == (1, 14) or running[0] == 2
     if compiled[0] == 2:
@@ -76,10 +82,14 @@ def _load() -> tuple[ctypes.CDLL, ctypes.CDLL, tuple[int, int, int], str]:
     running = (major.value, minor.value, release.value)
     compiled = tuple(_build_info.hdf5_compiled)
     if not _version_ok(compiled, running):  # type: ignore[arg-type]
+        if getattr(_build_info, "declarations", "real") == "own":
+            built = f"with its own HDF5 {'.'.join(map(str, compiled))} declarations"
+        else:
+            built = f"against HDF5 {'.'.join(map(str, compiled))} headers ({_build_info.hdf5_include})"
         raise ImportError(
-            f"h5gds: built against HDF5 {'.'.join(map(str, compiled))} headers, but h5py runs HDF5 "
-            f"{'.'.join(map(str, running))} ({hdf5_path}), which this build cannot serve "
-            "(it needs HDF5 1.14 or 2.x); rebuild h5gds with HDF5_ROOT pointing at headers of the HDF5 h5py uses")
+            f"h5gds: built {built}, but h5py runs HDF5 {'.'.join(map(str, running))} ({hdf5_path}), which "
+            "this build cannot serve: it needs HDF5 1.14 (1.14.1 or later) or 2.x. Install an h5py that "
+            "brings one of those")
     native_path = Path(__file__).with_name("libh5gds_py.so")
     try:
         # RTLD_NOW (ctypes always adds it): every HDF5 symbol must resolve in
@@ -88,6 +98,11 @@ def _load() -> tuple[ctypes.CDLL, ctypes.CDLL, tuple[int, int, int], str]:
     except OSError as exc:
         raise ImportError(
             f"h5gds: cannot load {native_path} against h5py's HDF5 {'.'.join(map(str, running))}: {exc}") from exc
+    native.h5gds_py_check_hdf5_abi.argtypes = [ctypes.c_char_p, _c_size_t]
+    native.h5gds_py_check_hdf5_abi.restype = ctypes.c_int
+    why = ctypes.create_string_buffer(1024)
+    if native.h5gds_py_check_hdf5_abi(why, len(why)) != 0:
+        raise ImportError(f"h5gds: {why.value.decode(errors='replace')} ({hdf5_path})")
     return hdf5, native, running, hdf5_path  # type: ignore[return-value]
 
 
