@@ -124,12 +124,16 @@ def test_chunked_sources_samples_spanning_chunks(tmp_path, chunks, row):
         assert sorted(seen) == list(range(301))
 
 
-def test_filtered_dataset_is_refused_naming_the_filter(tmp_path):
+def test_filtered_dataset_is_read_and_bad_chunking_refused_naming_the_filter(tmp_path):
     p = tmp_path / "z.h5"
     with h5py.File(p, "w") as f:
         f.create_dataset("x", data=np.arange(100.0), compression="gzip", chunks=(10,))
+        with h5gds.Loader(f["x"], 10, like="numpy") as loader:  # a file open for writing: flushed first
+            got = np.concatenate([np.asarray(b) for b in loader])
+        np.testing.assert_array_equal(np.sort(got), np.arange(100.0))
+        f.create_dataset("tiles", data=np.ones((10, 8)), compression="gzip", chunks=(5, 4))
         with pytest.raises(ValueError, match="deflate"):
-            h5gds.Loader(f["x"], 10, like="numpy")
+            h5gds.Loader(f["tiles"], 10, like="numpy")
 
 
 def test_bad_arguments(src, tmp_path):

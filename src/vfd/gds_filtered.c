@@ -1035,3 +1035,59 @@ long long gds_filtered_locate_chunks(hid_t dset, const hsize_t *lo, const hsize_
         H5Sclose(dspace);
     return result;
 }
+
+int gds_filtered_decode_chunks(hid_t dset, size_t n, const void *const *src, const size_t *src_bytes,
+                               const unsigned *masks, void *const *dst, void *stream)
+{
+    char name[256] = "?";
+    gds_codec_pipeline_t pipe;
+    hsize_t cdims[H5S_MAX_RANK];
+    hid_t dcpl = H5I_INVALID_HID, ftype = H5I_INVALID_HID;
+    bool described = false;
+    H5E_BEGIN_TRY
+    {
+        H5Iget_name(dset, name, sizeof name);
+        int rank = -1;
+        if ((dcpl = H5Dget_create_plist(dset)) >= 0 && H5Pget_layout(dcpl) == H5D_CHUNKED &&
+            (ftype = H5Dget_type(dset)) >= 0 && (rank = H5Pget_chunk(dcpl, H5S_MAX_RANK, cdims)) > 0)
+            described = describe_pipeline(dcpl, H5Tget_size(ftype), cdims, rank, &pipe);
+    }
+    H5E_END_TRY;
+    if (dcpl >= 0)
+        H5Pclose(dcpl);
+    if (ftype >= 0)
+        H5Tclose(ftype);
+    if (!described || n == 0 || !gds_codec_can_decode(&pipe, NULL, 0))
+        return 0;
+    const gds_cuda_api_t *cu = gds_cuda_if_loaded();
+    gds_buffer_info_t info;
+    gds_classify_buffer(dst[0], &info);
+    gds_status_t st;
+    gds_codec_t *codec = NULL;
+    if (!cu || info.kind != GDS_MEMORY_DEVICE || !(codec = codec_for((CUcontext)info.context, &st)))
+        return 0;
+    gds_codec_chunk_t *batch = malloc(n * sizeof *batch);
+    if (!batch) {
+        GDS_ERROR(H5E_RESOURCE, H5E_NOSPACE, "dataset '%s': out of memory for a batch of %zu chunks", name, n);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++)
+        batch[i] = (gds_codec_chunk_t){src[i], src_bytes[i], masks ? masks[i] : 0u, dst[i]};
+    CUresult erc;
+    void *previous = gds_cuda_enter(info.context, &erc);
+    size_t bad = n;
+    int rc = erc == CUDA_SUCCESS ? gds_codec_decode(codec, &pipe, batch, n, (CUstream)stream, &bad, &st) : -1;
+    gds_cuda_restore(previous);
+    free(batch);
+    if (rc == 0)
+        return 1;
+    if (erc == CUDA_SUCCESS && st.err == EOPNOTSUPP)
+        return 0;
+    if (erc != CUDA_SUCCESS)
+        GDS_ERROR(H5E_DATASET, H5E_READERROR, "dataset '%s': cannot use the buffers' CUDA context: %s", name,
+                  gds_cuda_error_text(erc));
+    else
+        GDS_ERROR(H5E_PLINE, H5E_READERROR, "dataset '%s': chunk %zu of %zu could not be decoded on the GPU: %s", name,
+                  bad, n, st.msg);
+    return -1;
+}

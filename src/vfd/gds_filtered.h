@@ -14,6 +14,19 @@ int gds_filtered_read(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_sp
  * direct chunk writes: 1 written, 0 not taken, -1 failed (error stack). */
 int gds_filtered_write(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_space, hid_t dxpl, const void *buf);
 
+/* Decodes `n` stored chunks of the chunked, filtered dataset `dset` that are
+ * already in device memory (src[i], src_bytes[i] bytes, HDF5's filter mask
+ * masks[i]) into device buffers of one whole decoded chunk each (dst[i]),
+ * on `stream` (a CUstream, NULL: the legacy stream), in the CUDA context of
+ * dst[0]; returns after they are done. For callers that read the stored
+ * bytes themselves (the Python loader, with chunk addresses it located
+ * once). 1: decoded; 0: not taken, nothing was written (a filter the GPU
+ * cannot decode, no nvCOMP, or a chunk the GPU cannot decode although its
+ * data is fine: HDF5's filters must read these); -1: failed, with the
+ * dataset, the chunk's index and the filter on the error stack. */
+int gds_filtered_decode_chunks(hid_t dset, size_t n, const void *const *src, const size_t *src_bytes,
+                               const unsigned *masks, void *const *dst, void *stream);
+
 /* How a read finds the file extents of its box's chunks. */
 typedef enum gds_chunk_locate {
     GDS_LOCATE_AUTO,     /* as a GPU read chooses */

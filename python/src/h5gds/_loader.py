@@ -28,6 +28,7 @@ from . import _arrays
 from . import _loader_io as io
 from . import _loader_order as orders
 from ._loader_copy import Copier, Slot
+from ._loader_decode import Decoder
 from ._loader_exact import ExactBatches
 from ._loader_gather import Gatherer
 from ._loader_layout import Column, Ragged, columns_from
@@ -196,6 +197,7 @@ class Loader(ExactBatches):
         self._rolling: list[Any] = []
         self._cache: Cache | None = None
         self._closed = False
+        self._decoder = Decoder(self)
         self._tuple, columns = columns_from(source, dataset)
         lengths = {c.rows for c in columns}
         if len(lengths) != 1:
@@ -217,6 +219,13 @@ class Loader(ExactBatches):
             total = _memory_total()
             cache = "page" if total and self.dataset_bytes <= total // 2 else "off"
         self.cache = cache
+        # Compressed columns are read in whole chunks: an epoch that reads
+        # samples one by one would decode a chunk per sample.
+        self.compressed = any(c.compressed for c in columns)
+        if self.compressed and order == "exact" and cache != "loader":
+            raise ValueError("order='exact' reads samples one by one, which would decode a whole chunk per sample "
+                             "of a compressed dataset: use order='windowed' (the default), or cache='loader' "
+                             "(the first epoch decodes every sample into memory, later exact epochs gather from it)")
         self._inflight_loads = max(4, min(64, INFLIGHT_BYTES // max(1, self._max_load_bytes())))
 
     # ---- settings ---------------------------------------------------------
@@ -284,6 +293,10 @@ class Loader(ExactBatches):
     def epoch_order(self, epoch: int | None = None) -> str:
         """The order ("exact" or "windowed") of `epoch` (default: the current one)."""
         e = self.epoch if epoch is None else int(epoch)
+        if self.compressed:  # exact only from the loader's own cache of decoded samples
+            if self.cache == "loader" and (self.order == "exact" or (self.order == "auto" and e >= 1)):
+                return "exact"
+            return "windowed"
         if self.order != "auto":
             return self.order
         if self.cache in ("page", "loader") and e >= 1:
@@ -442,6 +455,8 @@ class Loader(ExactBatches):
                 by_path: dict[str, list[Any]] = {}
                 dst = 0
                 for c in self.columns:
+                    if c.compressed:
+                        continue  # read by their epochs' windows (their stored bytes are not rows)
                     for path, seg in range_reads(c, a, b, dst):
                         by_path.setdefault(path, []).append(seg)
                     dst += _align(int(c.range_nbytes(np.array([a]), np.array([b]))[0]))
@@ -492,6 +507,7 @@ class Loader(ExactBatches):
         drops its buffers."""
         for f in self._files.values():
             f.close()
+        self._decoder.close()
         self._closed = True
         self._cache = None
         self._rolling = []

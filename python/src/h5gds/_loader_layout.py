@@ -60,6 +60,12 @@ class FileLayout:
     tmpl_file: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     tmpl_mem: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     tmpl_len: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    # filtered (compressed) chunks spanning whole rows: per chunk row its
+    # stored size and filter mask (addr above), decoded by _loader_decode
+    filtered: bool = False
+    dataset: str = ""
+    stored: np.ndarray | None = None
+    mask: np.ndarray | None = None
 
 
 def _filter_names(dcpl: Any) -> list[str]:
@@ -82,9 +88,6 @@ def file_layout(dset: h5py.Dataset) -> FileLayout:
     with phil:
         dcpl = dset.id.get_create_plist()
         filters = _filter_names(dcpl)
-        if filters:
-            raise ValueError(f"{name} is filtered with {', '.join(filters)}: the loader reads raw bytes from the "
-                             "file, so compressed or otherwise filtered datasets are not supported")
         layout = dcpl.get_layout()
         if dcpl.get_external_count():
             raise ValueError(f"{name} uses external storage, which the loader does not read")
@@ -93,7 +96,7 @@ def file_layout(dset: h5py.Dataset) -> FileLayout:
         shape = tuple(int(n) for n in dset.shape)
         itemsize = dset.dtype.itemsize
         row_bytes = int(np.prod(shape[1:], dtype=np.int64)) * itemsize
-        out = FileLayout(path=os.fspath(dset.file.filename), rows=shape[0])
+        out = FileLayout(path=os.fspath(dset.file.filename), rows=shape[0], dataset=dset.name)
         if shape[0] == 0 or row_bytes == 0:
             out.contiguous_base = 0
             return out
@@ -114,15 +117,29 @@ def file_layout(dset: h5py.Dataset) -> FileLayout:
             infos = [dset.id.get_chunk_info(i) for i in range(dset.id.get_num_chunks())]
     grid = [-(-n // c) for n, c in zip(shape, chunk)]
     ntiles = int(np.prod(grid[1:], dtype=np.int64))
+    if filters and ntiles != 1:
+        raise ValueError(f"{name} is compressed ({', '.join(filters)}) in chunks {chunk} that do not span whole "
+                         f"samples: the loader decodes whole chunks of rows, chunks=(k, {', '.join(map(str, shape[1:]))}) "
+                         "(rewrite the dataset with such chunks, e.g. h5py's create_dataset(chunks=...))")
     addr = np.full((grid[0], ntiles), -1, np.int64)
+    stored = np.zeros(grid[0], np.int64)
+    mask = np.zeros(grid[0], np.uint32)
     for info in infos:
         idx = [o // c for o, c in zip(info.chunk_offset, chunk)]
         tile = int(np.ravel_multi_index(idx[1:], grid[1:])) if len(idx) > 1 else 0
         addr[idx[0], tile] = int(info.byte_offset)
+        if filters:
+            stored[idx[0]] = int(info.size)
+            mask[idx[0]] = int(info.filter_mask)
     if (addr < 0).any():
         missing = int((addr < 0).sum())
         raise ValueError(f"{name}: {missing} chunk(s) are not allocated (never written); write the whole dataset "
                          "or create it with h5gds.create_dataset (early allocation)")
+    if filters:
+        out.filtered = True
+        out.c0, out.chunk_row_bytes, out.addr = chunk[0], row_bytes, addr
+        out.stored, out.mask = stored, mask
+        return out
     # The runs of one sample, as a template independent of the row: for each
     # tile of the inner dimensions, contiguous pieces along the last one.
     inner, cinner = shape[1:], chunk[1:]
@@ -261,6 +278,8 @@ class FixedColumn:
         self.paths = [lay.path for lay in self.layouts]
         self.starts = np.cumsum([0] + [lay.rows for lay in self.layouts], dtype=np.int64)
         self.rows = int(self.starts[-1])
+        # compressed in some file: read as whole stored chunks, decoded (_loader_decode)
+        self.compressed = any(lay.filtered for lay in self.layouts)
 
     @property
     def total_bytes(self) -> int:
@@ -303,6 +322,7 @@ class RaggedColumn:
     """Variable-length rows: a 1-D values dataset and its n + 1 offsets,
     per file. The offsets are read into memory at construction."""
     ragged = True
+    compressed = False
 
     def __init__(self, values: Sequence[Any], offsets: Sequence[np.ndarray], names: Sequence[str]):
         first = values[0]
@@ -316,6 +336,10 @@ class RaggedColumn:
                                  "one logical dataset")
         self.itemsize = self.dtype.itemsize
         self.layouts = [_layout_of(v) for v in values]
+        for lay, name in zip(self.layouts, names):
+            if lay.filtered:
+                raise ValueError(f"{name}: the values of a Ragged column are compressed; the loader decodes "
+                                 "compressed fixed-size rows only (store the values unfiltered)")
         self.paths = [lay.path for lay in self.layouts]
         self.offsets: list[np.ndarray] = []
         lengths = []

@@ -27,8 +27,9 @@ import numpy as np
 
 from . import _loader_io as io
 from ._loader_copy import Copier, Slot, event_done, stream_wait
+from ._loader_decode import CompressedLoad
 from ._loader_gather import Gatherer
-from ._loader_layout import Column, Segments, range_reads
+from ._loader_layout import Column, FixedColumn, Segments, range_reads
 from ._loader_order import WindowedPlan
 
 _ALIGN = 4096
@@ -49,6 +50,7 @@ class _Load:
     tickets: list[tuple[int, str]] | None = None
     slot: Slot | None = None             # pinned staging
     slot_off: list[int] = field(default_factory=list)
+    compressed: list[CompressedLoad] = field(default_factory=list)  # compressed columns' chunk reads
 
 
 class Buffer:
@@ -71,6 +73,7 @@ class _GroupState:
     copied: Any = None                  # event after the group's last copy (pinned staging)
     ready_waited: bool = False          # the current stream waits for `copied`
     ragged_start: list[np.ndarray | None] = field(default_factory=list)  # per column, rolling buffers
+    to_decode: list[CompressedLoad] = field(default_factory=list)  # decoded once the whole group is read
 
 
 class Cache:
@@ -230,15 +233,12 @@ class WindowedReader:
             dsts = load.dst
         by_path: dict[str, list[Segments]] = {}
         for ci, c in enumerate(self.columns):
-            if load.nbytes[ci]:
+            if load.nbytes[ci] and not c.compressed:
                 for path, seg in range_reads(c, load.start, load.stop, dsts[ci]):
                     by_path.setdefault(path, []).append(seg)
-        if not by_path:
-            if slot is not None:
-                self.staging.append(slot)
-                load.slot = None
-            self._complete(load)
-            return
+        if not by_path and slot is not None:  # compressed columns alone: their chunks go to device memory
+            self.staging.append(slot)
+            load.slot = None
         # one request per file (columns given as datasets may lie in different files)
         tickets: list[tuple[int, str]] = []
         try:
@@ -247,6 +247,11 @@ class WindowedReader:
                                   for k in range(3))
                 mem += np.uint64(base_addr)
                 tickets.append((self.ld._files[path].submit(off, size, mem, base_addr), path))
+            for ci, c in enumerate(self.columns):
+                if load.nbytes[ci] and c.compressed:
+                    assert isinstance(c, FixedColumn)
+                    load.compressed.append(self.ld._decoder.submit(self, c, ci, load.start, load.stop,
+                                                                   load.dst[ci], tickets))
         except BaseException:
             try:
                 io.wait_all(tickets)  # the buffer must outlive every request into it
@@ -256,6 +261,9 @@ class WindowedReader:
                 self.staging.append(slot)
                 load.slot = None
             raise
+        if not tickets:
+            self._complete(load)
+            return
         load.tickets = tickets
         self.pending.append(load)
 
@@ -270,7 +278,9 @@ class WindowedReader:
                 stream_wait(stream, buf.release_event)  # the gathers out of the buffer's previous group
                 buf.waited = True
             for ci in range(len(self.columns)):
-                self.copier.copy_into(buf.mem, load.dst[ci], load.slot, load.slot_off[ci], load.nbytes[ci], stream)
+                if not self.columns[ci].compressed:  # (those decode into the buffer later)
+                    self.copier.copy_into(buf.mem, load.dst[ci], load.slot, load.slot_off[ci], load.nbytes[ci],
+                                          stream)
             ev = self.copier.record(stream)
             load.slot.copied = ev
             st.copied = self.last_copy = ev
@@ -278,7 +288,28 @@ class WindowedReader:
             load.slot = None
         if self.cache is not None:
             self.cache.rows_read[load.start:load.stop] = True
+        st.to_decode.extend(load.compressed)
+        load.compressed = []
         st.outstanding -= 1
+        if st.outstanding == 0 and st.to_decode:
+            self._decode(load.group)
+
+    def _decode(self, g: int) -> None:
+        """Group `g` is read: its compressed columns' chunks decode into its
+        buffer, one GPU batch per file, ordered after the gathers out of the
+        buffer's previous group (as the copies are)."""
+        st = self.states[g]
+        loads, st.to_decode = st.to_decode, []
+        buf = self._buffer_of(g)
+        stream = None
+        if self.module != "numpy":
+            stream = self.copier.copy_stream()
+            if not buf.waited:
+                stream_wait(stream, buf.release_event)
+                buf.waited = True
+        self.ld._decoder.decode_group(self, buf.mem, loads, stream)
+        if self.staged and stream is not None:
+            st.copied = self.last_copy = self.copier.record(stream)
 
     def _reap(self, block: bool) -> bool:
         """Completes the oldest load when its reads are done (or waits for

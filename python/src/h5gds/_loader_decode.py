@@ -1,0 +1,217 @@
+"""Compressed columns of the loader: a window's rows are read as the whole
+stored chunks that hold them (addresses located once, _loader_layout), by
+the engine straight into device memory, and decoded on the GPU into the
+read buffer once every window of the group is in: one decode call per file
+and group, so nvCOMP sees hundreds of chunks at a time rather than the few
+of one window.
+
+A chunk whose rows all belong to the window decodes in place; one cut by
+the window's ends (a file's last chunk, or a cache fill of a part of a
+window) decodes into scratch memory and its rows are copied. Where the GPU
+cannot decode (host batches, a filter without a GPU decoder, no nvCOMP),
+HDF5 reads the rows with its own filters (h5py) and they are copied in."""
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass, field
+from typing import Any
+
+import h5py
+import numpy as np
+from h5py._objects import phil
+
+from ._lib import hdf5_error_text, native
+from ._loader_layout import FixedColumn
+
+_P64 = ctypes.POINTER(ctypes.c_uint64)
+_P32 = ctypes.POINTER(ctypes.c_uint32)
+
+
+@dataclass
+class FilePiece:
+    """Local rows [lo, hi) of file `fi` of a compressed column, going to
+    buffer byte `dst` (rows packed in order), with their chunks' stored
+    bytes at `staged` offsets of the load's staging memory."""
+    fi: int
+    lo: int
+    hi: int
+    dst: int
+    chunks: np.ndarray               # chunk rows of the file
+    staged: np.ndarray               # byte offset of each chunk's stored bytes in the staging memory
+
+
+@dataclass
+class CompressedLoad:
+    """One window's reads of one compressed column."""
+    column: int
+    pieces: list[FilePiece] = field(default_factory=list)
+    staging: Any = None              # device memory holding the stored chunks (None: decoded by HDF5)
+    staging_addr: int = 0
+
+
+class Decoder:
+    """The loader's decoding of compressed columns: HDF5 handles of their
+    files (read-only, opened once) for the pipeline and for HDF5's own reads."""
+
+    def __init__(self, loader: Any):
+        self.ld = loader
+        self._files: dict[str, h5py.File] = {}
+        self.gpu_decoded = 0             # chunks decoded on the GPU
+        self.hdf5_decoded_rows = 0       # rows read through HDF5's filters
+
+    def dataset(self, col: FixedColumn, fi: int) -> h5py.Dataset:
+        path = col.paths[fi]
+        with phil:
+            if path not in self._files:
+                self._files[path] = h5py.File(path, "r")
+            return self._files[path][col.layouts[fi].dataset]
+
+    def close(self) -> None:
+        for f in self._files.values():
+            try:
+                f.close()
+            except Exception:
+                pass
+        self._files = {}
+
+    # ---- reads ----------------------------------------------------------------
+
+    def submit(self, reader: Any, col: FixedColumn, ci: int, a: int, b: int, dst0: int,
+               tickets: list[tuple[int, str]]) -> CompressedLoad:
+        """Global rows [a, b) of column `ci` to buffer byte `dst0`: the stored
+        chunks holding them are read into fresh device memory (tickets
+        appended), or nothing is read when HDF5 will decode them."""
+        load = CompressedLoad(ci)
+        total = 0
+        while a < b:
+            fi = int(np.searchsorted(col.starts, a, side="right") - 1)
+            e = min(b, int(col.starts[fi + 1]))
+            lo, hi = a - int(col.starts[fi]), e - int(col.starts[fi])
+            lay = col.layouts[fi]
+            if not lay.filtered:  # a file of the column that is not compressed: HDF5 reads its rows
+                load.pieces.append(FilePiece(fi, lo, hi, dst0, np.zeros(0, np.int64), np.zeros(0, np.int64)))
+                dst0 += (hi - lo) * col.row_bytes
+                a = e
+                continue
+            c0 = lay.c0
+            chunks = np.arange(lo // c0, -(-hi // c0), dtype=np.int64)
+            assert lay.stored is not None
+            sizes = lay.stored[chunks]
+            staged = total + np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+            total += int(sizes.sum())
+            load.pieces.append(FilePiece(fi, lo, hi, dst0, chunks, staged))
+            dst0 += (hi - lo) * col.row_bytes
+            a = e
+        if self.ld.module == "numpy" or total == 0:
+            return load
+        load.staging = reader.gatherer.buffer(total)
+        load.staging_addr = reader.gatherer.address(load.staging)
+        for p in load.pieces:
+            lay = col.layouts[p.fi]
+            if not len(p.chunks):
+                continue
+            assert lay.addr is not None and lay.stored is not None
+            off = np.ascontiguousarray(lay.addr[p.chunks, 0], np.uint64)
+            size = np.ascontiguousarray(lay.stored[p.chunks], np.uint64)
+            mem = np.ascontiguousarray(p.staged, np.uint64) + np.uint64(load.staging_addr)
+            path = col.paths[p.fi]
+            tickets.append((self.ld._files[path].submit(off, size, mem, load.staging_addr), path))
+        return load
+
+    # ---- decoding -------------------------------------------------------------
+
+    def decode_group(self, reader: Any, buffer: Any, loads: list[CompressedLoad], stream: Any) -> None:
+        """Decodes the loads of one group into `buffer` (the group's read
+        buffer, or the cache); returns with the rows in place (the stream
+        synchronised)."""
+        by_file: dict[tuple[int, int], list[tuple[CompressedLoad, FilePiece]]] = {}
+        for load in loads:
+            for p in load.pieces:
+                by_file.setdefault((load.column, p.fi), []).append((load, p))
+        for (ci, fi), items in by_file.items():
+            col = reader.columns[ci]
+            if self.ld.module == "numpy" or items[0][0].staging is None or not col.layouts[fi].filtered or \
+                    not self._gpu(reader, col, fi, buffer, items, stream):
+                for _, p in items:
+                    self._hdf5_rows(reader, col, fi, p, buffer, stream)
+        if self.ld.module != "numpy":
+            stream.synchronize()
+
+    def _gpu(self, reader: Any, col: FixedColumn, fi: int, buffer: Any,
+             items: list[tuple[CompressedLoad, FilePiece]], stream: Any) -> bool:
+        """One decode call for the chunks of file `fi` in this group; False
+        when the GPU cannot decode them (nothing written then)."""
+        lay = col.layouts[fi]
+        assert lay.stored is not None and lay.mask is not None
+        chunk_bytes = lay.c0 * col.row_bytes
+        buf_addr = reader.gatherer.address(buffer)
+        src, size, mask, dst = [], [], [], []
+        cut: list[tuple[int, int, int, int]] = []  # (scratch index, first row, rows, buffer byte) of cut chunks
+        for load, p in items:
+            first_row = p.chunks * lay.c0                       # local row of each chunk's first row
+            whole = (first_row >= p.lo) & (first_row + lay.c0 <= p.hi)
+            d = p.dst + (first_row - p.lo) * col.row_bytes
+            src.append(load.staging_addr + p.staged)
+            size.append(lay.stored[p.chunks])
+            mask.append(lay.mask[p.chunks])
+            for k in np.flatnonzero(~whole).tolist():
+                r0 = max(int(first_row[k]), p.lo)
+                r1 = min(int(first_row[k]) + lay.c0, p.hi)
+                cut.append((len(cut), r0 - int(first_row[k]), r1 - r0, p.dst + (r0 - p.lo) * col.row_bytes))
+            dst.append(np.where(whole, buf_addr + d, -1))
+        src_a, size_a = np.concatenate(src).astype(np.uint64), np.concatenate(size).astype(np.uint64)
+        mask_a, dst_a = np.concatenate(mask).astype(np.uint32), np.concatenate(dst).astype(np.int64)
+        scratch = None
+        if cut:
+            scratch = reader.gatherer.buffer(len(cut) * chunk_bytes)
+            scratch_addr = reader.gatherer.address(scratch)
+            holes = np.flatnonzero(dst_a < 0)
+            dst_a[holes] = scratch_addr + np.arange(len(holes), dtype=np.int64) * chunk_bytes
+        dst_u = dst_a.astype(np.uint64)
+        ds = self.dataset(col, fi)
+        with phil:
+            rc = native.h5gds_py_decode_chunks(ds.id.id, len(src_a), src_a.ctypes.data_as(_P64),
+                                               size_a.ctypes.data_as(_P64), mask_a.ctypes.data_as(_P32),
+                                               dst_u.ctypes.data_as(_P64), _stream_handle(stream))
+            if rc < 0:
+                raise OSError(f"{col.paths[fi]}:{lay.dataset}: cannot decode the loader's chunks "
+                              f"({hdf5_error_text()})")
+        if rc == 0:
+            return False
+        self.gpu_decoded += len(src_a)
+        for k, row0, nrows, at in cut:
+            self._copy(scratch, k * chunk_bytes + row0 * col.row_bytes, buffer, at, nrows * col.row_bytes, stream)
+        return True
+
+    def _hdf5_rows(self, reader: Any, col: FixedColumn, fi: int, p: FilePiece, buffer: Any, stream: Any) -> None:
+        """Local rows [p.lo, p.hi) read by HDF5 (its filters, on the CPU) into the buffer."""
+        ds = self.dataset(col, fi)
+        with phil:
+            rows = np.ascontiguousarray(ds[p.lo:p.hi])
+        self.hdf5_decoded_rows += p.hi - p.lo
+        raw = rows.reshape(-1).view(np.uint8)
+        if self.ld.module == "numpy":
+            buffer[p.dst:p.dst + raw.nbytes] = raw
+        elif self.ld.module == "cupy":
+            buffer[p.dst:p.dst + raw.nbytes].set(raw, stream=stream)
+        else:
+            import torch
+            with torch.cuda.stream(stream):
+                buffer[p.dst:p.dst + raw.nbytes].copy_(torch.from_numpy(raw), non_blocking=False)
+
+    def _copy(self, src: Any, src_off: int, dst: Any, dst_off: int, nbytes: int, stream: Any) -> None:
+        if self.ld.module == "cupy":
+            with stream:
+                dst[dst_off:dst_off + nbytes] = src[src_off:src_off + nbytes]
+        else:
+            import torch
+            with torch.cuda.stream(stream):
+                dst[dst_off:dst_off + nbytes].copy_(src[src_off:src_off + nbytes], non_blocking=True)
+
+
+def _stream_handle(stream: Any) -> int:
+    if stream is None:
+        return 0
+    if hasattr(stream, "ptr"):         # cupy
+        return int(stream.ptr)
+    return int(stream.cuda_stream)     # torch

@@ -1,0 +1,189 @@
+"""The loader over compressed (filtered) datasets: whole stored chunks read
+per window and decoded (on the GPU for device batches, by HDF5's filters
+for host batches and where the GPU cannot), every sample exactly once per
+epoch, the same bytes as h5py reads; orders, caches and the errors of
+layouts it cannot serve."""
+from __future__ import annotations
+
+import importlib.util
+import os
+
+import h5py
+import numpy as np
+import pytest
+
+import h5gds
+
+
+def _data(rows: int, shape: tuple[int, ...], dtype: str, seed: int) -> np.ndarray:
+    """Data that compresses like real data (a smooth field plus noise kept to a few decimals)."""
+    rng = np.random.default_rng(seed)
+    base = np.cumsum(rng.standard_normal((rows,) + shape), axis=0)
+    if np.dtype(dtype).kind == "f":
+        return np.round(base, 2).astype(dtype)
+    return (base * 10).astype(dtype)
+
+
+def _file(tmp_path: os.PathLike[str], name: str, rows: int = 1000, shape: tuple[int, ...] = (64,),
+          dtype: str = "f4", chunk_rows: int = 64, seed: int = 1, **filters: object) -> tuple[str, np.ndarray]:
+    path = os.path.join(os.fspath(tmp_path), name)
+    data = _data(rows, shape, dtype, seed)
+    labels = np.arange(rows, dtype=np.int64)
+    with h5py.File(path, "w") as f:
+        kw = filters or {"compression": "gzip", "shuffle": True}
+        f.create_dataset("x", data=data, chunks=(chunk_rows,) + shape, **kw)  # type: ignore[arg-type]
+        f.create_dataset("label", data=labels)
+    return path, data
+
+
+def _epoch(loader: h5gds.Loader) -> tuple[np.ndarray, np.ndarray]:
+    xs, ls = [], []
+    for x, label in loader:
+        xs.append(np.asarray(x))
+        ls.append(np.asarray(label))
+    return np.concatenate(xs), np.concatenate(ls)
+
+
+@pytest.mark.parametrize("chunk_rows", [64, 100, 1000])
+def test_windowed_host_batches_every_sample_once(tmp_path, chunk_rows):
+    path, data = _file(tmp_path, "c.h5", chunk_rows=chunk_rows)
+    with h5gds.Loader([path], 32, dataset=["x", "label"], like="numpy", window="16KiB", buffer="256KiB",
+                      seed=3) as ld:
+        assert ld.compressed and ld.epoch_order() == "windowed"
+        x, label = _epoch(ld)
+        assert sorted(label.tolist()) == list(range(len(data)))   # each sample once
+        np.testing.assert_array_equal(x, data[label])              # with its own bytes
+        assert ld._decoder.hdf5_decoded_rows >= len(data)           # host batches: HDF5's filters
+
+
+def test_two_files_one_compressed_one_not(tmp_path):
+    p1, d1 = _file(tmp_path, "a.h5", rows=300, seed=1)
+    p2 = os.path.join(os.fspath(tmp_path), "b.h5")
+    d2 = _data(200, (64,), "f4", 2)
+    with h5py.File(p2, "w") as f:
+        f.create_dataset("x", data=d2, chunks=(64, 64))
+        f.create_dataset("label", data=np.arange(300, 500, dtype=np.int64))
+    both = np.concatenate([d1, d2])
+    with h5gds.Loader([p1, p2], 50, dataset=["x", "label"], like="numpy", window="8KiB", buffer="64KiB") as ld:
+        x, label = _epoch(ld)
+    assert sorted(label.tolist()) == list(range(500))
+    np.testing.assert_array_equal(x, both[label])
+
+
+def test_exact_order_needs_the_loader_cache(tmp_path):
+    path, data = _file(tmp_path, "c.h5")
+    with pytest.raises(ValueError, match="decode a whole chunk per sample"):
+        h5gds.Loader([path], 16, dataset="x", like="numpy", order="exact")
+    with h5gds.Loader([path], 16, dataset=["x", "label"], like="numpy", cache="loader", window="16KiB") as ld:
+        assert ld.epoch_order(0) == "windowed" and ld.epoch_order(1) == "exact"
+        for epoch in (0, 1):
+            ld.set_epoch(epoch)
+            x, label = _epoch(ld)
+            assert sorted(label.tolist()) == list(range(len(data)))
+            np.testing.assert_array_equal(x, data[label])
+        # the exact epoch is a permutation drawn from (seed, epoch), served from memory
+        ld.set_epoch(1)
+        np.testing.assert_array_equal(ld.indices(), label)
+    with h5gds.Loader([path], 16, dataset="x", like="numpy", cache="loader", order="exact") as ld:
+        x = np.concatenate([np.asarray(b) for b in ld])
+        np.testing.assert_array_equal(x, data[ld.indices()])
+
+
+def test_auto_cache_page_stays_windowed(tmp_path):
+    path, _ = _file(tmp_path, "c.h5")
+    with h5gds.Loader([path], 16, dataset="x", like="numpy", cache="page") as ld:
+        assert [ld.epoch_order(e) for e in range(3)] == ["windowed"] * 3
+
+
+def test_chunks_across_samples_refused(tmp_path):
+    path = os.path.join(os.fspath(tmp_path), "tiles.h5")
+    with h5py.File(path, "w") as f:
+        f.create_dataset("x", data=_data(100, (32, 32), "f4", 1), chunks=(10, 16, 32), compression="gzip")
+    with pytest.raises(ValueError, match="do not span whole"):
+        h5gds.Loader([path], 8, dataset="x", like="numpy")
+
+
+def test_compressed_ragged_values_refused(tmp_path):
+    path = os.path.join(os.fspath(tmp_path), "ragged.h5")
+    with h5py.File(path, "w") as f:
+        f.create_dataset("v", data=np.arange(1000, dtype="u1"), chunks=(100,), compression="gzip")
+        f.create_dataset("o", data=np.arange(0, 1001, 10, dtype=np.int64))
+    with pytest.raises(ValueError, match="Ragged column are compressed"):
+        h5gds.Loader([path], 8, dataset=h5gds.Ragged("v", "o"), like="numpy")
+
+
+def test_filter_hdf5_cannot_read_is_an_error_not_garbage(tmp_path):
+    """A chunk corrupted in the file: the epoch fails with HDF5's error, as h5py's read does."""
+    path, _ = _file(tmp_path, "bad.h5", rows=256, chunk_rows=64)
+    with h5py.File(path, "r") as f:
+        info = f["x"].id.get_chunk_info(1)
+    with open(path, "r+b") as fh:
+        fh.seek(info.byte_offset + 8)
+        fh.write(b"\xff" * 64)
+    with h5py.File(path, "r") as f, pytest.raises(OSError):
+        f["x"][64:128]
+    with h5gds.Loader([path], 16, dataset="x", like="numpy", window="16KiB") as ld, pytest.raises(OSError):
+        for _ in ld:
+            pass
+
+
+# ---- device batches: decoded on the GPU ----------------------------------------------------------------
+
+def _gpu_module() -> str | None:
+    try:
+        import cupy
+        if cupy.cuda.runtime.getDeviceCount() > 0:
+            return "cupy"
+    except Exception:
+        pass
+    return None
+
+
+def _plugin_filters() -> dict[str, dict[str, object]]:
+    out: dict[str, dict[str, object]] = {"gzip-shuffle": {"compression": "gzip", "shuffle": True}}
+    if importlib.util.find_spec("hdf5plugin") is not None:
+        import hdf5plugin
+        out["zstd"] = dict(hdf5plugin.Zstd())
+        out["lz4"] = dict(hdf5plugin.LZ4())
+        out["bitshuffle-lz4"] = dict(hdf5plugin.Bitshuffle(cname="lz4"))
+        out["blosc-lz4"] = dict(hdf5plugin.Blosc(cname="lz4", shuffle=hdf5plugin.Blosc.SHUFFLE))
+    return out
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("staging", ["pinned", "device"])
+@pytest.mark.parametrize("name", ["gzip-shuffle", "zstd", "lz4", "bitshuffle-lz4", "blosc-lz4"])
+def test_device_batches_decoded_on_the_gpu(tmp_path, staging, name):
+    if _gpu_module() is None:
+        pytest.skip("needs CuPy and a CUDA GPU")
+    filters = _plugin_filters()
+    if name not in filters:
+        pytest.skip(f"{name}: hdf5plugin is not installed")
+    import cupy
+    path, data = _file(tmp_path, "g.h5", rows=3000, shape=(256,), chunk_rows=200, **filters[name])
+    with h5gds.Loader([path], 64, dataset=["x", "label"], like="cupy", staging=staging, window="256KiB",
+                      buffer="4MiB", seed=5) as ld:
+        xs, ls = [], []
+        for x, label in ld:
+            assert isinstance(x, cupy.ndarray)
+            xs.append(cupy.asnumpy(x))
+            ls.append(cupy.asnumpy(label))
+        x_all, label_all = np.concatenate(xs), np.concatenate(ls)
+        assert sorted(label_all.tolist()) == list(range(len(data)))
+        np.testing.assert_array_equal(x_all, data[label_all])
+        if ld._decoder.gpu_decoded == 0:
+            pytest.fail(f"{name}: no chunk was decoded on the GPU (nvCOMP missing? H5GDS_NVCOMP_LIB)")
+
+
+@pytest.mark.gpu
+def test_device_batches_cache_then_exact(tmp_path):
+    if _gpu_module() is None:
+        pytest.skip("needs CuPy and a CUDA GPU")
+    import cupy
+    path, data = _file(tmp_path, "g.h5", rows=2000, shape=(128,), chunk_rows=300)  # a cut last chunk
+    with h5gds.Loader([path], 100, dataset="x", like="cupy", cache="loader", window="64KiB") as ld:
+        for epoch in (0, 1):
+            ld.set_epoch(epoch)
+            x = np.concatenate([cupy.asnumpy(b) for b in ld])
+            np.testing.assert_array_equal(x, data[ld.indices()])
+        assert ld.epoch_order(1) == "exact"
