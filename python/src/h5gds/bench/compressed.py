@@ -11,7 +11,12 @@ dropped) and warm, side by side in one run:
   h5gds-write      (--methods) durable write from device memory: GPU compression
   h5py-write       (--methods) durable write: a copy to the host, HDF5's CPU filters
 
-CSV columns: bench,method,data,filter,ratio,cache,GBps,repeat.
+The h5gds reads are timed after one untimed read per file (the GPU codecs'
+one-time start: nvCOMP loaded, kernels compiled). Filters: gzip-shuffle,
+zstd, lz4, bitshuffle-lz4, bitshuffle-zstd, blosc-lz4, blosc-zstd (all but
+gzip need hdf5plugin). CSV columns: bench,method,data,filter,ratio,cache,
+GBps,repeat. ``--parts loader`` (or reads,loader) adds loader epochs over
+compressed samples (h5gds.bench.compressed_loader: compressed-loader.csv).
 
     python -m h5gds.bench compressed --size 1GiB --repeat 3 --out DIR
 """
@@ -85,7 +90,10 @@ def filter_kwargs(name: str) -> dict[str, Any] | None:
     return {"zstd": lambda: dict(**hdf5plugin.Zstd(clevel=1)),
             "lz4": lambda: dict(**hdf5plugin.LZ4()),
             "bitshuffle-lz4": lambda: dict(**hdf5plugin.Bitshuffle(cname="lz4")),
-            "bitshuffle-zstd": lambda: dict(**hdf5plugin.Bitshuffle(cname="zstd"))}[name]()
+            "bitshuffle-zstd": lambda: dict(**hdf5plugin.Bitshuffle(cname="zstd")),
+            "blosc-lz4": lambda: dict(**hdf5plugin.Blosc(cname="lz4", clevel=5, shuffle=hdf5plugin.Blosc.SHUFFLE)),
+            "blosc-zstd": lambda: dict(**hdf5plugin.Blosc(cname="zstd", clevel=1,
+                                                          shuffle=hdf5plugin.Blosc.SHUFFLE))}[name]()
 
 
 def write_dataset(path: Path, kind: str, fname: str, nbytes: int) -> float | None:
@@ -173,6 +181,7 @@ def bench_writes(src: Path, kind: str, fname: str, ratio: float, rep: int, metho
 
 
 def main(argv: list[str] | None = None) -> int:
+    from h5gds.bench import _common as common
     from h5gds.bench._common import Parser, ceiling_seconds, drop_cache, warm
 
     p = Parser(prog="python -m h5gds.bench compressed", description=__doc__,
@@ -186,7 +195,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--methods", default="h5gds,h5py,cpu16,nvcomp-decode,ceiling-odirect",
                    help="a comma list of h5gds, h5py, cpu16, nvcomp-decode, ceiling-odirect (reads) and "
                         "h5gds-write, h5py-write (durable writes from device memory)")
+    p.add_argument("--parts", default="reads", help="reads (datasets into device memory), loader (loader "
+                   "epochs over compressed samples, compressed-loader.csv), or both: reads,loader")
+    p.add_argument("--loader-samples", type=common.size_list_arg, default=[64 << 10, 1 << 20],
+                   help="loader part: sample sizes (64KiB,1MiB)")
+    p.add_argument("--loader-chunk", type=common.size_arg, default=2 << 20,
+                   help="loader part: chunk bytes (whole samples, about this many bytes; 2MiB)")
+    p.add_argument("--loader-data", default="field,image", help="loader part: data kinds")
+    p.add_argument("--loader-filters", default="gzip-shuffle,zstd,lz4,bitshuffle-lz4",
+                   help="loader part: filters")
+    p.add_argument("--loader-dataloader-bytes", type=common.size_arg, default=256 << 20,
+                   help="loader part: samples DataLoader + h5py reads per measurement (it is slow)")
     args = p.parse_args(argv)
+    parts = set(args.parts.split(","))
+    if not parts or not parts <= {"reads", "loader"}:
+        p.error(f"--parts: {args.parts!r}: a comma list of reads, loader")
     try:
         nbytes = parse_size(args.size)
     except SizeError as exc:
@@ -222,8 +245,12 @@ def main(argv: list[str] | None = None) -> int:
         cupy.cuda.runtime.deviceSynchronize()
         return time.perf_counter() - t0
 
+    if "loader" in parts:
+        from h5gds.bench import compressed_loader
+        if "reads" not in parts:
+            return compressed_loader.run(args, nbytes, out_dir, work)
     print(",".join(COLUMNS), flush=True)
-    for kind in args.data.split(","):
+    for kind in args.data.split(",") if "reads" in parts else []:
         for fname in args.filters.split(","):
             path = work / f"h5gds-compressed-{kind}-{fname}.h5"
             ratio = write_dataset(path, kind, fname, nbytes)
@@ -234,6 +261,9 @@ def main(argv: list[str] | None = None) -> int:
                 decoded = f["x"].size * f["x"].dtype.itemsize
                 want_sum = float(np.asarray(f["x"][:64], np.float64).sum())
             stored = os.path.getsize(path)
+            if "h5gds" in methods:  # untimed: the GPU codecs loaded and their kernels compiled (once a process)
+                with h5py.File(path, "r", driver="gds") as f:
+                    h5gds.read(f["x"], np.s_[: f["x"].chunks[0]], like="cupy")
             for rep in range(args.repeat):
                 if methods & {"h5gds-write", "h5py-write"}:
                     bench_writes(path, kind, fname, ratio, rep, methods, add)
@@ -279,6 +309,8 @@ def main(argv: list[str] | None = None) -> int:
                         add("cpu16", kind, fname, ratio, cache, decoded / secs / 1e9, rep)
             path.unlink()
     print(f"compressed: {len(rows)} rows in {csv_path}")
+    if "loader" in parts:
+        return compressed_loader.run(args, nbytes, out_dir, work)
     return 0
 
 

@@ -1,0 +1,164 @@
+"""The ``compressed`` benchmark's loader part: whole epochs of samples out of
+a compressed dataset into device batches, cold and warm, beside
+DataLoader + h5py and the file's O_DIRECT sequential read.
+
+  h5gds-loader           h5gds.Loader, windowed order, CuPy batches: whole
+                         stored chunks read by the engine, decoded on the GPU
+  torch-dataloader-h5py  torch DataLoader (8 workers, pinned) over h5py reads
+                         of single samples (HDF5's CPU filters; each sample
+                         decodes its chunk unless the chunk cache holds it)
+  ceiling-odirect        O_DIRECT sequential read of the file (file bytes)
+
+Rows: bench,method,data,filter,ratio,cache,GBps,repeat plus sample_bytes,
+chunk_bytes, seconds, epoch_fraction (GB/s of decoded samples delivered)."""
+from __future__ import annotations
+
+import csv
+import os
+from pathlib import Path
+from typing import Any
+
+import h5py
+import numpy as np
+
+import h5gds
+
+from . import _common as common
+from .compressed import DTYPES, filter_kwargs, make_rows
+
+COLUMNS = ["bench", "method", "data", "filter", "ratio", "cache", "GBps", "repeat", "sample_bytes", "chunk_bytes",
+           "seconds", "epoch_fraction"]
+
+
+def sample_file(path: Path, kind: str, fname: str, sample: int, chunk: int, nbytes: int) -> float | None:
+    """Samples of `sample` bytes (rows), compressed in chunks of whole rows
+    of about `chunk` bytes; returns the ratio (None: filter not installed)."""
+    kw = filter_kwargs(fname)
+    if kw is None:
+        return None
+    dtype = np.dtype(DTYPES[kind])
+    width = max(1, sample // dtype.itemsize)
+    rows_per_chunk = max(1, chunk // (width * dtype.itemsize))
+    nrows = max(rows_per_chunk, nbytes // (width * dtype.itemsize))
+    rng = np.random.default_rng(11)
+    with h5py.File(path, "w") as f:
+        d = f.create_dataset("x", shape=(nrows, width), dtype=dtype, chunks=(rows_per_chunk, width), **kw)
+        step = max(rows_per_chunk, (64 << 20) // (width * dtype.itemsize) // rows_per_chunk * rows_per_chunk)
+        for r in range(0, nrows, step):
+            n = min(step, nrows - r)
+            d[r:r + n] = make_rows(kind, r, n, width, rng)
+    return nrows * width * dtype.itemsize / os.path.getsize(path)
+
+
+class _Rows:
+    """torch Dataset of single rows read with h5py (a file per worker)."""
+
+    def __init__(self, path: str):
+        self.path, self.f = path, None
+        with h5py.File(path, "r") as f:
+            self.n = f["x"].shape[0]
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: int) -> Any:
+        import torch
+        if self.f is None:
+            self.f = h5py.File(self.path, "r")
+        return torch.from_numpy(self.f["x"][i])
+
+
+def run(args: Any, nbytes: int, out_dir: Path, work: Path) -> int:
+    import cupy
+
+    rows: list[dict[str, Any]] = []
+    csv_path = out_dir / "compressed-loader.csv"
+
+    def add(**r: Any) -> None:
+        r = {"bench": "compressed-loader", **r}
+        rows.append(r)
+        print(",".join(str(r[c]) for c in COLUMNS), flush=True)
+        with open(csv_path, "w", newline="") as fh:
+            w = csv.DictWriter(fh, COLUMNS)
+            w.writeheader()
+            w.writerows(rows)
+
+    try:
+        import torch
+        have_torch = torch.cuda.is_available()
+    except ImportError:
+        have_torch = False
+    chunk = args.loader_chunk
+    print(",".join(COLUMNS), flush=True)
+    for kind in args.loader_data.split(","):
+        for fname in args.loader_filters.split(","):
+            for sample in args.loader_samples:
+                path = work / f"h5gds-compressed-loader-{kind}-{fname}-{sample}.h5"
+                ratio = sample_file(path, kind, fname, sample, chunk, nbytes)
+                if ratio is None:
+                    print(f"# {fname}: hdf5plugin not installed, skipped", flush=True)
+                    continue
+                with h5py.File(path, "r") as f:
+                    n, width = f["x"].shape
+                    row_bytes = width * f["x"].dtype.itemsize
+                    chunk_bytes = f["x"].chunks[0] * row_bytes
+                total = n * row_bytes
+                bsz = max(1, (16 << 20) // row_bytes)
+                ld = h5gds.Loader([str(path)], bsz, dataset="x", like="cupy", seed=1, cache="off")
+                it = iter(ld)                     # untimed: buffers, engine threads, the codec
+                next(it)
+                it.close()
+                base = dict(data=kind, filter=fname, ratio=f"{ratio:.2f}", sample_bytes=row_bytes,
+                            chunk_bytes=chunk_bytes)
+                for rep in range(args.repeat):
+                    for cache in ("cold", "warm"):
+                        def prepare() -> None:
+                            if cache == "cold":
+                                common.drop_cache(path)
+                            else:
+                                common.warm(path)
+                        prepare()
+                        got = [0]
+
+                        def epoch() -> None:
+                            for b in ld:
+                                got[0] += int(b.shape[0])
+                        t = common.timed(epoch)
+                        cupy.cuda.runtime.deviceSynchronize()
+                        add(method="h5gds-loader", cache=cache, GBps=f"{got[0] * row_bytes / t / 1e9:.3f}",
+                            repeat=rep, seconds=f"{t:.3f}", epoch_fraction=f"{got[0] / n:.3f}", **base)
+                        if have_torch:
+                            import torch
+                            part = max(bsz, min(n, int(args.loader_dataloader_bytes // row_bytes)))
+                            order = np.random.default_rng(rep).permutation(n)[:part]
+                            dl = torch.utils.data.DataLoader(_Rows(str(path)), batch_size=bsz, sampler=order.tolist(),
+                                                             num_workers=8, pin_memory=True)
+                            prepare()
+                            cnt = [0]
+
+                            def dl_part() -> None:
+                                for b in dl:
+                                    b.cuda(non_blocking=True)
+                                    cnt[0] += int(b.shape[0])
+                                torch.cuda.synchronize()
+                            t = common.timed(dl_part)
+                            add(method="torch-dataloader-h5py", cache=cache,
+                                GBps=f"{cnt[0] * row_bytes / t / 1e9:.3f}", repeat=rep, seconds=f"{t:.3f}",
+                                epoch_fraction=f"{cnt[0] / n:.3f}", **base)
+                        if cache == "cold":
+                            stored = os.path.getsize(path)
+                            block = 16 << 20
+                            offsets = np.arange(0, stored // block * block, block, dtype=np.uint64)
+                            if len(offsets):
+                                common.drop_cache(path)
+                                t = common.ceiling_seconds(path, True, 16, block, offsets)
+                                add(method="ceiling-odirect", cache=cache,
+                                    GBps=f"{len(offsets) * block / t / 1e9:.3f}", repeat=rep, seconds=f"{t:.3f}",
+                                    epoch_fraction="1.000", **base)
+                print(f"# {kind}/{fname}/{row_bytes}: {total / 2**30:.2f} GiB, chunks {chunk_bytes >> 10} KiB, "
+                      f"ratio {ratio:.2f}, batch {bsz}, decoded on the GPU: {ld._decoder.gpu_decoded} chunks, "
+                      f"by HDF5: {ld._decoder.hdf5_decoded_rows} rows", flush=True)
+                ld.close()
+                path.unlink()
+    print(f"compressed-loader: {len(rows)} rows in {csv_path}")
+    return 0
