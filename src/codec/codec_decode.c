@@ -1,0 +1,527 @@
+/*
+ * GPU decoding (gds_codec_decode, see gpu_codec.h): the chunks grouped by
+ * filter mask, each group planned (codec_plan.c) into stages and cut into
+ * sub-batches that fit the codec's temporary memory, each sub-batch run
+ * stage by stage on the caller's stream with the NVRTC-compiled kernels
+ * (codec_kernels.cu) and nvCOMP's batched calls, one call per stage for all
+ * its chunks; the chunks' errors collected, the lowest failing one
+ * reported.
+ *
+ * Decoding a group of chunks (one filter mask) stage by stage, in the
+ * reverse of the pipeline's order: sizes are known on the host (a pipeline
+ * has one compressor at most), so only LZ4 and bitshuffle framing need the
+ * host to read the chunks' first bytes (their block size) before their
+ * stage: a device-to-host copy and a synchronisation. Everything else runs
+ * without waiting; the errors the kernels record per chunk are read at the
+ * end of each sub-batch. The data moves between the source, up to four
+ * arenas of temporary memory (one slot per chunk) and the destination.
+ * Blosc's stage is codec_blosc.c's.
+ */
+#include "codec_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Per chunk, the sizes entering stage d (in[d]) and leaving it (out[d]);
+ * 0 with them, or -1 with the host-found error. */
+static int chunk_sizes(const decode_ctx_t *x, size_t stored, size_t *in, size_t *out, unsigned *code,
+                       uint64_t *detail)
+{
+    size_t cur = stored;
+    for (size_t d = 0; d < x->nsteps; d++) {
+        size_t k = x->nsteps - 1 - d;
+        const gds_codec_step_t *s = &x->steps[k];
+        unsigned sc = step_code(s);
+        if (x->forward[k + 1] != GDS_SIZE_UNKNOWN && cur != x->forward[k + 1]) {
+            *code = sc | GDS_KERR_STORED;
+            *detail = cur;
+            return -1;
+        }
+        in[d] = cur;
+        size_t min = s->kind == GDS_STEP_FLETCHER32 ? 4
+                     : s->kind == GDS_STEP_DEFLATE  ? 7
+                     : s->kind == GDS_STEP_ZSTD     ? 8
+                     : (s->kind == GDS_STEP_LZ4 || s->kind == GDS_STEP_BSHUF_LZ4 || s->kind == GDS_STEP_BSHUF_ZSTD)
+                         ? 12
+                     : s->kind == GDS_STEP_BLOSC ? GDS_HEAD_BYTES
+                                                 : 0;
+        if (cur < min) {
+            *code = sc | GDS_KERR_SHORT;
+            *detail = cur;
+            return -1;
+        }
+        if (s->kind == GDS_STEP_FLETCHER32)
+            cur -= 4;
+        else if (gds_codec_step_compresses(s->kind))
+            cur = x->forward[k];
+        else if (s->kind == GDS_STEP_BITSHUFFLE && cur % s->elem) {
+            *code = sc | GDS_KERR_PARAM;
+            *detail = cur;
+            return -1;
+        }
+        out[d] = cur;
+    }
+    if (cur != x->p->chunk_bytes) {
+        *code = GDS_KERR_STORED;
+        *detail = stored;
+        return -1;
+    }
+    return 0;
+}
+
+/* Locations of each stage (decode order) and the final copy. */
+static void decode_stages(decode_ctx_t *x)
+{
+    int loc = LOC_SRC;
+    x->nstages = 0;
+    for (size_t d = 0; d < x->nsteps; d++) {
+        const gds_codec_step_t *s = &x->steps[x->nsteps - 1 - d];
+        stage_t *g = &x->stage[x->nstages++];
+        g->step = s;
+        g->in = loc;
+        g->mid = g->mid2 = LOC_SRC;
+        if (s->kind == GDS_STEP_FLETCHER32) {
+            g->out = loc;
+            continue;
+        }
+        int busy[3] = {loc, LOC_DST, LOC_DST};
+        /* nvCOMP's decoders follow back-references of corrupt input before
+         * the start of their output (seen: Deflate, a few KiB): they never
+         * write into the caller's buffer, only into an arena, which has
+         * mapped memory before it (WORK_GUARD); a copy stage follows. */
+        bool nvcomp_out = s->kind == GDS_STEP_DEFLATE || s->kind == GDS_STEP_ZSTD || s->kind == GDS_STEP_LZ4;
+        g->out = d == x->nsteps - 1 && !nvcomp_out ? LOC_DST : gds_codec_free_arena(busy, 1);
+        if (s->kind == GDS_STEP_DEFLATE || s->kind == GDS_STEP_BSHUF_LZ4 || s->kind == GDS_STEP_BSHUF_ZSTD ||
+            s->kind == GDS_STEP_BLOSC) {
+            busy[1] = g->out;
+            g->mid = gds_codec_free_arena(busy, 2);
+        }
+        loc = g->out;
+    }
+    if (loc != LOC_DST) {
+        stage_t *g = &x->stage[x->nstages++];
+        g->step = NULL;
+        g->in = loc;
+        g->out = LOC_DST;
+        g->mid = g->mid2 = LOC_SRC;
+    }
+}
+
+/* Runs one sub-batch of a group: chunk indices idx[0..m). */
+static int decode_batch(decode_ctx_t *x, const size_t *idx, size_t m, const size_t *slot, gds_status_t *st)
+{
+    gds_codec_t *c = x->c;
+    CUstream s = x->s;
+    batch_mem_t bm;
+    size_t need = gds_codec_batch_bytes(slot, m, x->nstages, &bm);
+    if (gds_codec_dbuf_reserve(c, &c->work, need, s, st) < 0)
+        return -1;
+    gds_codec_offset_batch(&bm, c->work.ptr);
+    if (gds_codec_pinned_reserve(c, gds_codec_pinned_bytes(&bm), s, st) < 0)
+        return -1;
+    /* per chunk, per stage sizes; alive = not failed on the host */
+    size_t ns = x->nsteps;
+    size_t *in_sz = malloc(sizeof(size_t) * (m * (ns + 1) * 2 + 1));
+    bool *alive = malloc(m + 1);
+    if (!in_sz || !alive) {
+        free(in_sz);
+        free(alive);
+        gds_status_set(st, 12, "GPU codec: out of memory");
+        return -1;
+    }
+    size_t *out_sz = in_sz + m * (ns + 1);
+    for (size_t j = 0; j < m; j++) {
+        unsigned code = 0;
+        uint64_t detail = 0;
+        const gds_codec_chunk_t *ch = &x->chunks[idx[j]];
+        alive[j] = chunk_sizes(x, ch->src_bytes, in_sz + j * (ns + 1), out_sz + j * (ns + 1), &code, &detail) == 0;
+        if (!alive[j])
+            gds_codec_record_error(x->errors, idx[j], code, detail);
+    }
+    int ret = -1;
+    if (gds_codec_memset_async(c, bm.err, m * 4, s, st) < 0 || gds_codec_memset_async(c, bm.detail, m * 8, s, st) < 0)
+        goto done;
+    for (size_t d = 0; d < x->nstages; d++) {
+        const stage_t *g = &x->stage[d];
+        const gds_codec_step_t *step = g->step;
+        gds_kjob_t *jobs = gds_codec_pinned_jobs(c, &bm, d);
+        size_t nj = 0, max_in = 0, max_out = 0, total_out = 0;
+        for (size_t j = 0; j < m; j++) {
+            if (!alive[j])
+                continue;
+            const gds_codec_chunk_t *ch = &x->chunks[idx[j]];
+            gds_kjob_t *jb = &jobs[nj++];
+            memset(jb, 0, sizeof *jb);
+            jb->in = gds_codec_loc_ptr(&bm, g->in, ch, j);
+            jb->out = gds_codec_loc_ptr(&bm, g->out, ch, j);
+            jb->mid = g->mid == LOC_SRC ? 0 : gds_codec_loc_ptr(&bm, g->mid, ch, j);
+            jb->in_size = step ? in_sz[j * (ns + 1) + d] : x->p->chunk_bytes;
+            jb->out_size = step ? out_sz[j * (ns + 1) + d] : x->p->chunk_bytes;
+            jb->chunk = (gds_u32)j;
+            jb->entry0 = nj - 1;
+            jb->nentries = 1;
+            if (step) {
+                jb->p0 = step->elem;
+                jb->p1 = step->block;
+            }
+            max_in = jb->in_size > max_in ? jb->in_size : max_in;
+            max_out = jb->out_size > max_out ? jb->out_size : max_out;
+            total_out += jb->out_size;
+        }
+        if (!nj)
+            break;
+        CUdeviceptr dj;
+        unsigned n32 = (unsigned)nj;
+        unsigned code = step ? step_code(step) : 0;
+        CUdeviceptr none = 0;
+        if (!step) { /* the final copy */
+            if (gds_codec_upload_jobs(c, &bm, d, nj, s, &dj, st) < 0)
+                goto done;
+            void *a[] = {&dj, &none};
+            if (gds_codec_launch(c, K_COPY, parts_for(max_out), n32, s, a, st) < 0)
+                goto done;
+            continue;
+        }
+        switch (step->kind) {
+        case GDS_STEP_FLETCHER32: {
+            if (!step->verify)
+                break;
+            if (gds_codec_upload_jobs(c, &bm, d, nj, s, &dj, st) < 0 ||
+                gds_codec_memset_async(c, bm.acc, nj * 3 * 8, s, st) < 0)
+                goto done;
+            unsigned trailer = 4;
+            void *a1[] = {&dj, &none, &bm.acc, &trailer};
+            void *a2[] = {&dj, &n32, &bm.acc, &bm.err, &bm.detail, &code};
+            if (gds_codec_launch(c, K_FLETCHER_SUM, parts_for(max_in / 2), n32, s, a1, st) < 0 ||
+                gds_codec_launch(c, K_FLETCHER_CHECK, blocks_for(nj), 1, s, a2, st) < 0)
+                goto done;
+            break;
+        }
+        case GDS_STEP_SHUFFLE: {
+            unsigned T = step->elem;
+            void *a[] = {&dj, &none, &T};
+            if (gds_codec_upload_jobs(c, &bm, d, nj, s, &dj, st) < 0 ||
+                gds_codec_launch(c, K_UNSHUFFLE, parts_for(max_in), n32, s, a, st) < 0)
+                goto done;
+            break;
+        }
+        case GDS_STEP_BITSHUFFLE: {
+            size_t block = step->block ? step->block : gds_bshuf_default_block(step->elem);
+            for (size_t i = 0; i < nj; i++) {
+                jobs[i].p1 = (gds_u32)block;
+                jobs[i].mid = 0;
+            }
+            void *a[] = {&dj, &none, &bm.err};
+            if (gds_codec_upload_jobs(c, &bm, d, nj, s, &dj, st) < 0 ||
+                gds_codec_launch(c, K_BITUNSHUFFLE, parts_for(max_out / 8), n32, s, a, st) < 0)
+                goto done;
+            break;
+        }
+        case GDS_STEP_DEFLATE:
+        case GDS_STEP_ZSTD: {
+            bool deflate = step->kind == GDS_STEP_DEFLATE;
+            entries_mem_t em;
+            if (gds_codec_nvcomp_decompress(c, step->kind, nj, max_out, total_out, 0, &em, NULL, s, st, false) < 0 ||
+                gds_codec_upload_jobs(c, &bm, d, nj, s, &dj, st) < 0)
+                goto done;
+            CUdeviceptr din = c->dummies + (deflate ? DUMMY_DEFLATE : DUMMY_ZSTD);
+            unsigned long long dlen = deflate ? sizeof gds_codec_dummy_deflate : sizeof gds_codec_dummy_zstd;
+            CUdeviceptr scratch = c->dummies + DUMMY_SCRATCH;
+            unsigned long long ne = nj;
+            if (deflate) {
+                void *a[] = {&dj, &em.e, &bm.err, &bm.detail, &code, &din, &dlen, &scratch};
+                if (gds_codec_launch(c, K_ZLIB_PREP, parts_for(max_in), n32, s, a, st) < 0)
+                    goto done;
+            }
+            else {
+                void *a[] = {&dj, &n32, &em.e, &bm.err, &bm.detail, &code, &din, &dlen, &scratch};
+                if (gds_codec_launch(c, K_ZSTD_PREP, blocks_for(nj), 1, s, a, st) < 0)
+                    goto done;
+            }
+            void *ac[] = {&dj, &em.e, &ne, &bm.err, &bm.detail, &code};
+            if (gds_codec_nvcomp_decompress(c, step->kind, nj, max_out, total_out, 0, &em, NULL, s, st, true) < 0 ||
+                gds_codec_launch(c, K_NVCOMP_CHECK, blocks_for(nj), 1, s, ac, st) < 0)
+                goto done;
+            if (deflate) {
+                unsigned which = 0;
+                void *a1[] = {&dj, &bm.acc, &which};
+                void *a2[] = {&dj, &n32, &bm.acc, &bm.err, &bm.detail, &code};
+                if (gds_codec_memset_async(c, bm.acc, nj * 2 * 8, s, st) < 0 ||
+                    gds_codec_launch(c, K_ADLER_SUM, parts_for(max_out), n32, s, a1, st) < 0 ||
+                    gds_codec_launch(c, K_ADLER_CHECK, blocks_for(nj), 1, s, a2, st) < 0)
+                    goto done;
+            }
+            break;
+        }
+        case GDS_STEP_BLOSC:
+            if (gds_codec_blosc_stage(x, &bm, d, nj, idx, alive, code, st) < 0)
+                goto done;
+            break;
+        case GDS_STEP_LZ4:
+        case GDS_STEP_BSHUF_LZ4:
+        case GDS_STEP_BSHUF_ZSTD: {
+            bool lz4 = step->kind == GDS_STEP_LZ4;
+            /* the chunks' headers, read on the host */
+            unsigned char *heads;
+            if (gds_codec_upload_jobs(c, &bm, d, nj, s, &dj, st) < 0 ||
+                gds_codec_read_heads(c, &bm, dj, nj, s, &heads, st) < 0)
+                goto done;
+            /* plan the blocks; chunks whose header is wrong leave the batch */
+            size_t ne = 0, kept = 0, max_block = 0, total = 0;
+            for (size_t i = 0; i < nj; i++) {
+                gds_kjob_t jb = jobs[i];
+                gds_codec_blocks_t b;
+                int r = lz4 ? gds_codec_parse_lz4h5(heads + i * GDS_HEAD_BYTES, jb.in_size, jb.out_size, &b)
+                            : gds_codec_parse_bshuf(heads + i * GDS_HEAD_BYTES, jb.in_size, jb.out_size, step->elem,
+                                                    &b);
+                if (r < 0 || b.nblocks > UINT32_MAX || b.block > UINT32_MAX) {
+                    gds_codec_record_error(x->errors, idx[jb.chunk],
+                                           code | (r < 0 ? (unsigned)b.reason : GDS_KERR_PARAM), b.detail);
+                    alive[jb.chunk] = false;
+                    continue;
+                }
+                jb.entry0 = ne;
+                jb.nentries = (gds_u32)b.nblocks;
+                jb.p0 = lz4 ? 1 : step->elem;
+                jb.p1 = (gds_u32)b.block;
+                size_t bb = lz4 ? b.block : b.block * step->elem;
+                max_block = bb > max_block ? bb : max_block;
+                total += jb.out_size;
+                ne += b.nblocks;
+                jobs[kept++] = jb;
+            }
+            nj = kept;
+            n32 = (unsigned)nj;
+            if (!nj)
+                break;
+            entries_mem_t em;
+            CUdeviceptr mid_base = 0;
+            if (gds_codec_nvcomp_decompress(c, step->kind, ne, max_block, total, 0, &em, &mid_base, s, st, false) < 0 ||
+                gds_codec_upload_jobs(c, &bm, d, nj, s, &dj, st) < 0)
+                goto done;
+            CUdeviceptr din = c->dummies + (step->kind == GDS_STEP_BSHUF_ZSTD ? DUMMY_ZSTD : DUMMY_LZ4);
+            unsigned long long dlen =
+                step->kind == GDS_STEP_BSHUF_ZSTD ? sizeof gds_codec_dummy_zstd : sizeof gds_codec_dummy_lz4;
+            CUdeviceptr scratch = c->dummies + DUMMY_SCRATCH;
+            unsigned long long ne64 = ne;
+            if (lz4) {
+                void *a[] = {&dj, &n32, &em.e, &bm.err, &bm.detail, &code, &din, &dlen, &scratch};
+                if (gds_codec_launch(c, K_LZ4H5_WALK, blocks_for(nj), 1, s, a, st) < 0)
+                    goto done;
+            }
+            else {
+                unsigned zstd = step->kind == GDS_STEP_BSHUF_ZSTD;
+                void *a[] = {&dj, &n32, &em.e, &bm.tail, &bm.err, &bm.detail, &code, &din, &dlen, &scratch, &zstd};
+                if (gds_codec_launch(c, K_BSHUF_WALK, blocks_for(nj), 1, s, a, st) < 0)
+                    goto done;
+            }
+            void *ac[] = {&dj, &em.e, &ne64, &bm.err, &bm.detail, &code};
+            if (gds_codec_nvcomp_decompress(c, step->kind, ne, max_block, total, 0, &em, NULL, s, st, true) < 0 ||
+                gds_codec_launch(c, K_NVCOMP_CHECK, blocks_for(ne), 1, s, ac, st) < 0)
+                goto done;
+            if (lz4) {
+                void *a[] = {&em.e, &ne64};
+                unsigned grid = ne < 65536 ? (unsigned)ne : 65536;
+                if (gds_codec_launch(c, K_ENTRY_COPY, grid, 1, s, a, st) < 0)
+                    goto done;
+            }
+            else {
+                void *a[] = {&dj, &bm.tail, &bm.err};
+                if (gds_codec_launch(c, K_BITUNSHUFFLE, parts_for(max_out / 8), n32, s, a, st) < 0)
+                    goto done;
+            }
+            break;
+        }
+        }
+    }
+    /* results */
+    {
+        CUresult rc;
+        uint32_t *err = (uint32_t *)((char *)c->pinned + bm.pin_err);
+        uint64_t *detail = (uint64_t *)((char *)c->pinned + bm.pin_detail);
+        if ((rc = c->cu->MemcpyDtoHAsync(err, bm.err, m * 4, s)) != CUDA_SUCCESS ||
+            (rc = c->cu->MemcpyDtoHAsync(detail, bm.detail, m * 8, s)) != CUDA_SUCCESS) {
+            gds_codec_cuda_fail(st, "cuMemcpyDtoHAsync", rc);
+            goto done;
+        }
+        if (gds_codec_sync_stream(c, s, st) < 0)
+            goto done;
+        for (size_t j = 0; j < m; j++)
+            if (alive[j] && err[j])
+                gds_codec_record_error(x->errors, idx[j], err[j], detail[j]);
+    }
+    ret = 0;
+done:
+    free(in_sz);
+    free(alive);
+    return ret;
+}
+
+/* Bytes per chunk each arena needs for the group (the largest stored size: max_stored). */
+static void decode_slots(const decode_ctx_t *x, size_t max_stored, size_t *slot)
+{
+    /* the sizes each stage sees, for the largest chunk (fletcher: 4 less) */
+    size_t sizes_in[GDS_CODEC_MAX_FILTERS + 1], sizes_out[GDS_CODEC_MAX_FILTERS + 1];
+    size_t cur = max_stored;
+    for (size_t d = 0; d < x->nsteps; d++) {
+        size_t k = x->nsteps - 1 - d;
+        const gds_codec_step_t *s = &x->steps[k];
+        sizes_in[d] = cur;
+        if (s->kind == GDS_STEP_FLETCHER32)
+            cur = cur >= 4 ? cur - 4 : 0;
+        else if (gds_codec_step_compresses(s->kind))
+            cur = x->forward[k];
+        sizes_out[d] = cur;
+    }
+    for (int a = 0; a < NARENAS; a++)
+        slot[a] = 0;
+    for (size_t d = 0; d < x->nstages; d++) {
+        const stage_t *g = &x->stage[d];
+        size_t in = g->step ? sizes_in[d] : x->p->chunk_bytes, out = g->step ? sizes_out[d] : x->p->chunk_bytes;
+        size_t big = in > out ? in : out;
+        if (g->out >= 0)
+            slot[g->out] = big > slot[g->out] ? big : slot[g->out];
+        if (g->mid >= 0)
+            slot[g->mid] = big > slot[g->mid] ? big : slot[g->mid];
+    }
+    for (int a = 0; a < NARENAS; a++)
+        slot[a] = slot[a] ? align_up(slot[a], SLOT_ALIGN) : 0;
+}
+
+/* Chunks per sub-batch: arenas, nvCOMP's arrays and temporary memory of the
+ * group's compressor (its blocks as the filter's parameters give them) within
+ * the codec's budget. */
+static size_t decode_batch_size(gds_codec_t *c, const decode_ctx_t *x, const size_t *slot, size_t n)
+{
+    size_t per = 256;
+    for (int a = 0; a < NARENAS; a++)
+        per += slot[a];
+    const gds_codec_step_t *comp = NULL;
+    size_t expect = 0;
+    for (size_t k = 0; k < x->nsteps; k++)
+        if (gds_codec_step_compresses(x->steps[k].kind)) {
+            comp = &x->steps[k];
+            expect = x->forward[k];
+        }
+    size_t block = expect, nblocks = 1;
+    if (comp && comp->kind == GDS_STEP_LZ4 && comp->block && comp->block < expect)
+        block = comp->block;
+    else if (comp && comp->kind == GDS_STEP_BLOSC) /* blocks known from the headers only: blosc's small ones */
+        block = expect < 16384 ? expect : 16384;
+    else if (comp && (comp->kind == GDS_STEP_BSHUF_LZ4 || comp->kind == GDS_STEP_BSHUF_ZSTD))
+        block = (comp->block ? comp->block : gds_bshuf_default_block(comp->elem)) * comp->elem;
+    if (comp && block)
+        nblocks = (expect + block - 1) / block;
+    size_t m = n < MAX_BATCH ? n : MAX_BATCH;
+    for (;;) {
+        size_t temp = 0;
+        if (comp) {
+            gds_nvcomp_deflate_dopts_t dd = {0};
+            gds_nvcomp_lz4_dopts_t ld = {0};
+            gds_nvcomp_zstd_dopts_t zd = {0};
+            size_t ne = m * nblocks;
+            if (step_lz4(comp->kind))
+                c->nv->lz4.DecompressGetTempSize(ne, block, ld, &temp, m * expect, NULL);
+            else if (step_zstd(comp->kind) || comp->kind == GDS_STEP_BLOSC) /* blosc: zstd's, the larger */
+                c->nv->zstd.DecompressGetTempSize(ne, block, zd, &temp, m * expect, NULL);
+            else
+                c->nv->deflate.DecompressGetTempSize(ne, block, dd, &temp, m * expect, NULL);
+            temp += ne * (6 * 8 + sizeof(gds_kentry_t));
+        }
+        if (m * per + temp <= c->budget || m == 1) {
+            if (gds_codec_debug_on())
+                fprintf(stderr, "h5gds codec: decode: %zu chunks in batches of %zu: arenas %zu B/chunk, nvCOMP "
+                                "%zu B\n", n, m, per, temp);
+            return m;
+        }
+        m = (m + 1) / 2;
+    }
+}
+
+static int cmp_mask(const void *a, const void *b, void *chunks)
+{
+    const gds_codec_chunk_t *ch = chunks;
+    unsigned ma = ch[*(const size_t *)a].filter_mask, mb = ch[*(const size_t *)b].filter_mask;
+    size_t ia = *(const size_t *)a, ib = *(const size_t *)b;
+    return ma != mb ? (ma < mb ? -1 : 1) : (ia < ib ? -1 : ia > ib);
+}
+
+int gds_codec_decode(gds_codec_t *c, const gds_codec_pipeline_t *p, const gds_codec_chunk_t *chunks, size_t n,
+                     CUstream stream, size_t *bad, gds_status_t *st)
+{
+    if (bad)
+        *bad = 0;
+    if (!c || !p || (n && !chunks)) {
+        gds_status_set(st, 22, "GPU codec: decode without a codec, pipeline or chunks");
+        return -1;
+    }
+    char why[300];
+    if (!gds_codec_can_decode(p, why, sizeof why)) {
+        gds_status_set(st, 95, "GPU codec: cannot decode: %s", why);
+        return -1;
+    }
+    if (!n)
+        return 0;
+    size_t *idx = malloc(n * sizeof *idx);
+    if (!idx) {
+        gds_status_set(st, 12, "GPU codec: out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++)
+        idx[i] = i;
+    qsort_r(idx, n, sizeof *idx, cmp_mask, (void *)chunks);
+
+    pthread_mutex_lock(&c->lock);
+    CUresult rc;
+    void *prev = gds_cuda_enter(c->ctx, &rc);
+    int ret = 0;
+    error_list_t errors = {SIZE_MAX, 0, 0};
+    if (rc != CUDA_SUCCESS)
+        ret = gds_codec_cuda_fail(st, "making the codec's context current", rc);
+    for (size_t g0 = 0; ret == 0 && g0 < n;) {
+        unsigned mask = chunks[idx[g0]].filter_mask;
+        size_t g1 = g0, max_stored = 0;
+        while (g1 < n && chunks[idx[g1]].filter_mask == mask) {
+            size_t b = chunks[idx[g1]].src_bytes;
+            max_stored = b > max_stored ? b : max_stored;
+            g1++;
+        }
+        gds_codec_step_t steps[GDS_CODEC_MAX_FILTERS];
+        size_t forward[GDS_CODEC_MAX_FILTERS + 1];
+        decode_ctx_t x = {.c = c, .p = p, .chunks = chunks, .s = stream, .steps = steps, .forward = forward,
+                          .errors = &errors};
+        if (gds_codec_plan_steps(p, mask, false, steps, &x.nsteps, why, sizeof why) < 0) {
+            gds_status_set(st, 95, "GPU codec: cannot decode chunks of filter mask 0x%x: %s", mask, why);
+            ret = -1;
+            break;
+        }
+        forward[0] = p->chunk_bytes;
+        for (size_t k = 0; k < x.nsteps; k++)
+            forward[k + 1] = forward[k] == GDS_SIZE_UNKNOWN ? GDS_SIZE_UNKNOWN
+                                                             : gds_codec_step_forward(&steps[k], forward[k]);
+        decode_stages(&x);
+        size_t slot[NARENAS];
+        decode_slots(&x, max_stored, slot);
+        size_t m = decode_batch_size(c, &x, slot, g1 - g0);
+        for (size_t b = g0; ret == 0 && b < g1; b += m)
+            ret = decode_batch(&x, idx + b, b + m <= g1 ? m : g1 - b, slot, st);
+        g0 = g1;
+    }
+    if (ret == 0 && errors.first != SIZE_MAX) {
+        char text[300];
+        gds_codec_error_text(p, errors.code, errors.detail, text, sizeof text);
+        /* 95: a chunk that is valid but has no GPU decoder (HDF5's CPU filter decodes it) */
+        gds_status_set(st, (errors.code & 0xff) == GDS_KERR_UNSUPPORTED ? 95 : 74, "GPU codec: chunk %zu: %s",
+                       errors.first, text);
+        if (bad)
+            *bad = errors.first;
+        ret = -1;
+    }
+    else if (ret < 0 && bad)
+        *bad = 0;
+    gds_cuda_restore(prev);
+    pthread_mutex_unlock(&c->lock);
+    free(idx);
+    return ret;
+}

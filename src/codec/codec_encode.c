@@ -1,0 +1,395 @@
+/*
+ * GPU encoding (gds_codec_encode, see gpu_codec.h): the pipeline planned
+ * into stages in write order (the data moved first where a stage may not
+ * work in place on the source or nvCOMP wants it aligned), the compressor's
+ * blocks sized, the chunks cut into sub-batches that fit the codec's
+ * temporary memory, each sub-batch run stage by stage on the caller's
+ * stream (shuffles, checksums, nvCOMP's batched compression, the filters'
+ * framing assembled by the kernels); stored sizes, filter masks and the
+ * lowest failing chunk collected.
+ */
+#include "codec_internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+typedef struct encode_plan {
+    const gds_codec_step_t *steps;
+    size_t nsteps;
+    stage_t stage[2 * GDS_CODEC_MAX_FILTERS + 1];
+    size_t nstages;
+    size_t in_size[2 * GDS_CODEC_MAX_FILTERS + 1]; /* host-known input size of each stage (0: after the compressor) */
+    size_t slot[NARENAS];
+    size_t max_encoded;
+    /* the compressor's blocks */
+    size_t nblocks, block_in;  /* blocks per chunk, bytes of the largest */
+    size_t block_out;          /* nvCOMP's slot per block */
+    const gds_codec_step_t *comp; /* the compressor (NULL: none, or deflate level 0) */
+    size_t comp_in;            /* bytes entering it */
+} encode_plan_t;
+
+/* Blocks per chunk of the compressor step s for `in` bytes: (count, bytes of a full block). */
+static void encode_blocks(const gds_codec_step_t *s, size_t in, size_t *nblocks, size_t *block_in)
+{
+    if (s->kind == GDS_STEP_LZ4) {
+        size_t bs = gds_lz4h5_encode_block(s, in);
+        *nblocks = (in + bs - 1) / bs;
+        *block_in = bs;
+    }
+    else if (s->kind == GDS_STEP_BSHUF_LZ4 || s->kind == GDS_STEP_BSHUF_ZSTD) {
+        size_t bs = s->block ? s->block : gds_bshuf_default_block(s->elem);
+        size_t full, last, left;
+        gds_bshuf_layout(in / s->elem, bs, &full, &last, &left);
+        *nblocks = full + (last ? 1 : 0);
+        *block_in = (full ? bs : last) * s->elem;
+    }
+    else {
+        *nblocks = 1;
+        *block_in = in;
+    }
+}
+
+static int encode_plan(gds_codec_t *c, const gds_codec_pipeline_t *p, const void *const *src, size_t n,
+                       const gds_codec_step_t *steps, size_t ns, encode_plan_t *e, CUstream stream, gds_status_t *st)
+{
+    memset(e, 0, sizeof *e);
+    e->steps = steps;
+    e->nsteps = ns;
+    e->max_encoded = gds_codec_max_encoded_bytes(p);
+    int comp = -1;
+    for (size_t k = 0; k < ns; k++)
+        if (gds_codec_step_compresses(steps[k].kind))
+            comp = (int)k;
+    for (size_t k = (size_t)comp + 1; comp >= 0 && k < ns; k++)
+        if (steps[k].kind != GDS_STEP_FLETCHER32) {
+            gds_status_set(st, 95, "GPU codec: cannot encode: filter %u (%s) after the compressing filter", steps[k].pos,
+                           gds_codec_filter_name(p->filter[steps[k].pos].id));
+            return -1;
+        }
+    int loc = LOC_SRC;
+    size_t size = p->chunk_bytes;
+    for (size_t k = 0; k < ns; k++) {
+        const gds_codec_step_t *s = &steps[k];
+        bool later_moving = false;
+        for (size_t l = k + 1; l < ns; l++)
+            later_moving |= steps[l].kind != GDS_STEP_FLETCHER32;
+        bool zstd_misaligned = false;
+        if (step_zstd(s->kind) && s->kind == GDS_STEP_ZSTD && loc == LOC_SRC && c->zstd_calign.input > 1)
+            for (size_t i = 0; i < n; i++)
+                zstd_misaligned |= (uintptr_t)src[i] % c->zstd_calign.input != 0;
+        if ((s->kind == GDS_STEP_FLETCHER32 && loc == LOC_SRC) || zstd_misaligned) {
+            /* the data must move first: in place on the source is not allowed, or
+             * nvCOMP wants it aligned */
+            stage_t *g = &e->stage[e->nstages];
+            int busy[1] = {LOC_SRC};
+            g->step = NULL;
+            g->in = loc;
+            g->out = (s->kind == GDS_STEP_FLETCHER32 && !later_moving) ? LOC_DST : gds_codec_free_arena(busy, 1);
+            g->mid = g->mid2 = LOC_SRC;
+            e->in_size[e->nstages++] = size;
+            loc = g->out;
+        }
+        stage_t *g = &e->stage[e->nstages];
+        g->step = s;
+        g->in = loc;
+        g->mid = g->mid2 = LOC_SRC;
+        e->in_size[e->nstages++] = size;
+        if (s->kind == GDS_STEP_FLETCHER32)
+            g->out = loc;
+        else {
+            int busy[2] = {loc, LOC_DST};
+            g->out = later_moving ? gds_codec_free_arena(busy, 1) : LOC_DST;
+            if (s->kind == GDS_STEP_BSHUF_LZ4 || s->kind == GDS_STEP_BSHUF_ZSTD) {
+                busy[1] = g->out;
+                g->mid = gds_codec_free_arena(busy, 2);
+            }
+        }
+        if (gds_codec_step_compresses(s->kind)) {
+            encode_blocks(s, size, &e->nblocks, &e->block_in);
+            bool nvcomp = !(s->kind == GDS_STEP_DEFLATE && s->level == 0);
+            if (nvcomp &&
+                gds_codec_compress_sizes(c, s, e->nblocks, e->block_in, size, stream, &e->block_out, NULL, st) < 0)
+                return -1;
+            e->comp = nvcomp ? s : NULL;
+            e->comp_in = size;
+        }
+        loc = g->out;
+        size = size == GDS_SIZE_UNKNOWN || gds_codec_step_compresses(s->kind) ? GDS_SIZE_UNKNOWN
+                                                                               : gds_codec_step_forward(s, size);
+    }
+    if (loc != LOC_DST) {
+        stage_t *g = &e->stage[e->nstages];
+        g->step = NULL;
+        g->in = loc;
+        g->out = LOC_DST;
+        g->mid = g->mid2 = LOC_SRC;
+        e->in_size[e->nstages++] = p->chunk_bytes;
+    }
+    for (size_t d = 0; d < e->nstages; d++) {
+        const stage_t *g = &e->stage[d];
+        if (g->out >= 0)
+            e->slot[g->out] = align_up(e->max_encoded, SLOT_ALIGN);
+        if (g->mid >= 0)
+            e->slot[g->mid] = align_up(e->in_size[d], SLOT_ALIGN);
+    }
+    return 0;
+}
+
+/* Chunks per sub-batch: arenas, nvCOMP's output slots, arrays and
+ * temporary memory within the codec's budget. */
+static size_t encode_batch_size(gds_codec_t *c, const encode_plan_t *e, size_t n, CUstream stream)
+{
+    size_t per = 256;
+    for (int a = 0; a < NARENAS; a++)
+        per += e->slot[a];
+    size_t m = n < MAX_BATCH ? n : MAX_BATCH;
+    for (;;) {
+        size_t temp = 0, bo = 0;
+        gds_status_t ignored;
+        if (e->comp) {
+            size_t ne = m * e->nblocks;
+            if (gds_codec_compress_sizes(c, e->comp, ne, e->block_in, m * e->comp_in, stream, &bo, &temp, &ignored) < 0)
+                temp = 0;
+            temp += ne * (e->block_out + 6 * 8 + sizeof(gds_kentry_t));
+        }
+        if (m * per + temp <= c->budget || m == 1) {
+            if (gds_codec_debug_on())
+                fprintf(stderr, "h5gds codec: encode: %zu chunks in batches of %zu: arenas %zu B/chunk, nvCOMP %zu B\n",
+                        n, m, per, temp);
+            return m;
+        }
+        m = (m + 1) / 2;
+    }
+}
+
+static int encode_batch(gds_codec_t *c, const gds_codec_pipeline_t *p, const encode_plan_t *e, const void *const *src,
+                        void *const *dst, size_t i0, size_t m, size_t *out_bytes, unsigned *out_mask,
+                        error_list_t *errors, CUstream s, gds_status_t *st)
+{
+    batch_mem_t bm;
+    size_t need = gds_codec_batch_bytes(e->slot, m, e->nstages, &bm);
+    if (gds_codec_dbuf_reserve(c, &c->work, need, s, st) < 0)
+        return -1;
+    gds_codec_offset_batch(&bm, c->work.ptr);
+    if (gds_codec_pinned_reserve(c, gds_codec_pinned_bytes(&bm), s, st) < 0)
+        return -1;
+    uint64_t *dsize_h = (uint64_t *)((char *)c->pinned + bm.pin_dsize);
+    for (size_t j = 0; j < m; j++)
+        dsize_h[j] = p->chunk_bytes;
+    CUresult rc;
+    if ((rc = c->cu->MemcpyHtoDAsync(bm.dsize, dsize_h, m * 8, s)) != CUDA_SUCCESS)
+        return gds_codec_cuda_fail(st, "cuMemcpyHtoDAsync", rc);
+    if (gds_codec_memset_async(c, bm.err, m * 4, s, st) < 0 || gds_codec_memset_async(c, bm.detail, m * 8, s, st) < 0 ||
+        gds_codec_memset_async(c, bm.mask, m * 4, s, st) < 0)
+        return -1;
+    unsigned n32 = (unsigned)m;
+    CUdeviceptr none = 0;
+    for (size_t d = 0; d < e->nstages; d++) {
+        const stage_t *g = &e->stage[d];
+        const gds_codec_step_t *step = g->step;
+        gds_kjob_t *jobs = gds_codec_pinned_jobs(c, &bm, d);
+        size_t in_size = e->in_size[d];
+        bool nvcomp = step && gds_codec_step_compresses(step->kind) &&
+                      !(step->kind == GDS_STEP_DEFLATE && step->level == 0);
+        /* the compressor's entries and output slots */
+        entries_mem_t em;
+        memset(&em, 0, sizeof em);
+        CUdeviceptr comp_base = 0;
+        size_t ne = step && gds_codec_step_compresses(step->kind) ? m * e->nblocks : 0;
+        if (nvcomp) {
+            size_t bo, temp;
+            if (gds_codec_compress_sizes(c, step, ne, e->block_in, in_size * m, s, &bo, &temp, st) < 0 ||
+                gds_codec_entries_reserve(c, ne, temp, ne * e->block_out, s, &em, &comp_base, st) < 0)
+                return -1;
+        }
+        for (size_t j = 0; j < m; j++) {
+            gds_codec_chunk_t ch = {src[i0 + j], 0, 0, dst[i0 + j]};
+            gds_kjob_t *jb = &jobs[j];
+            memset(jb, 0, sizeof *jb);
+            jb->in = gds_codec_loc_ptr(&bm, g->in, &ch, j);
+            jb->out = gds_codec_loc_ptr(&bm, g->out, &ch, j);
+            jb->mid = g->mid == LOC_SRC ? 0 : gds_codec_loc_ptr(&bm, g->mid, &ch, j);
+            jb->in_size = in_size == GDS_SIZE_UNKNOWN ? 0 : in_size;
+            jb->chunk = (gds_u32)j;
+            jb->entry0 = j * (step && gds_codec_step_compresses(step->kind) ? e->nblocks : 1);
+            jb->nentries = step && gds_codec_step_compresses(step->kind) ? (gds_u32)e->nblocks : 1;
+            if (step) {
+                jb->p0 = step->elem ? step->elem : 1;
+                jb->p1 = step->block;
+                if (step->kind == GDS_STEP_LZ4) {
+                    jb->p0 = 1;
+                    jb->p1 = (gds_u32)e->block_in;
+                }
+                else if (step->kind == GDS_STEP_BITSHUFFLE || step->kind == GDS_STEP_BSHUF_LZ4 ||
+                         step->kind == GDS_STEP_BSHUF_ZSTD)
+                    jb->p1 = (gds_u32)(step->block ? step->block : gds_bshuf_default_block(step->elem));
+                else if (step->kind == GDS_STEP_DEFLATE || step->kind == GDS_STEP_ZSTD) {
+                    jb->p0 = 1;
+                    jb->p1 = (gds_u32)in_size;
+                    jb->mid = comp_base + j * e->block_out;
+                }
+            }
+        }
+        CUdeviceptr dj;
+        if (gds_codec_upload_jobs(c, &bm, d, m, s, &dj, st) < 0)
+            return -1;
+        unsigned code = step ? step_code(step) : 0;
+        unsigned bit = step ? 1u << step->pos : 0;
+        unsigned optional = step && step->optional;
+        size_t big = in_size == GDS_SIZE_UNKNOWN ? e->max_encoded : in_size;
+        if (!step) {
+            void *a[] = {&dj, &none};
+            if (gds_codec_launch(c, K_COPY, parts_for(big), n32, s, a, st) < 0)
+                return -1;
+            continue;
+        }
+        switch (step->kind) {
+        case GDS_STEP_FLETCHER32: {
+            unsigned trailer = 0;
+            void *a1[] = {&dj, &bm.dsize, &bm.acc, &trailer};
+            void *a2[] = {&dj, &n32, &bm.dsize, &bm.acc};
+            if (gds_codec_memset_async(c, bm.acc, m * 3 * 8, s, st) < 0 ||
+                gds_codec_launch(c, K_FLETCHER_SUM, parts_for(big / 2), n32, s, a1, st) < 0 ||
+                gds_codec_launch(c, K_FLETCHER_PUT, blocks_for(m), 1, s, a2, st) < 0)
+                return -1;
+            break;
+        }
+        case GDS_STEP_SHUFFLE: {
+            unsigned T = step->elem;
+            void *a[] = {&dj, &none, &T};
+            if (gds_codec_launch(c, K_SHUFFLE, parts_for(big), n32, s, a, st) < 0)
+                return -1;
+            break;
+        }
+        case GDS_STEP_BITSHUFFLE: {
+            void *a[] = {&dj};
+            if (gds_codec_launch(c, K_BITSHUFFLE, parts_for(big / 8), n32, s, a, st) < 0)
+                return -1;
+            break;
+        }
+        case GDS_STEP_BLOSC: /* never: gds_codec_plan_steps refuses to encode blosc */
+            gds_status_set(st, 95, "GPU codec: no GPU encoder for blosc");
+            return -1;
+        case GDS_STEP_DEFLATE:
+        case GDS_STEP_ZSTD:
+        case GDS_STEP_LZ4:
+        case GDS_STEP_BSHUF_LZ4:
+        case GDS_STEP_BSHUF_ZSTD: {
+            bool bshuf = step->kind == GDS_STEP_BSHUF_LZ4 || step->kind == GDS_STEP_BSHUF_ZSTD;
+            if (bshuf) {
+                void *a[] = {&dj};
+                if (gds_codec_launch(c, K_BITSHUFFLE, parts_for(big / 8), n32, s, a, st) < 0)
+                    return -1;
+            }
+            if (step->kind == GDS_STEP_DEFLATE) {
+                unsigned which = 1;
+                void *a[] = {&dj, &bm.acc, &which};
+                if (gds_codec_memset_async(c, bm.acc, m * 2 * 8, s, st) < 0 ||
+                    gds_codec_launch(c, K_ADLER_SUM, parts_for(big), n32, s, a, st) < 0)
+                    return -1;
+            }
+            if (nvcomp) {
+                unsigned long long slot = e->block_out, base = comp_base;
+                unsigned bs32 = bshuf;
+                void *a[] = {&dj, &n32, &em.e, &slot, &base, &bs32};
+                if (gds_codec_launch(c, K_BLOCKS_PLAN, blocks_for(m), 1, s, a, st) < 0 ||
+                    gds_codec_nvcomp_compress(c, step, ne, e->block_in, &em, s, st) < 0)
+                    return -1;
+            }
+            unsigned long long ne64 = ne;
+            unsigned grid = ne < 65536 ? (unsigned)ne : 65536;
+            if (step->kind == GDS_STEP_DEFLATE) {
+                unsigned flg = gds_codec_zlib_flg(step->level), stored_only = !nvcomp;
+                void *a[] = {&dj, &em.e, &bm.dsize, &bm.mask, &bm.acc, &bm.err, &bm.detail, &code, &flg, &bit,
+                             &optional, &stored_only};
+                if (gds_codec_launch(c, K_ZLIB_ASSEMBLE, parts_for(e->max_encoded), n32, s, a, st) < 0)
+                    return -1;
+            }
+            else if (step->kind == GDS_STEP_ZSTD) {
+                void *a[] = {&dj, &em.e, &bm.dsize, &bm.mask, &bm.err, &bm.detail, &code, &bit, &optional};
+                if (gds_codec_launch(c, K_ZSTD_ASSEMBLE, parts_for(e->max_encoded), n32, s, a, st) < 0)
+                    return -1;
+            }
+            else if (step->kind == GDS_STEP_LZ4) {
+                void *a[] = {&dj, &n32, &em.e, &bm.dsize, &bm.mask, &bm.err, &bm.detail, &code, &bit, &optional};
+                void *b[] = {&em.e, &ne64};
+                if (gds_codec_launch(c, K_LZ4H5_LAYOUT, blocks_for(m), 1, s, a, st) < 0 ||
+                    gds_codec_launch(c, K_ENTRY_COPY, grid, 1, s, b, st) < 0)
+                    return -1;
+            }
+            else {
+                unsigned long long cap = e->max_encoded;
+                void *a[] = {&dj,  &n32,  &em.e, &bm.dsize, &bm.mask, &bm.err, &bm.detail, &code,
+                             &bit, &optional, &cap};
+                void *b[] = {&em.e, &ne64};
+                if (gds_codec_launch(c, K_BSHUF_LAYOUT, blocks_for(m), 1, s, a, st) < 0 ||
+                    gds_codec_launch(c, K_ENTRY_COPY, grid, 1, s, b, st) < 0)
+                    return -1;
+            }
+            break;
+        }
+        }
+    }
+    uint32_t *err = (uint32_t *)((char *)c->pinned + bm.pin_err);
+    uint64_t *detail = (uint64_t *)((char *)c->pinned + bm.pin_detail);
+    uint32_t *mask = (uint32_t *)((char *)c->pinned + bm.pin_mask);
+    if ((rc = c->cu->MemcpyDtoHAsync(err, bm.err, m * 4, s)) != CUDA_SUCCESS ||
+        (rc = c->cu->MemcpyDtoHAsync(detail, bm.detail, m * 8, s)) != CUDA_SUCCESS ||
+        (rc = c->cu->MemcpyDtoHAsync(mask, bm.mask, m * 4, s)) != CUDA_SUCCESS ||
+        (rc = c->cu->MemcpyDtoHAsync(dsize_h, bm.dsize, m * 8, s)) != CUDA_SUCCESS)
+        return gds_codec_cuda_fail(st, "cuMemcpyDtoHAsync", rc);
+    if (gds_codec_sync_stream(c, s, st) < 0)
+        return -1;
+    for (size_t j = 0; j < m; j++) {
+        out_bytes[i0 + j] = dsize_h[j];
+        out_mask[i0 + j] = mask[j];
+        if (err[j])
+            gds_codec_record_error(errors, i0 + j, err[j], detail[j]);
+        else if (dsize_h[j] > e->max_encoded)
+            gds_codec_record_error(errors, i0 + j, GDS_KERR_ENCODE, dsize_h[j]);
+    }
+    return 0;
+}
+
+int gds_codec_encode(gds_codec_t *c, const gds_codec_pipeline_t *p, const void *const *src, void *const *dst,
+                     size_t *out_bytes, unsigned *out_mask, size_t n, CUstream stream, gds_status_t *st)
+{
+    if (!c || !p || (n && (!src || !dst || !out_bytes || !out_mask))) {
+        gds_status_set(st, 22, "GPU codec: encode without a codec, pipeline or buffers");
+        return -1;
+    }
+    char why[300];
+    gds_codec_step_t steps[GDS_CODEC_MAX_FILTERS];
+    size_t ns = 0;
+    if (gds_codec_plan_steps(p, 0, true, steps, &ns, why, sizeof why) < 0) {
+        gds_status_set(st, 95, "GPU codec: cannot encode: %s", why);
+        return -1;
+    }
+    if (!n)
+        return 0;
+    pthread_mutex_lock(&c->lock);
+    CUresult rc;
+    void *prev = gds_cuda_enter(c->ctx, &rc);
+    int ret = 0;
+    error_list_t errors = {SIZE_MAX, 0, 0};
+    encode_plan_t e;
+    if (rc != CUDA_SUCCESS)
+        ret = gds_codec_cuda_fail(st, "making the codec's context current", rc);
+    else
+        ret = encode_plan(c, p, src, n, steps, ns, &e, stream, st);
+    if (ret == 0) {
+        size_t m = encode_batch_size(c, &e, n, stream);
+        for (size_t i = 0; ret == 0 && i < n; i += m)
+            ret = encode_batch(c, p, &e, src, dst, i, i + m <= n ? m : n - i, out_bytes, out_mask, &errors, stream,
+                               st);
+    }
+    if (ret == 0 && errors.first != SIZE_MAX) {
+        char text[300];
+        gds_codec_error_text(p, errors.code, errors.detail, text, sizeof text);
+        gds_status_set(st, 74, "GPU codec: encoding chunk %zu: %s", errors.first, text);
+        ret = -1;
+    }
+    gds_cuda_restore(prev);
+    pthread_mutex_unlock(&c->lock);
+    return ret;
+}

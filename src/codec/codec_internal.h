@@ -1,0 +1,231 @@
+/*
+ * What the GPU codec's files share (private to src/codec): the codec
+ * object's struct, the kernels' ids, a sub-batch's layout in memory, the
+ * stages' locations, the decode context, and the functions each file gives
+ * the others. The files, each calling only those listed before it:
+ *   gpu_codec.c     the codec object: open/close, the NVRTC-compiled kernels
+ *                   (cached) and their launch, growing device/pinned buffers
+ *   codec_batch.c   a sub-batch's memory, job arrays, uploads, error list
+ *   codec_nvcomp.c  nvCOMP's batched decompression and compression
+ *   codec_blosc.c   Blosc-1's decode stage
+ *   codec_decode.c  gds_codec_decode: groups, sub-batches, per-filter stages
+ *   codec_encode.c  gds_codec_encode: plan, sub-batches, per-filter stages
+ * (codec_plan.c, the host-only logic, calls none of them.)
+ */
+#ifndef H5GDS_CODEC_INTERNAL_H
+#define H5GDS_CODEC_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "codec_plan.h"
+#include "codec_shared.h"
+#include "gpu_codec.h"
+#include "nvcomp_api.h"
+
+/* The kernels of codec_kernels.cu (names: gpu_codec.c). */
+enum kernel_id {
+    K_GATHER_HEAD,
+    K_COPY,
+    K_FLETCHER_SUM,
+    K_FLETCHER_CHECK,
+    K_FLETCHER_PUT,
+    K_ADLER_SUM,
+    K_ADLER_CHECK,
+    K_ZLIB_PREP,
+    K_ZSTD_PREP,
+    K_NVCOMP_CHECK,
+    K_ENTRY_COPY,
+    K_LZ4H5_WALK,
+    K_BSHUF_WALK,
+    K_BITUNSHUFFLE,
+    K_BITSHUFFLE,
+    K_UNSHUFFLE,
+    K_SHUFFLE,
+    K_BLOCKS_PLAN,
+    K_ZLIB_ASSEMBLE,
+    K_ZSTD_ASSEMBLE,
+    K_LZ4H5_LAYOUT,
+    K_BSHUF_LAYOUT,
+    K_BLOSC_WALK,
+    K_BLOSC_FINISH,
+    K_COUNT
+};
+
+#define THREADS 256u
+#define MAX_BATCH 16384u   /* chunks per sub-batch (the grid's y dimension) */
+#define NARENAS 4
+#define SLOT_ALIGN 256u
+#define DEFAULT_TEMP_BUDGET ((size_t)1 << 30)
+
+enum { LOC_SRC = -1, LOC_DST = -2 };
+
+/* Device memory that grows (freed and allocated again, bigger, once the
+ * stream is idle). */
+typedef struct dbuf {
+    CUdeviceptr ptr;
+    size_t size;
+} dbuf_t;
+
+struct gds_codec {
+    pthread_mutex_t lock;
+    CUcontext ctx;
+    const gds_cuda_api_t *cu;
+    const gds_nvcomp_api_t *nv;
+    CUmodule module;
+    CUfunction fn[K_COUNT];
+    int sm_major, sm_minor;
+    gds_nvcomp_alignments_t deflate_dalign, lz4_dalign, zstd_dalign;
+    gds_nvcomp_alignments_t deflate_calign, lz4_calign, zstd_calign;
+    dbuf_t work;   /* jobs, error arrays, arenas */
+    dbuf_t blocks; /* nvCOMP's entry arrays and temporary memory */
+    CUdeviceptr dummies; /* tiny valid streams (see codec_kernels.cu's set_dummy) and their scratch output */
+    void *pinned;        /* host staging of uploads and results */
+    size_t pinned_size;
+    size_t budget;       /* arenas of one sub-batch, at most */
+    char describe[640];
+};
+
+/* The dummies' layout: deflate (stored block of 1 byte), zstd (frame of 1
+ * raw byte), LZ4 (block of 1 literal), scratch. Uploaded at open
+ * (gpu_codec.c). */
+enum { DUMMY_DEFLATE = 0, DUMMY_ZSTD = 16, DUMMY_LZ4 = 32, DUMMY_SCRATCH = 64, DUMMY_BYTES = 128 };
+enum { DUMMY_DEFLATE_LEN = 6, DUMMY_ZSTD_LEN = 10, DUMMY_LZ4_LEN = 2 };
+extern const unsigned char gds_codec_dummy_deflate[DUMMY_DEFLATE_LEN];
+extern const unsigned char gds_codec_dummy_zstd[DUMMY_ZSTD_LEN];
+extern const unsigned char gds_codec_dummy_lz4[DUMMY_LZ4_LEN];
+
+/* A stage of a sub-batch: where its input, output and scratch lie
+ * (LOC_SRC, LOC_DST or an arena). */
+typedef struct stage {
+    const gds_codec_step_t *step; /* NULL: the final copy */
+    int in, out, mid, mid2;       /* locations */
+} stage_t;
+
+/* The lowest failing chunk of a call and its error. */
+typedef struct error_list {
+    size_t first; /* lowest failing chunk index, or SIZE_MAX */
+    unsigned code;
+    uint64_t detail;
+} error_list_t;
+
+/* The layout of one sub-batch in the work buffer. */
+typedef struct batch_mem {
+    size_t m;             /* chunks */
+    CUdeviceptr err, detail, acc, tail, heads, dsize, mask, jobs;
+    CUdeviceptr arena[NARENAS];
+    size_t slot[NARENAS]; /* bytes per chunk in each arena */
+    size_t njobs_arrays;  /* job arrays (one per stage) */
+    /* pinned staging */
+    size_t pin_jobs, pin_heads, pin_err, pin_detail, pin_dsize, pin_mask;
+} batch_mem_t;
+
+/* nvCOMP's arrays for `ne` entries and `temp` bytes, in the blocks buffer. */
+typedef struct entries_mem {
+    gds_kentries_t e;
+    CUdeviceptr temp;
+    size_t temp_bytes;
+} entries_mem_t;
+
+/* One decode call's group of chunks (one filter mask) and its stages. */
+typedef struct decode_ctx {
+    gds_codec_t *c;
+    const gds_codec_pipeline_t *p;
+    const gds_codec_chunk_t *chunks;
+    CUstream s;
+    const gds_codec_step_t *steps; /* write order */
+    size_t nsteps;
+    stage_t stage[GDS_CODEC_MAX_FILTERS + 1];
+    size_t nstages;
+    size_t *forward; /* sizes before each step when writing (nsteps + 1) */
+    error_list_t *errors;
+} decode_ctx_t;
+
+static inline size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
+
+/* Thread blocks along x for a job of `bytes` bytes (16 per thread, a few thousand blocks at most). */
+static inline unsigned parts_for(size_t bytes)
+{
+    size_t parts = (bytes + THREADS * 16 - 1) / (THREADS * 16);
+    return parts < 1 ? 1 : parts > 2048 ? 2048 : (unsigned)parts;
+}
+
+static inline unsigned blocks_for(size_t threads) { return (unsigned)((threads + THREADS - 1) / THREADS); }
+
+static inline bool step_lz4(gds_step_kind_t k) { return k == GDS_STEP_LZ4 || k == GDS_STEP_BSHUF_LZ4; }
+static inline bool step_zstd(gds_step_kind_t k) { return k == GDS_STEP_ZSTD || k == GDS_STEP_BSHUF_ZSTD; }
+
+/* The error code of a step (its position; GDS_KERR_* added). */
+static inline unsigned step_code(const gds_codec_step_t *s) { return (s->pos + 1) << 8; }
+
+/* ---- gpu_codec.c: the codec object ---- */
+
+/* Sets st to "GPU codec: <what> failed: <CUDA's error>"; -1. */
+int gds_codec_cuda_fail(gds_status_t *st, const char *what, CUresult rc);
+/* Grows b (device memory) to `need` bytes at least, once the stream is idle. */
+int gds_codec_dbuf_reserve(gds_codec_t *c, dbuf_t *b, size_t need, CUstream s, gds_status_t *st);
+/* Grows the pinned staging to `need` bytes at least, once the stream is idle. */
+int gds_codec_pinned_reserve(gds_codec_t *c, size_t need, CUstream s, gds_status_t *st);
+/* Launches kernel k on a grid of gx x gy blocks of THREADS (nothing when empty). */
+int gds_codec_launch(gds_codec_t *c, int k, unsigned gx, unsigned gy, CUstream s, void **args, gds_status_t *st);
+/* H5GDS_CODEC_DEBUG set: print the batching to stderr. */
+bool gds_codec_debug_on(void);
+
+/* ---- codec_batch.c: a sub-batch's memory and jobs ---- */
+
+/* The first arena not in busy[0..nbusy). */
+int gds_codec_free_arena(const int *busy, int nbusy);
+/* Keeps the error of the lowest chunk index. */
+void gds_codec_record_error(error_list_t *e, size_t chunk, unsigned code, uint64_t detail);
+/* The layout of m chunks in the work buffer (offsets from its start, see
+ * gds_codec_offset_batch): its bytes. */
+size_t gds_codec_batch_bytes(const size_t *slot, size_t m, size_t njobs_arrays, batch_mem_t *bm);
+/* The layout of bm's pinned staging: its bytes. */
+size_t gds_codec_pinned_bytes(batch_mem_t *bm);
+/* bm's offsets made addresses in the work buffer at base. */
+void gds_codec_offset_batch(batch_mem_t *bm, CUdeviceptr base);
+/* nvCOMP's arrays for `ne` entries, `temp` bytes of its temporary memory
+ * and `extra` bytes (at *extra_at, when not NULL) in the blocks buffer. */
+int gds_codec_entries_reserve(gds_codec_t *c, size_t ne, size_t temp, size_t extra, CUstream s, entries_mem_t *em,
+                              CUdeviceptr *extra_at, gds_status_t *st);
+/* Where chunk j's data is at location loc. */
+CUdeviceptr gds_codec_loc_ptr(const batch_mem_t *bm, int loc, const gds_codec_chunk_t *ch, size_t j);
+/* Uploads `n` jobs (built in pinned memory at job array `a`) and returns their device address. */
+int gds_codec_upload_jobs(gds_codec_t *c, const batch_mem_t *bm, size_t a, size_t n, CUstream s, CUdeviceptr *dev,
+                          gds_status_t *st);
+/* Job array `a` in pinned memory. */
+gds_kjob_t *gds_codec_pinned_jobs(gds_codec_t *c, const batch_mem_t *bm, size_t a);
+int gds_codec_memset_async(gds_codec_t *c, CUdeviceptr p, size_t bytes, CUstream s, gds_status_t *st);
+int gds_codec_sync_stream(gds_codec_t *c, CUstream s, gds_status_t *st);
+/* The first GDS_HEAD_BYTES bytes of the nj jobs at dj, in pinned memory
+ * (the stream synchronised). */
+int gds_codec_read_heads(gds_codec_t *c, const batch_mem_t *bm, CUdeviceptr dj, size_t nj, CUstream s,
+                         unsigned char **heads, gds_status_t *st);
+
+/* ---- codec_nvcomp.c: nvCOMP's batched calls ---- */
+
+/* Decompression of the entries em (ne entries), max_out bytes per entry at
+ * most, total_out in all: run false reserves the memory (and `extra` bytes
+ * at *extra_at), run true starts the call. */
+int gds_codec_nvcomp_decompress(gds_codec_t *c, gds_step_kind_t kind, size_t ne, size_t max_out, size_t total_out,
+                                size_t extra, entries_mem_t *em, CUdeviceptr *extra_at, CUstream s, gds_status_t *st,
+                                bool run);
+/* nvCOMP's largest output for an input block, and its temp memory for
+ * `ne` blocks of `max_in` (total_in in all; temp may be NULL). */
+int gds_codec_compress_sizes(gds_codec_t *c, const gds_codec_step_t *s, size_t ne, size_t max_in, size_t total_in,
+                             CUstream stream, size_t *max_out, size_t *temp, gds_status_t *st);
+/* Starts the compression of the entries em (ne blocks of max_in bytes at most). */
+int gds_codec_nvcomp_compress(gds_codec_t *c, const gds_codec_step_t *s, size_t ne, size_t max_in,
+                              entries_mem_t *em, CUstream stream, gds_status_t *st);
+
+/* ---- codec_blosc.c ---- */
+
+/* The blosc stage (stage d) of the nj jobs built in pinned job array d;
+ * chunks whose header fails leave the batch (alive[] false, the error
+ * recorded). */
+int gds_codec_blosc_stage(decode_ctx_t *x, const batch_mem_t *bm, size_t d, size_t nj, const size_t *idx,
+                          bool *alive, unsigned code, gds_status_t *st);
+
+#endif
