@@ -20,25 +20,38 @@ by default), and with a path starts the I/O engine there, so that the first
 save stalls no longer than the later ones.
 
 Layout: groups for dicts, lists and tuples (attribute ``h5gds_container``),
-one contiguous dataset per array, plain values as JSON in the group
+one contiguous dataset per array (chunked and filtered for the arrays that
+``compression=`` compresses), plain values as JSON in the group
 attribute ``h5gds_values``; the root's ``h5gds_arrays`` (JSON) gives each
 array's library (torch, cupy, numpy) and dtype name. bfloat16 is stored as an HDF5 float
 type with bfloat16's layout (sign 15, exponent 7..14 with bias 127,
 mantissa 0..6), which h5py reads, converting.
+
+Compressed leaves (``compression=``, opt-in) are chunked datasets with an
+HDF5 filter pipeline (deflate, or hdf5plugin's LZ4, Zstd, Bitshuffle): any
+h5py reader (with hdf5plugin for the plugin filters) reads them. ``save``
+copies each of them (a device copy ordered on the array's stream, or a host
+copy) and returns; the background part compresses and writes the copies
+before it writes the metadata, so the file is complete when the handle
+says durable. Device copies are compressed on the GPU where the driver can
+(route ``gpu-encode``), the others by HDF5's CPU filters.
 """
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import errno
 import json
 import os
 import threading
 import time
+import traceback
+from collections.abc import Mapping
 from typing import Any, Iterator
 
 import h5py
 import numpy as np
-from h5py import h5t
+from h5py import h5d, h5p, h5s, h5t, h5z
 from h5py._objects import phil
 
 from . import _arrays
@@ -137,6 +150,292 @@ def _raw_view(obj: Any) -> Any:
     return _arrays.view(obj, writable=False, name="state array", contiguous_copy=True)
 
 
+# ---- compressed leaves (save(..., compression=...)) ----
+
+_COMPRESS_MIN_BYTES = 64 << 10  # below it a filter's per-chunk overhead outweighs the bytes saved
+_CHUNK_BYTES = 4 << 20  # at most, whole rows where a row fits: the GPU encoder takes whole chunks
+# Rows written per HDF5 call: HDF5's lock is held for one call, so that
+# other threads' h5py calls wait for one slab's compression at most (HDF5's
+# CPU filters are slower: smaller slabs for host data). A device slab stays
+# within one batch of the GPU encoder (256 MiB).
+_SLAB_BYTES_DEVICE = 64 << 20
+_SLAB_BYTES_HOST = 8 << 20
+_PLUGIN_NAMES = ("lz4", "zstd", "bitshuffle-lz4")  # hdf5plugin's filters
+_NAMES = ("gzip", "lzf") + _PLUGIN_NAMES
+
+
+@dataclasses.dataclass(frozen=True)
+class _Compression:
+    """The filter pipeline of compressed leaves: an optional byte shuffle,
+    then one compressor (HDF5 filter id and its parameters)."""
+    label: str
+    filter_id: int
+    opts: tuple[int, ...]
+    shuffle: bool
+    min_bytes: int
+
+    def dcpl(self, chunks: tuple[int, ...], itemsize: int) -> h5p.PropDCID:
+        dcpl = h5p.create(h5p.DATASET_CREATE)
+        dcpl.set_chunk(chunks)
+        if self.shuffle and itemsize > 1:  # a byte shuffle of 1-byte elements changes nothing
+            dcpl.set_shuffle()
+        if self.filter_id == h5z.FILTER_DEFLATE:
+            dcpl.set_deflate(self.opts[0] if self.opts else 4)
+        else:  # optional, as h5py sets them: a chunk that does not shrink is stored as it is
+            dcpl.set_filter(self.filter_id, h5z.FLAG_OPTIONAL, self.opts)
+        return dcpl
+
+
+def _import_hdf5plugin(why: str) -> Any:
+    try:
+        import hdf5plugin
+    except ImportError as exc:
+        raise ImportError(f"{why} needs the hdf5plugin package (pip install hdf5plugin), which cannot be "
+                          f"imported: {exc}") from exc
+    return hdf5plugin
+
+
+def _can_encode(filter_id: int) -> bool:
+    return bool(h5z.filter_avail(filter_id)) and \
+        bool(h5z.get_filter_info(filter_id) & h5z.FILTER_CONFIG_ENCODE_ENABLED)
+
+
+def _level(name: str, opts: Any, default: int) -> int:
+    if opts is None:
+        return default
+    if isinstance(opts, bool) or not isinstance(opts, (int, np.integer)):
+        raise TypeError(f"compression={name!r}: compression_opts must be an int (the level), "
+                        f"not {type(opts).__name__}")
+    return int(opts)
+
+
+def _compression_of(compression: Any, compression_opts: Any, shuffle: Any, min_bytes: Any) -> _Compression | None:
+    """save()'s compression arguments checked and resolved (nothing is
+    created yet): None when nothing is compressed."""
+    if isinstance(min_bytes, bool) or not isinstance(min_bytes, (int, np.integer)):
+        raise TypeError(f"compress_min_bytes must be an int (bytes), not {type(min_bytes).__name__}")
+    if min_bytes < 0:
+        raise ValueError(f"compress_min_bytes must be >= 0, not {min_bytes}")
+    if shuffle is not None and not isinstance(shuffle, bool):
+        raise TypeError(f"shuffle must be None, True or False, not {type(shuffle).__name__}")
+    if compression is None:
+        if compression_opts is not None:
+            raise TypeError("compression_opts given without compression=")
+        if shuffle:
+            raise ValueError("shuffle=True without compression= (the shuffle only helps a compressor)")
+        return None
+    if isinstance(compression, Mapping) and isinstance(compression.get("compression"), str):
+        # {"compression": "gzip", "compression_opts": 4}: h5py's keywords as a dict
+        if compression_opts is not None:
+            raise TypeError("compression_opts given twice (in the compression mapping and as a keyword)")
+        return _compression_of(compression["compression"], compression.get("compression_opts"), shuffle, min_bytes)
+    label: str
+    opts: tuple[int, ...]
+    auto_shuffle = False  # filters given by id or object: exactly the pipeline asked for
+    if isinstance(compression, str):
+        name = compression.lower()
+        if name == "gzip":
+            level = _level(name, compression_opts, 4)  # h5py's default level
+            if not 0 <= level <= 9:
+                raise ValueError(f"compression='gzip': compression_opts must be a level from 0 to 9, not {level}")
+            filter_id, opts, auto_shuffle = h5z.FILTER_DEFLATE, (level,), True
+        elif name == "lzf":
+            if compression_opts is not None:
+                raise TypeError("compression='lzf' takes no compression_opts")
+            filter_id, opts, auto_shuffle = h5z.FILTER_LZF, (), True
+        elif name in _PLUGIN_NAMES:
+            hdf5plugin = _import_hdf5plugin(f"compression={compression!r}")
+            if name == "lz4":
+                filt = hdf5plugin.LZ4(nbytes=_level(name, compression_opts, 0))  # opts: LZ4's block size
+            elif name == "zstd":
+                filt = hdf5plugin.Zstd(clevel=_level(name, compression_opts, 3))
+            else:
+                if compression_opts is not None:
+                    raise TypeError("compression='bitshuffle-lz4' takes no compression_opts")
+                filt = hdf5plugin.Bitshuffle(cname="lz4")
+            filter_id, opts = int(filt.filter_id), tuple(int(o) for o in filt.filter_options)
+            auto_shuffle = name != "bitshuffle-lz4"  # bitshuffle is a shuffle of its own
+        else:
+            raise ValueError(f"compression={compression!r}: expected one of {', '.join(map(repr, _NAMES))}, an "
+                             "HDF5 filter id or an hdf5plugin filter object")
+        label = name
+    elif isinstance(compression, (int, np.integer)) and not isinstance(compression, bool):
+        filter_id = int(compression)
+        if compression_opts is None:
+            opts = ()
+        elif isinstance(compression_opts, (tuple, list)) and \
+                all(isinstance(o, (int, np.integer)) and not isinstance(o, bool) for o in compression_opts):
+            opts = tuple(int(o) for o in compression_opts)
+        else:
+            raise TypeError(f"compression={filter_id}: compression_opts must be a tuple of ints (the filter's "
+                            f"parameters), not {compression_opts!r}")
+        label = f"filter {filter_id}"
+    elif isinstance(compression, Mapping) and "compression" in compression:  # hdf5plugin's filter objects
+        if compression_opts is not None:
+            raise TypeError("compression_opts given with a filter object (its options are the object's)")
+        filter_id = compression["compression"]
+        if isinstance(filter_id, bool) or not isinstance(filter_id, (int, np.integer)):
+            raise TypeError(f"compression={compression!r}: its 'compression' must be an HDF5 filter id")
+        filter_id = int(filter_id)
+        opts = tuple(int(o) for o in compression.get("compression_opts") or ())
+        label = f"{type(compression).__name__} (filter {filter_id})"
+    else:
+        raise TypeError(f"compression must be None, a name ({', '.join(map(repr, _NAMES))}), an HDF5 filter id "
+                        f"or an hdf5plugin filter object, not {type(compression).__name__}")
+    if not _can_encode(filter_id):
+        try:  # hdf5plugin registers its filters with HDF5 when imported
+            import hdf5plugin  # noqa: F401
+        except ImportError:
+            pass
+    if not _can_encode(filter_id):
+        raise ValueError(f"compression={label}: HDF5 filter {filter_id} is not available for writing (not "
+                         "registered; hdf5plugin registers its filters when imported)")
+    return _Compression(label, filter_id, opts, auto_shuffle if shuffle is None else shuffle, int(min_bytes))
+
+
+def _chunk_shape(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
+    """Chunks of at most _CHUNK_BYTES (the whole array when smaller): whole
+    rows along the first axis where a row fits, else parts of a row (the
+    trailing axes kept whole as far as they fit)."""
+    chunk = [1] * len(shape)
+    inner = itemsize
+    for axis in range(len(shape) - 1, -1, -1):
+        if inner * shape[axis] <= _CHUNK_BYTES:
+            chunk[axis] = shape[axis]
+            inner *= shape[axis]
+        else:
+            chunk[axis] = max(1, _CHUNK_BYTES // inner)
+            break
+    return tuple(chunk)
+
+
+class _CompressedLeaf:
+    """A leaf stored compressed: its dataset, and what its write reads -- a
+    snapshot copy (``ready``: the event after the copy on the array's
+    stream, for device copies), or the leaf itself while ``save`` runs."""
+
+    def __init__(self, name: str, shape: tuple[int, ...], ftype: Any, nbytes: int, chunks: tuple[int, ...]) -> None:
+        self.name = name
+        self.shape = shape
+        self.ftype = ftype
+        self.nbytes = nbytes
+        self.chunks = chunks
+        self.dset: h5d.DatasetID | None = None
+        self.view: _arrays.ArrayView | None = None
+        self.ready: Any = None
+
+
+def _snapshot_copy(arr: Any, memory: str) -> tuple[_arrays.ArrayView, Any] | None:
+    """A copy of a leaf for the background to compress: (its view, the event
+    after the copy or None). Host leaves get a host copy; device leaves a
+    device copy queued on the array's current stream (the CPU does not
+    wait). None where no device copy is to be had (``memory="host"``, the
+    device full, an array that neither torch nor CuPy copies): that leaf is
+    then compressed during the call."""
+    mod = type(arr).__module__.split(".")[0]
+    if mod == "torch":
+        import torch
+        t = arr.detach()
+        if t.dtype == torch.bfloat16:
+            t = t.view(torch.int16)  # the raw bytes (the file type is bfloat16's layout)
+        if not t.is_cuda:
+            return _arrays.view(t.numpy().copy(), writable=False, name="state array"), None
+        if memory == "host":
+            return None
+        with torch.cuda.device(t.device):
+            try:
+                snap = torch.empty(t.shape, dtype=t.dtype, device=t.device)
+                snap.copy_(t)
+            except torch.cuda.OutOfMemoryError:
+                return None
+            ready = torch.cuda.Event()
+            ready.record()
+        return _arrays.view(snap, writable=False, name="state array"), ready
+    if isinstance(arr, np.ndarray):
+        return _arrays.view(np.array(arr, order="C", copy=True), writable=False, name="state array"), None
+    if memory == "host":
+        return None
+    try:
+        import cupy
+    except ImportError:
+        return None
+    with (arr.device if mod == "cupy" else cupy.cuda.Device()):
+        try:
+            snap = cupy.array(cupy.asarray(arr), order="C", copy=True)
+        except cupy.cuda.memory.OutOfMemoryError:
+            return None
+        ready = cupy.cuda.Event(disable_timing=True)
+        ready.record()
+    return _arrays.view(snap, writable=False, name="state array"), ready
+
+
+def _write_compressed(f: h5py.File, path: str, leaf: _CompressedLeaf, view: _arrays.ArrayView) -> str:
+    """Writes a compressed leaf from `view` in slabs of whole chunk rows
+    (each slab's chunks are encoded together: on the GPU for device data
+    where the driver can, else by HDF5's filters); returns the route of its
+    last slab."""
+    dset, leaf.dset = leaf.dset, None  # closed when let go
+    assert dset is not None
+    row_bytes = leaf.nbytes // leaf.shape[0]
+    slab = _SLAB_BYTES_DEVICE if view.device else _SLAB_BYTES_HOST
+    step = leaf.chunks[0]
+    rows = max(step, slab // row_bytes // step * step)
+    fspace = dset.get_space()
+    dxpl = _dxpl(view)
+    route = ""
+    for start in range(0, leaf.shape[0], rows):
+        n = min(rows, leaf.shape[0] - start)
+        mspace = h5s.create_simple((n,) + leaf.shape[1:])
+        fspace.select_hyperslab((start,) + (0,) * (len(leaf.shape) - 1), (n,) + leaf.shape[1:])
+        with phil:
+            rc = native.H5Dwrite_gds(dset.id, leaf.ftype.id, mspace.id, fspace.id, dxpl.id,
+                                     view.ptr + start * row_bytes)
+            if rc < 0:
+                raise OSError(f"checkpoint {path!r}: writing {leaf.name} (compressed) failed: {hdf5_error_text()}")
+            route = native.H5FD_gds_route_name(native.H5FD_gds_last_route()).decode()
+    return route
+
+
+def _background_stream(view: _arrays.ArrayView) -> Any:
+    """A stream of the background's own for a device copy (its library's, on
+    its device), so that compressing it does not queue behind the training
+    loop's work; None for host copies."""
+    if not view.device:
+        return None
+    if view.module == "torch":
+        import torch
+        return torch.cuda.Stream(device=view.device_id)
+    import cupy
+    with cupy.cuda.Device(view.device_id):
+        return cupy.cuda.Stream(non_blocking=True)
+
+
+def _write_copies(f: h5py.File, path: str, leaves: list[_CompressedLeaf]) -> dict[str, int]:
+    """Background: each snapshot copy compressed and written, then let go;
+    the leaves written per route."""
+    routes: dict[str, int] = {}
+    streams: dict[tuple[str | None, int | None], Any] = {}
+    for leaf in leaves:
+        view, leaf.view = leaf.view, None
+        assert view is not None
+        stream = None
+        if view.device:
+            key = (view.module, view.device_id)
+            if key not in streams:
+                streams[key] = _background_stream(view)
+            stream = streams[key]
+            stream.wait_event(leaf.ready)  # ordered after the copy, on the GPU
+            ptr = int(stream.cuda_stream if view.module == "torch" else stream.ptr)
+            view = dataclasses.replace(view, stream=ptr)
+        route = _write_compressed(f, path, leaf, view)
+        if stream is not None:
+            stream.synchronize()  # nothing queued still reads the copy let go next
+        leaf.ready = None
+        del view
+        routes[route] = routes.get(route, 0) + 1
+    return routes
+
+
 class CheckpointHandle:
     """The checkpoint being written in the background. ``wait()`` returns
     once it is durable at its path (or raises what failed); ``done()``
@@ -147,9 +446,14 @@ class CheckpointHandle:
     the containers' description, ``views``: the arrays' pointers,
     ``create`` and ``write`` (the snapshots) of the datasets, ``native``:
     the rest of that native call; ``warmup``: waiting for a
-    ``prepare_checkpoint(path=...)`` still at work), and of the
-    background's first part (``metadata``: closing the datasets, groups and
-    attributes; HDF5 metadata only, done after the call returns)."""
+    ``prepare_checkpoint(path=...)`` still at work; with ``compression=``:
+    ``copy``, the compressed leaves' snapshot copies, and ``compress``, the
+    compressed leaves that could not be copied, compressed and written in
+    the call), and of the background's first part (``compress_background``:
+    the copies compressed and written; ``metadata``: closing the datasets,
+    groups and attributes; HDF5 metadata only, done after the call
+    returns). ``compression_routes``: compressed leaves written per route
+    (``gpu-encode``, ``host-staged``, ``host``), complete once done."""
 
     def __init__(self, path: str) -> None:
         self.path = path
@@ -165,6 +469,7 @@ class CheckpointHandle:
         self.stream_ordered_snapshots = 0
         self.reserved_bytes = 0
         self.snapshots = 0  # write-behind snapshots taken (one per run of leaves written together)
+        self.compression_routes: dict[str, int] = {}
         self.timings: dict[str, float] = {}
         self._error: BaseException | None = None
         self._done = threading.Event()
@@ -204,6 +509,7 @@ class _Metadata:
         self.plan = plan
         self.index = ""
         self.datasets: Any = None  # ctypes array of dataset ids, open until written out
+        self.copies: list[_CompressedLeaf] = []  # compressed leaves whose snapshot copies are still to write
 
     def write(self, f: h5py.File, path: str) -> None:
         with phil:
@@ -219,11 +525,26 @@ class _Metadata:
             f.attrs["h5gds_arrays"] = self.index
 
 
+def _finish_copies(handle: CheckpointHandle, f: h5py.File, path: str, meta: _Metadata) -> None:
+    """Background: the compressed leaves' snapshot copies compressed and
+    written (before the metadata: the file is whole when it is durable)."""
+    t = time.perf_counter()
+    copies, meta.copies = meta.copies, []
+    routes = _write_copies(f, path, copies)
+    merged = dict(handle.compression_routes)
+    for route, count in routes.items():
+        merged[route] = merged.get(route, 0) + count
+    handle.compression_routes = merged  # rebound, as timings
+    handle.timings = {**handle.timings, "compress_background": time.perf_counter() - t}
+
+
 def _finish(handle: CheckpointHandle, f: h5py.File, tmp: str, path: str, t0: float, meta: _Metadata) -> None:
     """Background part: the HDF5 metadata, durable data, closed file, atomic
     rename; then the previous checkpoint's blocks freed in the background."""
     previous: int | None = None
     try:
+        if meta.copies:
+            _finish_copies(handle, f, path, meta)
         t = time.perf_counter()
         meta.write(f, tmp)
         # rebound, not changed in place: the caller may be reading the dict
@@ -256,6 +577,8 @@ def _finish(handle: CheckpointHandle, f: h5py.File, tmp: str, path: str, t0: flo
         handle.durable_s = time.perf_counter() - t0
     except BaseException as exc:  # kept for wait(): nothing is dropped silently
         handle._error = exc
+        meta.copies = []  # the snapshot copies let go, and the frames that held them
+        traceback.clear_frames(exc.__traceback__)  # (the kept exception would hold them)
         try:
             if f.id.valid:
                 f.close()
@@ -272,7 +595,9 @@ def _finish(handle: CheckpointHandle, f: h5py.File, tmp: str, path: str, t0: flo
 
 
 def save(state: Any, path: str | os.PathLike[str], *, async_: bool = True, memory: str = "auto",
-         budget: int | None = None, **options: Any) -> CheckpointHandle:
+         budget: int | None = None, compression: Any = None, compression_opts: Any = None,
+         shuffle: bool | None = None, compress_min_bytes: int = _COMPRESS_MIN_BYTES,
+         **options: Any) -> CheckpointHandle:
     """Saves ``state`` to ``path`` as one HDF5 file; returns a
     :class:`CheckpointHandle`. With ``async_`` (the default) it returns once
     every array is copied into snapshot memory (``memory``: "auto" = device
@@ -284,6 +609,25 @@ def save(state: Any, path: str | os.PathLike[str], *, async_: bool = True, memor
     so that many leaves are written side by side. Other keywords are
     driver options (``threads=``, ...).
 
+    ``compression`` (default None: nothing compressed) compresses every
+    array of at least ``compress_min_bytes`` bytes (default 64 KiB; smaller
+    ones stay contiguous, uncompressed) into a chunked dataset (chunks of
+    whole rows, at most 4 MiB): "gzip" (HDF5's deflate; ``compression_opts``
+    the level, 0-9, default 4), "lz4", "zstd" (``compression_opts`` the
+    level, default 3), "bitshuffle-lz4" (these three hdf5plugin's filters:
+    it must be importable), "lzf", an HDF5 filter id (``compression_opts`` a
+    tuple of its parameters) or an hdf5plugin filter object
+    (``hdf5plugin.Zstd(clevel=9)``). ``shuffle``: HDF5's byte shuffle
+    before the compressor; None (the default) puts it before "gzip", "lz4",
+    "zstd" and "lzf", not elsewhere. A wrong argument raises before any
+    file is created. With ``async_``, ``save`` returns once each compressed
+    array is copied (device arrays on the device, ordered on their stream,
+    unless ``memory="host"`` or the device is full: those are compressed
+    during the call); the background compresses the copies (on the GPU
+    where the driver can, route ``gpu-encode``; else HDF5's CPU filters)
+    before the file is made durable. Readers need nothing new: h5py (with
+    hdf5plugin for the plugin filters) and :func:`load` read the arrays.
+
     The first save of a process allocates the snapshot memory (about 2 s
     for 3 GiB of pinned memory), kept for the next saves, and starts the I/O
     engine (its threads and their pinned staging memory, and once per file
@@ -292,13 +636,14 @@ def save(state: Any, path: str | os.PathLike[str], *, async_: bool = True, memor
     starts while ``prepare_checkpoint(path=...)`` is still at work waits
     for it (``timings['warmup']``)."""
     t0 = time.perf_counter()
+    compress = _compression_of(compression, compression_opts, shuffle, compress_min_bytes)  # before any file
     waited = _wait_for_warmups()  # prepare_checkpoint(path=...) in progress: its engine and memory
     return _save_now(state, os.fspath(path), async_=async_, memory=memory, budget=budget, options=options, t0=t0,
-                     waited=waited)
+                     waited=waited, compress=compress)
 
 
 def _save_now(state: Any, path: str, *, async_: bool, memory: str, budget: int | None, options: dict[str, Any],
-              t0: float | None = None, waited: float = 0.0) -> CheckpointHandle:
+              t0: float | None = None, waited: float = 0.0, compress: _Compression | None = None) -> CheckpointHandle:
     t0 = time.perf_counter() if t0 is None else t0
     handle = CheckpointHandle(path)
     if waited:
@@ -322,7 +667,18 @@ def _save_now(state: Any, path: str, *, async_: bool, memory: str, budget: int |
     try:
         meta = _Metadata(_structure(state))
         clock.lap("structure")
-        _write_leaves(f, path, leaves, infos, clock, max(int(budget) // 2, 1), meta)
+        packed = set() if compress is None else \
+            {i for i, info in enumerate(infos) if info[2] and info[4] and info[4] >= compress.min_bytes}
+        if not packed:
+            _write_leaves(f, path, leaves, infos, clock, max(int(budget) // 2, 1), meta)
+        else:
+            assert compress is not None
+            plain = [i for i in range(len(leaves)) if i not in packed]
+            _write_leaves(f, path, [leaves[i] for i in plain], [infos[i] for i in plain], clock,
+                          max(int(budget) // 2, 1), meta)
+            _compressed_leaves(f, path, [leaves[i] for i in sorted(packed)], [infos[i] for i in sorted(packed)],
+                               compress, clock, meta, handle, defer=async_, memory=memory)
+            meta.index = json.dumps({name or "/__root__": [info[0], info[1]] for (name, _), info in zip(leaves, infos)})
     except BaseException:
         _discard(f, tmp)
         raise
@@ -717,6 +1073,70 @@ def _write_leaves(f: h5py.File, path: str, leaves: list[tuple[str, Any]], infos:
     meta.index = json.dumps(arrays)
 
 
+def _compressed_leaves(f: h5py.File, path: str, leaves: list[tuple[str, Any]], infos: list[Any],
+                       compress: _Compression, clock: _Clock, meta: _Metadata, handle: CheckpointHandle, *,
+                       defer: bool, memory: str) -> None:
+    """The compressed leaves' datasets created (grouped by creation list, in
+    one native call per group, as the other leaves), then each leaf either
+    copied for the background (`defer`: `meta.copies`) or, where no copy is
+    to be had or the save is synchronous, compressed and written now."""
+    groups: dict[tuple[tuple[int, ...], int], list[int]] = {}
+    entries: list[_CompressedLeaf] = []
+    for i, ((name, _), (_, _, shape, ftype, nbytes)) in enumerate(zip(leaves, infos)):
+        chunks = _chunk_shape(shape, nbytes // int(np.prod(shape)))
+        entries.append(_CompressedLeaf(name or "/__root__", shape, ftype, nbytes, chunks))
+        groups.setdefault((chunks, nbytes // int(np.prod(shape))), []).append(i)
+    for (chunks, itemsize), members in groups.items():
+        _create_datasets(f, path, [entries[i] for i in members], compress.dcpl(chunks, itemsize))
+    # Opened again without a chunk cache: each write then compresses and
+    # stores its chunks itself (a cache would hold them until the close).
+    dapl = h5p.create(h5p.DATASET_ACCESS)
+    dapl.set_chunk_cache(1, 0, 1.0)
+    for leaf in entries:
+        leaf.dset = h5d.open(f.id, leaf.name.encode(), dapl=dapl)
+    clock.lap("create")
+    now: list[int] = []
+    for i, ((_, arr), leaf) in enumerate(zip(leaves, entries)):
+        copied = _snapshot_copy(arr, memory) if defer else None
+        if copied is None:
+            now.append(i)
+        else:
+            leaf.view, leaf.ready = copied
+            meta.copies.append(leaf)
+    if defer:
+        clock.lap("copy")
+    routes: dict[str, int] = {}
+    for i in now:
+        route = _write_compressed(f, path, entries[i], _raw_view(leaves[i][1]))
+        routes[route] = routes.get(route, 0) + 1
+    handle.compression_routes = routes
+    if now:
+        clock.lap("compress")
+
+
+def _create_datasets(f: h5py.File, path: str, leaves: list[_CompressedLeaf], dcpl: h5p.PropDCID) -> None:
+    """Datasets (and the groups on their way) created by the native call
+    that creates the other leaves', with `dcpl` and nothing written, and
+    closed."""
+    n = len(leaves)
+    names = (ctypes.c_char_p * n)(*(leaf.name.encode() for leaf in leaves))
+    types = (ctypes.c_int64 * n)(*(leaf.ftype.id for leaf in leaves))
+    ranks = (ctypes.c_int32 * n)(*(len(leaf.shape) for leaf in leaves))
+    dims = [d for leaf in leaves for d in leaf.shape]
+    dim_arr = (ctypes.c_uint64 * max(len(dims), 1))(*dims)
+    zeros = (ctypes.c_uint64 * n)()  # no bytes: created only
+    dxpl_ids = (ctypes.c_int64 * n)()
+    opened = (ctypes.c_int64 * n)()
+    err = errbuf()
+    with phil:
+        rc = native.h5gds_py_save_leaves(f.id.id, n, names, types, ranks, dim_arr, zeros, zeros, dxpl_ids, dcpl.id,
+                                         1, None, opened, err, len(err))
+        if rc == 0:
+            rc = native.h5gds_py_close_datasets(n, opened, err, len(err))
+    if rc != 0:
+        raise OSError(f"checkpoint {path!r}: {err.value.decode(errors='replace')}")
+
+
 def _structure(state: Any, where: str = "/", plan: list[tuple[str, dict[str, Any]]] | None = None
                ) -> list[tuple[str, dict[str, Any]]]:
     """The groups of the containers and their attributes (plain values as
@@ -779,16 +1199,41 @@ def _new_array(kind: str, dtype_name: str, shape: tuple[int, ...], device: Any) 
     return a, a
 
 
+def _missing_filters(dset: h5py.Dataset) -> list[int]:
+    """The filters of a dataset's pipeline that HDF5 has not registered
+    (none for contiguous datasets)."""
+    with phil:
+        dcpl = dset.id.get_create_plist()
+        if dcpl.get_layout() != h5d.CHUNKED:
+            return []
+        ids = [int(dcpl.get_filter(i)[0]) for i in range(dcpl.get_nfilters())]
+    return [i for i in ids if not h5z.filter_avail(i)]
+
+
 def _read_into(dset: h5py.Dataset, target: Any) -> None:
+    """The whole dataset into `target`, by the driver's checked read: a
+    compressed dataset into device memory is decoded on the GPU where it
+    can be (as h5gds.read), else by HDF5's filters."""
     v = _arrays.view(target, writable=True, name="checkpoint array")
     if v.nbytes == 0:
         return
+    missing = _missing_filters(dset)
+    if missing:
+        try:  # registers hdf5plugin's filters with HDF5, for HDF5's own decode (host arrays, no nvCOMP)
+            import hdf5plugin  # noqa: F401
+        except ImportError:
+            pass
     with phil:
         ftype = dset.id.get_type()
         dxpl = _dxpl(v)  # kept: the id closes with the object
         rc = native.H5Dread_gds(dset.id.id, ftype.id, _H5S_ALL, _H5S_ALL, dxpl.id, v.ptr)
         if rc < 0:
-            raise OSError(f"reading {dset.name} failed ({hdf5_error_text()})")
+            text = hdf5_error_text()
+            hint = ""
+            if missing and _missing_filters(dset):
+                hint = (f"; HDF5 filter(s) {_missing_filters(dset)} not registered: pip install hdf5plugin "
+                        "(registered when imported)")
+            raise OSError(f"reading {dset.name} failed ({text}){hint}")
 
 
 def _load_node(f: h5py.File, where: str, device: Any, into: Any, arrays: dict[str, list[str]]) -> Any:
