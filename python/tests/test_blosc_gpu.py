@@ -172,6 +172,36 @@ def test_blosclz_chunk_in_an_lz4_dataset(tmp_path):
         assert "blosclz" in str(exc) and "CPU" in str(exc), str(exc)
 
 
+_CHILD = """
+import sys, numpy as np, h5py, cupy, h5gds
+try:
+    with h5py.File(sys.argv[1], "r", driver="gds") as f:
+        np.save(sys.argv[2], cupy.asnumpy(h5gds.read(f["x"], like="cupy")))
+    print("READ")
+except OSError as exc:
+    print("FAILED", exc)
+"""
+
+
+def _read_in_child(path, tmp_path):
+    """h5gds.read of dataset "x" in a process of its own: garbage inside a
+    compressed stream may stop the process's GPU codec (a decoder that never
+    ends, H5GDS_CODEC_TIMEOUT_S) or break its CUDA context, which must not
+    decide the other tests. (failed, message, data)."""
+    import subprocess
+    import sys
+    out = tmp_path / "got.npy"
+    env = dict(os.environ, H5GDS_CODEC_TIMEOUT_S="5")
+    r = subprocess.run([sys.executable, "-c", _CHILD, str(path), str(out)], capture_output=True, text=True,
+                       timeout=120, env=env)
+    text = r.stdout.strip()
+    assert r.returncode == 0 and text.startswith(("READ", "FAILED")), \
+        f"the reading process ended with {r.returncode}: {text} {r.stderr[-2000:]}"
+    if text.startswith("READ"):
+        return False, "", np.load(out)
+    return True, text[len("FAILED "):], None
+
+
 def _rewrite_chunk(path, name, fn):
     with h5py.File(path, "r") as f:
         info = f[name].id.get_chunk_info(0)
@@ -229,12 +259,7 @@ def test_corrupt_blosc_chunks_fail(tmp_path, cname, how):
             h5py_failed = False
         except OSError:
             h5py_failed = True
-    with h5py.File(path, "r", driver="gds") as f:
-        try:
-            got = cupy.asnumpy(h5gds.read(f["x"], like="cupy"))
-            failed, message = False, ""
-        except OSError as exc:
-            failed, message = True, str(exc)
+    failed, message, got = _read_in_child(path, tmp_path)
     if how in (_version, _block_start, _stream_size, _nbytes):
         assert h5py_failed, f"h5py read a chunk with a corrupt {how.__name__[1:]}"
     if how is _cbytes:  # c-blosc bounds its reads by it, nothing more: both read the chunk

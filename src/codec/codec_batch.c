@@ -6,6 +6,9 @@
  * pinned memory and uploaded; the chunks' first bytes read back for the
  * host; the lowest failing chunk kept.
  */
+#include <errno.h>
+#include <time.h>
+
 #include "codec_internal.h"
 
 /* Bump allocation inside a buffer. */
@@ -145,10 +148,37 @@ int gds_codec_memset_async(gds_codec_t *c, CUdeviceptr p, size_t bytes, CUstream
     return rc == CUDA_SUCCESS ? 0 : gds_codec_cuda_fail(st, "cuMemsetD8Async", rc);
 }
 
+/* Waits for the stream, at most c->timeout_s: nvCOMP's decoders may never
+ * finish on garbage inside a compressed block (seen with Zstd), and a
+ * caller is better served by an error than by a process that hangs. The
+ * work then stays on the GPU: the codec is marked stuck (later calls fail,
+ * its memory is never freed, since freeing would wait for that work). */
 int gds_codec_sync_stream(gds_codec_t *c, CUstream s, gds_status_t *st)
 {
-    CUresult rc = c->cu->StreamSynchronize(s);
-    return rc == CUDA_SUCCESS ? 0 : gds_codec_cuda_fail(st, "the codec's work on the stream", rc);
+    struct timespec t0, now, pause = {0, 20000};
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        CUresult rc = c->cu->StreamQuery(s);
+        if (rc == CUDA_SUCCESS)
+            return 0;
+        if (rc != CUDA_ERROR_NOT_READY)
+            return gds_codec_cuda_fail(st, "the codec's work on the stream", rc);
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        double waited = (double)(now.tv_sec - t0.tv_sec) + (double)(now.tv_nsec - t0.tv_nsec) * 1e-9;
+        if (waited > c->timeout_s) {
+            c->stuck = true;
+            gds_status_set(st, ETIMEDOUT,
+                           "GPU codec: the GPU's work on this batch did not finish within %.0f s (garbage inside a "
+                           "compressed block can keep nvCOMP's decoder from ending; H5GDS_CODEC_TIMEOUT_S); it is "
+                           "still running, so this process's GPU codecs are stopped and a device-wide "
+                           "synchronisation would not return: read this file with HDF5's CPU filters",
+                           c->timeout_s);
+            return -1;
+        }
+        if (waited > 0.001)
+            pause.tv_nsec = 200000; /* long work: check less often */
+        nanosleep(&pause, NULL);
+    }
 }
 
 /* The first GDS_HEAD_BYTES bytes of the nj jobs at dj, in pinned memory

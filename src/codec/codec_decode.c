@@ -19,6 +19,7 @@
  */
 #include "codec_internal.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -473,6 +474,13 @@ int gds_codec_decode(gds_codec_t *c, const gds_codec_pipeline_t *p, const gds_co
     qsort_r(idx, n, sizeof *idx, cmp_mask, (void *)chunks);
 
     pthread_mutex_lock(&c->lock);
+    if (c->stuck) {
+        pthread_mutex_unlock(&c->lock);
+        free(idx);
+        gds_status_set(st, ETIMEDOUT, "GPU codec: stopped: an earlier batch's work never finished on the GPU "
+                                      "(corrupt data?); HDF5's CPU filters must read in this process");
+        return -1;
+    }
     CUresult rc;
     void *prev = gds_cuda_enter(c->ctx, &rc);
     int ret = 0;

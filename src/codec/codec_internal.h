@@ -85,6 +85,8 @@ struct gds_codec {
     void *pinned;        /* host staging of uploads and results */
     size_t pinned_size;
     size_t budget;       /* arenas of one sub-batch, at most */
+    double timeout_s;    /* a sub-batch's work may take this long (H5GDS_CODEC_TIMEOUT_S) */
+    bool stuck;          /* work that never finished is still on the GPU: no more calls, nothing freed */
     char describe[640];
 };
 

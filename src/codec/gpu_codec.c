@@ -167,7 +167,7 @@ void gds_codec_close(gds_codec_t *c)
 {
     if (!c)
         return;
-    if (c->cu) {
+    if (c->cu && !c->stuck) { /* stuck: freeing would wait for work that never ends */
         CUresult rc;
         void *prev = gds_cuda_enter(c->ctx, &rc);
         if (rc == CUDA_SUCCESS) {
@@ -224,6 +224,11 @@ int gds_codec_open(gds_codec_t **out, CUcontext ctx, gds_status_t *st)
     const char *env = getenv("H5GDS_CODEC_TEMP_MIB");
     if (env && atol(env) > 0)
         c->budget = (size_t)atol(env) << 20;
+    /* a sub-batch (at most the budget above) decodes in well under a
+     * second; this bounds a decoder that never ends */
+    c->timeout_s = 30;
+    if ((env = getenv("H5GDS_CODEC_TIMEOUT_S")) && atof(env) > 0)
+        c->timeout_s = atof(env);
 
     CUresult rc;
     void *prev = gds_cuda_enter(ctx, &rc);
@@ -272,6 +277,16 @@ int gds_codec_open(gds_codec_t **out, CUcontext ctx, gds_status_t *st)
 }
 
 const char *gds_codec_describe(const gds_codec_t *c) { return c ? c->describe : ""; }
+
+bool gds_codec_stopped(const gds_codec_t *c)
+{
+    if (!c)
+        return false;
+    pthread_mutex_lock((pthread_mutex_t *)&c->lock);
+    bool stuck = c->stuck;
+    pthread_mutex_unlock((pthread_mutex_t *)&c->lock);
+    return stuck;
+}
 
 /* ---- memory ---- */
 

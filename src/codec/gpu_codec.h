@@ -88,7 +88,14 @@ typedef struct gds_codec_chunk {
  * (lowest-index) failing chunk, st says which filter and why (corrupt
  * stream, wrong decoded size, checksum mismatch, parameter not
  * supported...). `bad` may be NULL. The dst of a failing chunk holds
- * undefined bytes; the other chunks are decoded. st->err is 95
+ * undefined bytes; the other chunks are decoded, except where the failure
+ * is garbage that only the decompressor met ("corrupt data": nvCOMP's
+ * decoders may then write past the chunk's slot of the codec's own
+ * memory), which leaves the dst of every chunk of the call undefined.
+ * st->err is ETIMEDOUT when the GPU's work did not finish within
+ * H5GDS_CODEC_TIMEOUT_S (default 30 s; nvCOMP's Zstd decoder may never end
+ * on such garbage): *bad is then unknown, and the codec has stopped
+ * (gds_codec_stopped). st->err is 95
  * (EOPNOTSUPP) when nothing is wrong with the data but the GPU cannot
  * decode it (a blosc chunk whose header names blosclz, snappy or zlib:
  * the pipeline's cd_values name only the writer's wish): the caller reads
@@ -108,6 +115,12 @@ size_t gds_codec_max_encoded_bytes(const gds_codec_pipeline_t *p);
  * HDF5 / hdf5plugin decode them to the same data. */
 int gds_codec_encode(gds_codec_t *c, const gds_codec_pipeline_t *p, const void *const *src, void *const *dst,
                      size_t *out_bytes, unsigned *out_mask, size_t n, CUstream stream, gds_status_t *st);
+
+/* Whether the codec stopped: a batch's work never finished on the GPU
+ * (H5GDS_CODEC_TIMEOUT_S, default 30 s; its calls failed with ETIMEDOUT):
+ * every later call fails, and the caller should decode elsewhere and not
+ * free device memory that work may still use. */
+bool gds_codec_stopped(const gds_codec_t *c);
 
 /* Which nvCOMP was loaded (path, major version) and the device's
  * architecture, for logs; "" before open. */

@@ -36,6 +36,15 @@
  * enough that two batches of stored bytes and one of scratch fit beside a
  * training job's memory. */
 #define BATCH_DECODED_BYTES ((size_t)256 << 20)
+
+/* BATCH_DECODED_BYTES, or H5GDS_DECODE_BATCH_MIB (tuning: wider batches
+ * feed nvCOMP's Deflate more chunks at once, at the cost of memory). */
+static size_t batch_decoded_bytes(void)
+{
+    const char *env = getenv("H5GDS_DECODE_BATCH_MIB");
+    long mib = env ? atol(env) : 0;
+    return mib > 0 && mib <= 65536 ? (size_t)mib << 20 : BATCH_DECODED_BYTES;
+}
 /* Stored chunks packed back to back: chunks adjacent in the file are then
  * adjacent in memory too, and the engine reads each run of them as one
  * large request (the codecs take any alignment). */
@@ -293,10 +302,15 @@ typedef struct read_state {
     size_t stored_cap[2], scratch_cap;
     H5FD_gds_decode_stats_t stats;
     bool cpu_decode; /* a chunk the GPU cannot decode, whose data is fine: HDF5's filters read it all */
+    bool abandoned;  /* the codec's work never finished: the buffers it uses are never freed */
 } read_state_t;
 
 static void free_state(read_state_t *s)
 {
+    if (s->abandoned) { /* work that never ends may still use them; freeing would wait for it */
+        free(s->chunks);
+        return;
+    }
     for (int i = 0; i < 2; i++)
         if (s->stored[i])
             s->cu->MemFree(s->stored[i]);
@@ -622,6 +636,16 @@ static herr_t decode_batch(read_state_t *s, size_t from, size_t to, int slot)
          * parameters name LZ4: not an error, another decoder's work */
         s->cpu_decode = true;
         ret = -1;
+    } else if (decoded < 0 && st.err == ETIMEDOUT) {
+        char first[128], last[128];
+        chunk_text(&s->box, s->chunks[from].lo, first, sizeof first);
+        chunk_text(&s->box, s->chunks[to - 1].lo, last, sizeof last);
+        s->abandoned = true;
+        FILTERED_ERROR(H5E_PLINE, H5E_READERROR, "dataset '%s': the batch of chunks %s to %s: %s", s->name, first,
+                       last, st.msg);
+        free(batch);
+        free(index);
+        return -1;
     } else if (decoded < 0) {
         char where[128] = "?";
         if (bad < n)
@@ -675,7 +699,7 @@ static herr_t wait_read(read_state_t *s, gds_io_t *io)
  * keep that small, while the batches between stay wide for nvCOMP. */
 static size_t batch_end(const read_state_t *s, size_t from)
 {
-    size_t per_batch = BATCH_DECODED_BYTES / s->pipe.chunk_bytes;
+    size_t per_batch = batch_decoded_bytes() / s->pipe.chunk_bytes;
     if (per_batch == 0)
         per_batch = 1;
     size_t edge = per_batch >= 8 ? per_batch / 4 : per_batch;
@@ -798,7 +822,7 @@ static herr_t write_all(read_state_t *s)
         FILTERED_ERROR(H5E_PLINE, H5E_WRITEERROR, "dataset '%s': the GPU cannot encode this pipeline", s->name);
         return -1;
     }
-    size_t per_batch = BATCH_DECODED_BYTES / s->pipe.chunk_bytes;
+    size_t per_batch = batch_decoded_bytes() / s->pipe.chunk_bytes;
     if (per_batch == 0)
         per_batch = 1;
     for (size_t from = 0; from < s->nchunks; from += per_batch) {
@@ -899,8 +923,9 @@ static int filtered_io(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_s
     if (result == 1) {
         s.cu = gds_cuda_if_loaded();
         gds_classify_buffer(buf, &info);
-        if (!s.cu || info.kind != GDS_MEMORY_DEVICE || !(s.codec = codec_for((CUcontext)info.context, &st)))
-            result = 0; /* no nvCOMP (or no CUDA): HDF5's own pipeline */
+        if (!s.cu || info.kind != GDS_MEMORY_DEVICE || !(s.codec = codec_for((CUcontext)info.context, &st)) ||
+            gds_codec_stopped(s.codec))
+            result = 0; /* no nvCOMP (or no CUDA, or its codec stopped): HDF5's own pipeline */
     }
     void *previous = NULL;
     bool entered = false;
@@ -1064,7 +1089,8 @@ int gds_filtered_decode_chunks(hid_t dset, size_t n, const void *const *src, con
     gds_classify_buffer(dst[0], &info);
     gds_status_t st;
     gds_codec_t *codec = NULL;
-    if (!cu || info.kind != GDS_MEMORY_DEVICE || !(codec = codec_for((CUcontext)info.context, &st)))
+    if (!cu || info.kind != GDS_MEMORY_DEVICE || !(codec = codec_for((CUcontext)info.context, &st)) ||
+        gds_codec_stopped(codec))
         return 0;
     gds_codec_chunk_t *batch = malloc(n * sizeof *batch);
     if (!batch) {
