@@ -172,14 +172,18 @@ def test_blosclz_chunk_in_an_lz4_dataset(tmp_path):
         assert "blosclz" in str(exc) and "CPU" in str(exc), str(exc)
 
 
+# The child leaves with os._exit: after a decoder that never ended, the
+# work is still on the GPU and an orderly exit (freeing device memory)
+# would wait for it.
 _CHILD = """
-import sys, numpy as np, h5py, cupy, h5gds
+import os, sys, numpy as np, h5py, cupy, h5gds
 try:
     with h5py.File(sys.argv[1], "r", driver="gds") as f:
         np.save(sys.argv[2], cupy.asnumpy(h5gds.read(f["x"], like="cupy")))
-    print("READ")
+    print("READ", flush=True)
 except OSError as exc:
-    print("FAILED", exc)
+    print("FAILED", exc, flush=True)
+os._exit(0)
 """
 
 
