@@ -528,6 +528,14 @@ int gds_codec_decode(gds_codec_t *c, const gds_codec_pipeline_t *p, const gds_co
     }
     else if (ret < 0 && bad)
         *bad = 0;
+    if (ret < 0 && st->err == ETIMEDOUT) { /* name the pipeline: the chunk is unknown */
+        char names[160] = "", msg[sizeof st->msg];
+        for (size_t i = 0, at = 0; i < p->nfilters && at < sizeof names; i++)
+            at += (size_t)snprintf(names + at, sizeof names - at, "%s%s", i ? "+" : "",
+                                   gds_codec_filter_name(p->filter[i].id));
+        snprintf(msg, sizeof msg, "%s", st->msg);
+        gds_status_set(st, ETIMEDOUT, "filters %s: %s", names, msg);
+    }
     gds_cuda_restore(prev);
     pthread_mutex_unlock(&c->lock);
     free(idx);

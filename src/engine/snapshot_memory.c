@@ -54,14 +54,16 @@ void gds_snapshot_memory_free(const gds_snapshot_memory_t *k)
  * memory (else host) of at least `size` bytes in context `ctx`, as
  * write_behind.c's make_arena_locked takes one: device memory of that
  * context; with a context, pinned memory of it (a plain host arena is not
- * wanted then); without one, plain host memory. */
+ * wanted then); without one, any host memory (pinned memory is host memory:
+ * a file written from a thread without a context takes what a thread with
+ * one prepared). */
 static bool serves(size_t held, bool device, bool pinned, void *arena_ctx, bool want_device, size_t size, void *ctx)
 {
     if (held < size || device != want_device)
         return false;
     if (device)
         return arena_ctx == ctx;
-    return ctx ? pinned && arena_ctx == ctx : !pinned;
+    return ctx ? pinned && arena_ctx == ctx : true; /* without a context any host memory serves */
 }
 
 bool gds_snapshot_memory_take_kept(bool device, size_t size, void *ctx, gds_snapshot_memory_t *out)
@@ -71,7 +73,10 @@ bool gds_snapshot_memory_take_kept(bool device, size_t size, void *ctx, gds_snap
     while (preparing[slot])
         pthread_cond_wait(&kept_cond, &kept_lock);
     gds_snapshot_memory_t *k = &kept[slot];
-    bool ok = k->base && k->size >= size && (!k->device && !k->pinned ? true : k->ctx == ctx);
+    /* device memory serves its own context; pinned host memory its own, or
+     * a thread without one (it is host memory, portable); plain host memory
+     * any (a caller with a context frees it and pins its own) */
+    bool ok = k->base && k->size >= size && (k->device ? k->ctx == ctx : !k->pinned || !ctx || k->ctx == ctx);
     if (ok) {
         *out = *k;
         memset(k, 0, sizeof *k);

@@ -28,6 +28,7 @@ typedef struct arena {
     size_t held;    /* the allocation (a kept arena taken again may be larger) */
     bool device;    /* device memory (else host: pinned when CUDA is loaded) */
     bool pinned;
+    void *ctx;      /* the context it was allocated in (kept with it: freed there) */
     extent_t *free; /* sorted by offset */
     size_t nfree, cap;
 } arena_t;
@@ -133,7 +134,8 @@ struct gds_wb {
 /* The arena's memory, as snapshot_memory.c keeps and lists it. */
 static gds_snapshot_memory_t arena_memory(const gds_wb_t *wb)
 {
-    return (gds_snapshot_memory_t){wb->arena.base, wb->arena.held, wb->arena.device, wb->arena.pinned, wb->ctx};
+    return (gds_snapshot_memory_t){wb->arena.base, wb->arena.held, wb->arena.device, wb->arena.pinned,
+                                   wb->arena.ctx ? wb->arena.ctx : wb->ctx};
 }
 
 gds_wb_t *gds_wb_create(size_t budget)
@@ -385,9 +387,10 @@ static void make_arena_locked(gds_file_t *file, gds_wb_t *wb, const gds_buffer_i
     if (!wb->arena.base && gds_memory_is_host(first->kind)) {
         gds_snapshot_memory_t k;
         if (gds_snapshot_memory_take_kept(false, size, NULL, &k)) {
-            wb->arena.base = k.base; /* pinned memory is host memory too */
-            wb->arena.held = k.size;
+            wb->arena.base = k.base; /* pinned memory is host memory too (e.g. prepared on a thread */
+            wb->arena.held = k.size; /* with a context, taken by one without) */
             wb->arena.pinned = k.pinned;
+            wb->arena.ctx = k.ctx;
             ready = true;
         }
         else if ((wb->arena.base = malloc(size))) /* no CUDA in the process: plain host memory */
