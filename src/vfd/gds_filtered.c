@@ -49,6 +49,11 @@ static size_t batch_decoded_bytes(void)
  * adjacent in memory too, and the engine reads each run of them as one
  * large request (the codecs take any alignment). */
 #define STORED_ALIGN 1
+/* Batches whose stored bytes are being read while one decodes: with one,
+ * the disk idles from the end of that read to the end of the decode; two
+ * keep a request at the disk all along when reading and decoding take
+ * about as long. */
+#define READ_AHEAD 2
 
 static _Thread_local H5FD_gds_decode_stats_t last_stats;
 
@@ -298,8 +303,8 @@ typedef struct read_state {
     chunk_t *chunks;
     size_t nchunks;
     void *out;
-    CUdeviceptr stored[2], scratch, fill;
-    size_t stored_cap[2], scratch_cap;
+    CUdeviceptr stored[READ_AHEAD + 1], scratch, fill; /* stored bytes: one slot decoding, READ_AHEAD reading */
+    size_t stored_cap[READ_AHEAD + 1], scratch_cap;
     H5FD_gds_decode_stats_t stats;
     bool cpu_decode; /* a chunk the GPU cannot decode, whose data is fine: HDF5's filters read it all */
     bool abandoned;  /* the codec's work never finished: the buffers it uses are never freed */
@@ -311,7 +316,7 @@ static void free_state(read_state_t *s)
         free(s->chunks);
         return;
     }
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < READ_AHEAD + 1; i++)
         if (s->stored[i])
             s->cu->MemFree(s->stored[i]);
     if (s->scratch)
@@ -713,35 +718,52 @@ static size_t batch_end(const read_state_t *s, size_t from)
     return from + per_batch;
 }
 
-/* The batches (batch_end): batch k + 1 is read while batch k decodes. */
+/* The batches (batch_end): batches k + 1 .. k + READ_AHEAD are read while
+ * batch k decodes, each into a stored-bytes slot of its own. */
 static herr_t read_all(read_state_t *s)
 {
-    size_t from = 0, to = batch_end(s, 0), nread;
-    gds_io_t *io = NULL;
-    int slot = 0;
-    if (start_batch_read(s, from, to, slot, &io, &nread) < 0)
-        return -1;
-    while (from < s->nchunks) {
-        if (wait_read(s, io) < 0)
-            return -1;
-        io = NULL;
-        size_t next_from = to, next_to = to < s->nchunks ? batch_end(s, to) : s->nchunks;
-        /* the next batch's bytes come in while this one decodes */
-        if (next_from < s->nchunks && start_batch_read(s, next_from, next_to, 1 - slot, &io, &nread) < 0)
-            return -1;
-        double t0 = seconds_now();
-        herr_t rc = decode_batch(s, from, to, slot);
-        s->stats.decode_s += seconds_now() - t0;
-        if (rc < 0) {
-            if (io)
-                wait_read(s, io); /* its buffer is freed next */
-            return -1;
-        }
-        from = next_from;
-        to = next_to;
-        slot = 1 - slot;
+    enum { SLOTS = READ_AHEAD + 1 };
+    size_t from[SLOTS], to[SLOTS], nread;
+    gds_io_t *io[SLOTS] = {NULL};
+    size_t next = 0; /* the first chunk not yet being read */
+    int issued = 0, decoded = 0;
+    herr_t rc = 0;
+    while (rc == 0 && issued < READ_AHEAD + 1 && next < s->nchunks) {
+        int k = issued % SLOTS;
+        from[k] = next;
+        to[k] = next = batch_end(s, next);
+        if (start_batch_read(s, from[k], to[k], k, &io[k], &nread) < 0)
+            rc = -1;
+        else
+            issued++;
+        if (issued == READ_AHEAD) /* the first READ_AHEAD are in flight: decode as they come */
+            break;
     }
-    return 0;
+    while (rc == 0 && decoded < issued) {
+        int k = decoded % SLOTS;
+        rc = wait_read(s, io[k]);
+        io[k] = NULL;
+        if (rc < 0)
+            break;
+        if (next < s->nchunks) { /* the slot after the ones in flight is free: the batch READ_AHEAD on */
+            int j = issued % SLOTS;
+            from[j] = next;
+            to[j] = next = batch_end(s, next);
+            if (start_batch_read(s, from[j], to[j], j, &io[j], &nread) < 0) {
+                rc = -1;
+                break;
+            }
+            issued++;
+        }
+        double t0 = seconds_now();
+        rc = decode_batch(s, from[k], to[k], k);
+        s->stats.decode_s += seconds_now() - t0;
+        decoded++;
+    }
+    for (int k = 0; k < SLOTS; k++) /* after a failure: reads still in flight end before their buffers go */
+        if (io[k])
+            wait_read(s, io[k]);
+    return rc;
 }
 
 /* Encodes the box's chunks [from, to) on the GPU and stores them with
