@@ -41,7 +41,8 @@ def test_fresh_interpreter_import_order():
 
 def test_version_check():
     from h5gds._lib import _version_ok
-    assert _version_ok((1, 14, 5), (1, 14, 0))
+    assert _version_ok((1, 14, 5), (1, 14, 1))
+    assert not _version_ok((1, 14, 5), (1, 14, 0))  # no H5Pset_selection_io
     assert _version_ok((1, 14, 5), (2, 0, 0))
     assert not _version_ok((1, 14, 5), (1, 12, 2))
     assert not _version_ok((1, 14, 5), (1, 10, 8))

@@ -54,10 +54,10 @@ def _version_ok(compiled: tuple[int, int, int], running: tuple[int, int, int]) -
     # HDF5 1.14.1+ and 2.x keep with the same ABI (checked against 1.14.5's
     # and 2.x headers by tests/declarations/, and against the running
     # library by h5gds_py_check_hdf5_abi below). 1.14.0 lacks
-    # H5Pset_selection_io (1.14.1): loading then fails with RTLD_NOW below,
-    # naming the symbol. Headers of 2.x need 2.x.
+    # H5Pset_selection_io (1.14.1): refused here, with both versions named,
+    # rather than by the loader's missing-symbol error. Headers of 2.x need 2.x.
     if compiled[:2] == (1, 14):
-        return running[:2] == (1, 14) or running[0] == 2
+        return (running[:2] == (1, 14) and running[2] >= 1) or running[0] == 2
     if compiled[0] == 2:
         return running[0] == 2
     return False
