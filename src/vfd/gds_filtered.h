@@ -1,5 +1,6 @@
 /* Filtered chunked datasets read into device memory with the decode on the
- * GPU, and written from it with the encode on the GPU (gds_filtered.c). */
+ * GPU, and written from it with the encode on the GPU (gds_filtered.c and
+ * the files gds_filtered_internal.h lists). */
 #ifndef H5GDS_FILTERED_H
 #define H5GDS_FILTERED_H
 

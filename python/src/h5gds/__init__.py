@@ -18,8 +18,10 @@ from . import _lib
 from ._arrays import gpu_available, set_array_module
 from ._build_info import version as __version__
 from ._io import NotGdsWarning, create_dataset, driver_id, fapl_config, gds_dcpl, last_route, read, register, write
-from ._checkpoint import (CheckpointHandle, CheckpointMemory, checkpoint_memory_info, load, prepare_checkpoint,
-                          release_checkpoint_memory, save)
+from ._checkpoint import CheckpointHandle, save
+from ._checkpoint_load import load
+from ._checkpoint_memory import CheckpointMemory, checkpoint_memory_info, release_checkpoint_memory
+from ._checkpoint_prepare import prepare_checkpoint
 from ._loader import Loader, Ragged, TorchLoader
 
 register()

@@ -1,0 +1,150 @@
+"""Loading a checkpoint (``load``): the structure rebuilt from the groups'
+attributes, each array read by the driver's checked read into a new array
+(torch, CuPy or numpy, as saved) or in place into an existing state
+(``into=``); compressed arrays are decoded on the GPU where they can be,
+else by HDF5's filters (registered by hdf5plugin when it is there)."""
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import h5py
+import numpy as np
+from h5py import h5d, h5z
+from h5py._objects import phil
+
+from . import _arrays
+from ._checkpoint_leaves import _array_info, _is_array, _unescape
+from ._io import _dxpl
+from ._lib import hdf5_error_text, native
+
+__all__ = ["load"]
+
+_H5S_ALL = 0
+
+
+def _plain_value(kind: str, value: Any) -> Any:
+    return tuple(value) if kind == "tuple" else value
+
+
+def _new_array(kind: str, dtype_name: str, shape: tuple[int, ...], device: Any) -> tuple[Any, Any]:
+    """(array, raw view target) for a dataset read back."""
+    if kind == "torch":
+        import torch
+        dt = getattr(torch, dtype_name)
+        dev = device if device is not None else ("cuda" if torch.cuda.is_available() else "cpu")
+        t = torch.empty(shape, dtype=dt, device=dev)
+        return t, (t.view(torch.int16) if dt == torch.bfloat16 else t)
+    if kind == "cupy":
+        import cupy
+        a = cupy.empty(shape, dtype=np.dtype(dtype_name))
+        return a, a
+    a = np.empty(shape, dtype=np.dtype(dtype_name))
+    return a, a
+
+
+def _missing_filters(dset: h5py.Dataset) -> list[int]:
+    """The filters of a dataset's pipeline that HDF5 has not registered
+    (none for contiguous datasets)."""
+    with phil:
+        dcpl = dset.id.get_create_plist()
+        if dcpl.get_layout() != h5d.CHUNKED:
+            return []
+        ids = [int(dcpl.get_filter(i)[0]) for i in range(dcpl.get_nfilters())]
+    return [i for i in ids if not h5z.filter_avail(i)]
+
+
+def _read_into(dset: h5py.Dataset, target: Any) -> None:
+    """The whole dataset into `target`, by the driver's checked read: a
+    compressed dataset into device memory is decoded on the GPU where it
+    can be (as h5gds.read), else by HDF5's filters."""
+    v = _arrays.view(target, writable=True, name="checkpoint array")
+    if v.nbytes == 0:
+        return
+    missing = _missing_filters(dset)
+    if missing:
+        try:  # registers hdf5plugin's filters with HDF5, for HDF5's own decode (host arrays, no nvCOMP)
+            import hdf5plugin  # noqa: F401
+        except ImportError:
+            pass
+    with phil:
+        ftype = dset.id.get_type()
+        dxpl = _dxpl(v)  # kept: the id closes with the object
+        rc = native.H5Dread_gds(dset.id.id, ftype.id, _H5S_ALL, _H5S_ALL, dxpl.id, v.ptr)
+        if rc < 0:
+            text = hdf5_error_text()
+            hint = ""
+            if missing and _missing_filters(dset):
+                hint = (f"; HDF5 filter(s) {_missing_filters(dset)} not registered: pip install hdf5plugin "
+                        "(registered when imported)")
+            raise OSError(f"reading {dset.name} failed ({text}){hint}")
+
+
+def _load_node(f: h5py.File, where: str, device: Any, into: Any, arrays: dict[str, list[str]]) -> Any:
+    node = f[where]
+    if isinstance(node, h5py.Dataset):
+        if where not in arrays:
+            raise ValueError(f"{where}: not an array of an h5gds checkpoint")
+        kind, dtype_name = arrays[where]
+        shape = tuple(node.shape)
+        if into is not None and _is_array(into):
+            kind_into, dname_into, shape_into, _, _ = _array_info(into)
+            if shape_into != shape or dname_into != dtype_name:
+                raise ValueError(f"{where}: the checkpoint holds {dtype_name}{list(shape)}, the state "
+                                 f"{dname_into}{list(shape_into)}")
+            _read_into(node, _raw_view_writable(into))
+            return into
+        arr, target = _new_array(kind, dtype_name, shape, device)
+        _read_into(node, target)
+        return arr
+    container = str(node.attrs.get("h5gds_container", "dict"))
+    if container == "array":
+        return _load_node(f, "/__root__", device, into, arrays)
+    plain = json.loads(node.attrs.get("h5gds_values", "{}"))
+    base = where.rstrip("/")
+    if container == "dict":
+        int_keys = set(json.loads(node.attrs.get("h5gds_int_keys", "[]")))
+        order = json.loads(node.attrs.get("h5gds_order", "null")) or list(node.keys()) + list(plain)
+        out = into if isinstance(into, dict) else {}
+        for name in order:
+            key: Any = int(_unescape(name)) if name in int_keys else _unescape(name)
+            if name in plain:
+                out[key] = _plain_value(*plain[name])
+            else:
+                out[key] = _load_node(f, f"{base}/{name}", device, into.get(key) if isinstance(into, dict) else None,
+                                      arrays)
+        return out
+    items = []
+    for i in range(int(node.attrs["h5gds_length"])):
+        if str(i) in plain:
+            items.append(_plain_value(*plain[str(i)]))
+        else:
+            sub = into[i] if isinstance(into, (list, tuple)) and i < len(into) else None
+            items.append(_load_node(f, f"{base}/{i}", device, sub, arrays))
+    if container == "tuple":
+        return tuple(items)
+    if isinstance(into, list):
+        into[:] = items
+        return into
+    return items
+
+
+def _raw_view_writable(obj: Any) -> Any:
+    if type(obj).__module__.split(".")[0] == "torch":
+        import torch
+        if obj.dtype == torch.bfloat16:
+            return obj.view(torch.int16)
+    return obj
+
+
+def load(path: str | os.PathLike[str], *, device: Any = None, into: Any = None, **options: Any) -> Any:
+    """Reads a checkpoint written by :func:`save`: the same structure, torch
+    tensors on ``device`` (default: the GPU when there is one), CuPy arrays
+    on the current device, numpy arrays on the host. With ``into``, arrays
+    are read in place into the existing state (shapes and dtypes must
+    match) and ``into`` is returned."""
+    with h5py.File(os.fspath(path), "r", driver="gds", **options) as f:
+        if "h5gds_arrays" not in f.attrs:
+            raise ValueError(f"{os.fspath(path)!r} is not an h5gds checkpoint (no h5gds_arrays attribute)")
+        return _load_node(f, "/", device, into, json.loads(f.attrs["h5gds_arrays"]))

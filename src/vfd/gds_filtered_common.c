@@ -1,0 +1,98 @@
+/*
+ * What every part of the GPU read/write of filtered datasets shares, apart
+ * from device memory: the per-process codec cache (one codec per CUDA
+ * context), the deferred first error of a read or write (pushed on the
+ * error stack at its end), and small helpers: the decoded bytes per batch,
+ * the clock, a chunk's coordinates as text.
+ */
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "gds_filtered_internal.h"
+
+/* Decoded bytes per batch: enough chunks to keep nvCOMP's batch wide, few
+ * enough that two batches of stored bytes and one of scratch fit beside a
+ * training job's memory. */
+#define BATCH_DECODED_BYTES ((size_t)256 << 20)
+
+/* BATCH_DECODED_BYTES, or H5GDS_DECODE_BATCH_MIB (tuning: wider batches
+ * feed nvCOMP's Deflate more chunks at once, at the cost of memory). */
+size_t gds_filtered_batch_decoded_bytes(void)
+{
+    const char *env = getenv("H5GDS_DECODE_BATCH_MIB");
+    long mib = env ? atol(env) : 0;
+    return mib > 0 && mib <= 65536 ? (size_t)mib << 20 : BATCH_DECODED_BYTES;
+}
+
+/* The first failure of this thread's read or write (gds_filtered_internal.h). */
+_Thread_local gds_filtered_pending_t gds_filtered_pending;
+
+void gds_filtered_error(const char *func, int line, hid_t major, hid_t minor, const char *fmt, ...)
+{
+    if (gds_filtered_pending.set)
+        return;
+    gds_filtered_pending.set = true;
+    gds_filtered_pending.major = major;
+    gds_filtered_pending.minor = minor;
+    gds_filtered_pending.func = func;
+    gds_filtered_pending.line = line;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(gds_filtered_pending.msg, sizeof gds_filtered_pending.msg, fmt, ap);
+    va_end(ap);
+}
+
+double gds_filtered_seconds_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* One codec per CUDA context, opened on first use and kept (nvCOMP's and
+ * the kernels' set-up is paid once per process). */
+#define MAX_CODECS 16
+static struct {
+    CUcontext ctx;
+    gds_codec_t *codec;
+    bool failed;
+} codecs[MAX_CODECS];
+static pthread_mutex_t codecs_lock = PTHREAD_MUTEX_INITIALIZER;
+
+gds_codec_t *gds_filtered_codec_for(CUcontext ctx, gds_status_t *st)
+{
+    gds_codec_t *c = NULL;
+    pthread_mutex_lock(&codecs_lock);
+    int i = 0;
+    while (i < MAX_CODECS && codecs[i].ctx && codecs[i].ctx != ctx)
+        i++;
+    if (i == MAX_CODECS)
+        gds_status_set(st, 0, "more than %d CUDA contexts decode filtered data", MAX_CODECS);
+    else if (codecs[i].ctx == ctx && (codecs[i].codec || codecs[i].failed)) {
+        c = codecs[i].codec;
+        if (!c)
+            gds_status_set(st, 0, "the GPU codecs could not be loaded for this context");
+    }
+    else {
+        codecs[i].ctx = ctx;
+        if (gds_codec_open(&codecs[i].codec, ctx, st) == 0)
+            c = codecs[i].codec;
+        else
+            codecs[i].failed = true;
+    }
+    pthread_mutex_unlock(&codecs_lock);
+    return c;
+}
+
+void gds_filtered_chunk_text(const box_t *b, const hsize_t *lo, char *out, size_t size)
+{
+    size_t at = 0;
+    at += (size_t)snprintf(out + at, size - at, "(");
+    for (int d = 0; d < b->rank && at < size; d++)
+        at += (size_t)snprintf(out + at, size - at, "%s%llu", d ? "," : "", (unsigned long long)lo[d]);
+    if (at < size)
+        snprintf(out + at, size - at, ")");
+}

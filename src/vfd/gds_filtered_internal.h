@@ -1,0 +1,120 @@
+/*
+ * What the files of the GPU read/write of filtered datasets share (private
+ * to src/vfd): the state of one read or write, the deferred first error,
+ * and the functions each file gives the others. The files, each calling
+ * only those listed before it:
+ *   gds_filtered_common.c   the per-process codec cache, the deferred first
+ *                           error, small helpers (batch size, clock, a
+ *                           chunk's coordinates as text)
+ *   gds_filtered_buffers.c  device memory: the state's buffers, the fill
+ *                           value, strided copies between a chunk and the box
+ *   gds_filtered_locate.c   the box's chunks and their file extents (list,
+ *                           by coordinates, by index walk, the user-block
+ *                           base; gds_filtered_locate_chunks for tests)
+ *   gds_filtered_read.c     the read: batches, read-ahead, decode, placing
+ *   gds_filtered_write.c    the write: encode batches, direct chunk writes
+ *   gds_filtered.c          eligibility and set-up (filtered_io), the public
+ *                           entry points (gds_filtered.h)
+ * What is declared here is hidden (not exported by the library), whatever
+ * the build's default visibility.
+ */
+#ifndef H5GDS_FILTERED_INTERNAL_H
+#define H5GDS_FILTERED_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "H5FDgds.h"
+#include "gds_filtered.h"
+#include "gds_hdf5.h"
+#include "../codec/gpu_codec.h"
+#include "../cuda/cuda_loader.h"
+#include "../engine/engine.h"
+
+#pragma GCC visibility push(hidden)
+
+/* Batches whose stored bytes are being read while one decodes: with one,
+ * the disk idles from the end of that read to the end of the decode; two
+ * keep a request at the disk all along when reading and decoding take
+ * about as long. */
+#define READ_AHEAD 2
+
+typedef struct box {
+    int rank;
+    hsize_t lo[H5S_MAX_RANK], n[H5S_MAX_RANK];
+} box_t;
+
+/* Everything the read needs to know about one chunk of the box. */
+typedef struct chunk {
+    hsize_t lo[H5S_MAX_RANK]; /* dataset coordinates of its first element */
+    haddr_t addr;             /* HADDR_UNDEF: never written (fill value) */
+    hsize_t stored;
+    unsigned mask;
+    void *dst;                /* where it decodes: the user's buffer, or scratch */
+    bool in_place;
+} chunk_t;
+
+typedef struct read_state {
+    const gds_cuda_api_t *cu;
+    hid_t dset, fid;
+    char name[256];
+    box_t box;
+    hsize_t dims[H5S_MAX_RANK], cdims[H5S_MAX_RANK];
+    gds_codec_pipeline_t pipe;
+    gds_codec_t *codec;
+    CUstream stream;
+    chunk_t *chunks;
+    size_t nchunks;
+    void *out;
+    CUdeviceptr stored[READ_AHEAD + 1], scratch, fill; /* stored bytes: one slot decoding, READ_AHEAD reading */
+    size_t stored_cap[READ_AHEAD + 1], scratch_cap;
+    H5FD_gds_decode_stats_t stats;
+    bool cpu_decode; /* a chunk the GPU cannot decode, whose data is fine: HDF5's filters read it all */
+    bool abandoned;  /* the codec's work never finished: the buffers it uses are never freed */
+} read_state_t;
+
+/* ---- gds_filtered_common.c ---- */
+
+/* The first failure of a read, pushed on the error stack only at the end:
+ * every HDF5 call made while cleaning up (closing the ids) clears the stack. */
+typedef struct gds_filtered_pending {
+    bool set;
+    hid_t major, minor;
+    const char *func;
+    int line;
+    char msg[768];
+} gds_filtered_pending_t;
+extern _Thread_local gds_filtered_pending_t gds_filtered_pending;
+
+#define FILTERED_ERROR(maj, mino, ...) gds_filtered_error(__func__, __LINE__, (maj), (mino), __VA_ARGS__)
+
+void gds_filtered_error(const char *func, int line, hid_t major, hid_t minor, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+size_t gds_filtered_batch_decoded_bytes(void);
+double gds_filtered_seconds_now(void);
+gds_codec_t *gds_filtered_codec_for(CUcontext ctx, gds_status_t *st);
+void gds_filtered_chunk_text(const box_t *b, const hsize_t *lo, char *out, size_t size);
+
+/* ---- gds_filtered_buffers.c ---- */
+
+CUresult gds_filtered_copy_box_part(const gds_cuda_api_t *cu, const box_t *b, const hsize_t *cdims,
+                                    const hsize_t *clo, void *chunk_buf, void *box_buf, size_t esize, bool to_chunk,
+                                    CUstream stream);
+void gds_filtered_free_state(read_state_t *s);
+herr_t gds_filtered_make_fill(read_state_t *s, hid_t dcpl, hid_t type);
+herr_t gds_filtered_ensure(read_state_t *s, CUdeviceptr *p, size_t *cap, size_t need, const char *what);
+
+/* ---- gds_filtered_locate.c ---- */
+
+herr_t gds_filtered_list_chunks(read_state_t *s);
+herr_t gds_filtered_locate(read_state_t *s, gds_chunk_locate_t method, gds_chunk_locate_t *used);
+
+/* ---- gds_filtered_read.c, gds_filtered_write.c ---- */
+
+herr_t gds_filtered_read_all(read_state_t *s);
+herr_t gds_filtered_write_all(read_state_t *s);
+
+#pragma GCC visibility pop
+
+#endif

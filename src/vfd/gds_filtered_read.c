@@ -1,0 +1,226 @@
+/*
+ * The GPU read of a filtered dataset's box, once located: the chunks in
+ * batches, the stored bytes of batches k+1 and k+2 read straight into
+ * device memory (gds_vfd_submit_raw_read) while batch k decodes on the GPU,
+ * each decoded chunk in place in the destination or decoded aside and
+ * placed with strided copies, never-written chunks given the fill value.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "gds_filtered_internal.h"
+#include "gds_vfd_raw.h"
+
+/* Stored chunks packed back to back: chunks adjacent in the file are then
+ * adjacent in memory too, and the engine reads each run of them as one
+ * large request (the codecs take any alignment). */
+#define STORED_ALIGN 1
+
+/* Starts reading the stored bytes of chunks [from, to) into stored buffer
+ * `slot`, packed. */
+static herr_t start_batch_read(read_state_t *s, size_t from, size_t to, int slot, gds_io_t **io, size_t *nread)
+{
+    size_t need = 0, nseg = 0;
+    for (size_t k = from; k < to; k++)
+        if (s->chunks[k].addr != HADDR_UNDEF) {
+            need += ((size_t)s->chunks[k].stored + STORED_ALIGN - 1) / STORED_ALIGN * STORED_ALIGN;
+            nseg++;
+        }
+    *io = NULL;
+    *nread = nseg;
+    if (nseg == 0)
+        return 0;
+    if (gds_filtered_ensure(s, &s->stored[slot], &s->stored_cap[slot], need, "stored chunks") < 0)
+        return -1;
+    gds_segment_t *segs = malloc(nseg * sizeof *segs);
+    if (!segs) {
+        FILTERED_ERROR(H5E_RESOURCE, H5E_NOSPACE, "out of memory for a read of %zu chunks", nseg);
+        return -1;
+    }
+    size_t at = 0, i = 0;
+    for (size_t k = from; k < to; k++) {
+        chunk_t *c = &s->chunks[k];
+        if (c->addr == HADDR_UNDEF)
+            continue;
+        segs[i++] = (gds_segment_t){(uint64_t)c->addr, (size_t)c->stored, (void *)(uintptr_t)(s->stored[slot] + at)};
+        s->stats.chunks++;
+        s->stats.stored_bytes += c->stored;
+        s->stats.decoded_bytes += s->pipe.chunk_bytes;
+        at += ((size_t)c->stored + STORED_ALIGN - 1) / STORED_ALIGN * STORED_ALIGN;
+    }
+    gds_status_t st;
+    int rc = gds_vfd_submit_raw_read(s->fid, segs, nseg, io, &st);
+    free(segs);
+    if (rc < 0) {
+        FILTERED_ERROR(H5E_DATASET, H5E_READERROR, "dataset '%s': reading %zu stored chunks failed: %s", s->name, nseg,
+                  st.msg);
+        return -1;
+    }
+    return 0;
+}
+
+/* Decodes chunks [from, to), whose stored bytes are in `slot`, into their
+ * places; copies the ones decoded aside and fills the ones never written. */
+static herr_t decode_batch(read_state_t *s, size_t from, size_t to, int slot)
+{
+    size_t esize = s->pipe.type_size, n = 0, aside = 0;
+    for (size_t k = from; k < to; k++)
+        if (s->chunks[k].addr != HADDR_UNDEF && !s->chunks[k].in_place)
+            aside++;
+    if (gds_filtered_ensure(s, &s->scratch, &s->scratch_cap, aside * s->pipe.chunk_bytes, "decoded chunks") < 0)
+        return -1;
+    gds_codec_chunk_t *batch = malloc((to - from) * sizeof *batch);
+    size_t *index = malloc((to - from) * sizeof *index);
+    if (!batch || !index) {
+        free(batch);
+        free(index);
+        FILTERED_ERROR(H5E_RESOURCE, H5E_NOSPACE, "out of memory for a batch of %zu chunks", to - from);
+        return -1;
+    }
+    size_t at = 0, scratch_at = 0;
+    for (size_t k = from; k < to; k++) {
+        chunk_t *c = &s->chunks[k];
+        if (c->addr == HADDR_UNDEF)
+            continue;
+        if (!c->in_place) {
+            c->dst = (void *)(uintptr_t)(s->scratch + scratch_at);
+            scratch_at += s->pipe.chunk_bytes;
+        }
+        batch[n] = (gds_codec_chunk_t){(const void *)(uintptr_t)(s->stored[slot] + at), (size_t)c->stored, c->mask,
+                                       c->dst};
+        index[n++] = k;
+        at += ((size_t)c->stored + STORED_ALIGN - 1) / STORED_ALIGN * STORED_ALIGN;
+    }
+    herr_t ret = 0;
+    gds_status_t st;
+    size_t bad = 0;
+    int decoded = n ? gds_codec_decode(s->codec, &s->pipe, batch, n, s->stream, &bad, &st) : 0;
+    if (decoded < 0 && st.err == EOPNOTSUPP) {
+        /* e.g. a blosc chunk compressed with blosclz in a dataset whose
+         * parameters name LZ4: not an error, another decoder's work */
+        s->cpu_decode = true;
+        ret = -1;
+    } else if (decoded < 0 && st.err == ETIMEDOUT) {
+        char first[128], last[128];
+        gds_filtered_chunk_text(&s->box, s->chunks[from].lo, first, sizeof first);
+        gds_filtered_chunk_text(&s->box, s->chunks[to - 1].lo, last, sizeof last);
+        s->abandoned = true;
+        FILTERED_ERROR(H5E_PLINE, H5E_READERROR, "dataset '%s': the batch of chunks %s to %s: %s", s->name, first,
+                       last, st.msg);
+        free(batch);
+        free(index);
+        return -1;
+    } else if (decoded < 0) {
+        char where[128] = "?";
+        if (bad < n)
+            gds_filtered_chunk_text(&s->box, s->chunks[index[bad]].lo, where, sizeof where);
+        FILTERED_ERROR(H5E_PLINE, H5E_READERROR, "dataset '%s': chunk at %s could not be decoded on the GPU: %s", s->name,
+                  where, st.msg);
+        ret = -1;
+    }
+    CUresult rc = CUDA_SUCCESS;
+    for (size_t k = from; ret == 0 && k < to && rc == CUDA_SUCCESS; k++) {
+        chunk_t *c = &s->chunks[k];
+        if (c->addr == HADDR_UNDEF && s->fill)
+            rc = gds_filtered_copy_box_part(s->cu, &s->box, s->cdims, c->lo, (void *)(uintptr_t)s->fill, s->out,
+                                            esize, false, s->stream);
+        else if (c->addr != HADDR_UNDEF && !c->in_place)
+            rc = gds_filtered_copy_box_part(s->cu, &s->box, s->cdims, c->lo, c->dst, s->out, esize, false, s->stream);
+    }
+    if (ret == 0 && rc == CUDA_SUCCESS)
+        rc = s->cu->StreamSynchronize(s->stream);
+    else
+        (void)s->cu->StreamSynchronize(s->stream); /* nothing queued may still use the buffers freed next */
+    if (ret == 0 && rc != CUDA_SUCCESS) {
+        FILTERED_ERROR(H5E_DATASET, H5E_CANTCOPY, "dataset '%s': placing decoded chunks failed: %s", s->name,
+                  gds_cuda_error_text(rc));
+        ret = -1;
+    }
+    free(batch);
+    free(index);
+    return ret;
+}
+
+static herr_t wait_read(read_state_t *s, gds_io_t *io)
+{
+    if (!io)
+        return 0;
+    gds_status_t st;
+    double t0 = gds_filtered_seconds_now();
+    int rc = gds_io_wait(io, &st);
+    s->stats.read_wait_s += gds_filtered_seconds_now() - t0;
+    if (rc < 0) {
+        FILTERED_ERROR(H5E_DATASET, H5E_READERROR, "dataset '%s': reading stored chunks failed: %s", s->name, st.msg);
+        return -1;
+    }
+    return 0;
+}
+
+/* The end of the batch that starts at chunk `from`. Batches hold
+ * BATCH_DECODED_BYTES decoded, except the first and the last, a quarter of
+ * that: the first batch's read and the last batch's decode overlap nothing,
+ * so a cold read costs max(reading, decoding) plus those two; small ones
+ * keep that small, while the batches between stay wide for nvCOMP. */
+static size_t batch_end(const read_state_t *s, size_t from)
+{
+    size_t per_batch = gds_filtered_batch_decoded_bytes() / s->pipe.chunk_bytes;
+    if (per_batch == 0)
+        per_batch = 1;
+    size_t edge = per_batch >= 8 ? per_batch / 4 : per_batch;
+    size_t left = s->nchunks - from;
+    if (left <= edge)
+        return s->nchunks;
+    if (from == 0)
+        return edge;
+    if (left <= per_batch + edge) /* the rest: one batch, then the small last one */
+        return s->nchunks - edge;
+    return from + per_batch;
+}
+
+/* The batches (batch_end): batches k + 1 .. k + READ_AHEAD are read while
+ * batch k decodes, each into a stored-bytes slot of its own. */
+herr_t gds_filtered_read_all(read_state_t *s)
+{
+    enum { SLOTS = READ_AHEAD + 1 };
+    size_t from[SLOTS], to[SLOTS], nread;
+    gds_io_t *io[SLOTS] = {NULL};
+    size_t next = 0; /* the first chunk not yet being read */
+    int issued = 0, decoded = 0;
+    herr_t rc = 0;
+    while (rc == 0 && issued < READ_AHEAD + 1 && next < s->nchunks) {
+        int k = issued % SLOTS;
+        from[k] = next;
+        to[k] = next = batch_end(s, next);
+        if (start_batch_read(s, from[k], to[k], k, &io[k], &nread) < 0)
+            rc = -1;
+        else
+            issued++;
+        if (issued == READ_AHEAD) /* the first READ_AHEAD are in flight: decode as they come */
+            break;
+    }
+    while (rc == 0 && decoded < issued) {
+        int k = decoded % SLOTS;
+        rc = wait_read(s, io[k]);
+        io[k] = NULL;
+        if (rc < 0)
+            break;
+        if (next < s->nchunks) { /* the slot after the ones in flight is free: the batch READ_AHEAD on */
+            int j = issued % SLOTS;
+            from[j] = next;
+            to[j] = next = batch_end(s, next);
+            if (start_batch_read(s, from[j], to[j], j, &io[j], &nread) < 0) {
+                rc = -1;
+                break;
+            }
+            issued++;
+        }
+        double t0 = gds_filtered_seconds_now();
+        rc = decode_batch(s, from[k], to[k], k);
+        s->stats.decode_s += gds_filtered_seconds_now() - t0;
+        decoded++;
+    }
+    for (int k = 0; k < SLOTS; k++) /* after a failure: reads still in flight end before their buffers go */
+        if (io[k])
+            wait_read(s, io[k]);
+    return rc;
+}
