@@ -7,8 +7,16 @@
 
 #include <stdio.h>
 
+/* A test of several files has one count: each of its files defines
+ * H5GDS_TEST_CHECK_EXTERN before including this, and one of them defines
+ * the two counters. */
+#ifdef H5GDS_TEST_CHECK_EXTERN
+extern int test_failures;
+extern int test_checks;
+#else
 static int test_failures;
 static int test_checks;
+#endif
 
 #define CHECK(cond)                                                                 \
     do {                                                                            \

@@ -1,0 +1,111 @@
+/*
+ * test_codec_gpu --bench [MiB]: decode and encode throughput, chunks in
+ * device memory.
+ */
+#include "gpu_test_common.h"
+
+/* ---- throughput ---- */
+
+static void bench_one(const char *name, const gds_codec_pipeline_t *p, data_kind_t kind, size_t total_mib)
+{
+    size_t n = (total_mib << 20) / p->chunk_bytes;
+    batch_t b;
+    double t0 = now();
+    if (!batch_make(&b, p, kind, n, NULL)) {
+        printf("skip  bench %s\n", name);
+        batch_free(&b);
+        return;
+    }
+    double t_cpu = now() - t0;
+    batch_upload(&b, p->chunk_bytes, false);
+    size_t stored = 0;
+    for (size_t i = 0; i < n; i++)
+        stored += b.stored[i].n;
+    gds_status_t st = {0, ""};
+    size_t bad;
+    double best = 1e30;
+    int rc = 0;
+    for (int r = 0; r < 4 && rc == 0; r++) { /* the first one warms up (allocations) */
+        double t = now();
+        rc = gds_codec_decode(codec, p, b.chunks, n, stream, &bad, &st);
+        t = now() - t;
+        if (r > 0 && t < best)
+            best = t;
+    }
+    CHECK_MSG(rc == 0, "bench %s: %s", name, st.msg);
+    CHECK(rc != 0 || batch_compare(&b, p->chunk_bytes, SIZE_MAX) == 0);
+    /* encode */
+    size_t cap = gds_codec_max_encoded_bytes(p);
+    CUdeviceptr ebuf = dalloc(n * cap);
+    const void **src = calloc(n, sizeof *src);
+    void **dst = calloc(n, sizeof *dst);
+    size_t *ob = calloc(n, sizeof *ob);
+    unsigned *om = calloc(n, sizeof *om);
+    for (size_t i = 0; i < n; i++) {
+        src[i] = b.chunks[i].dst;
+        dst[i] = (void *)(uintptr_t)(ebuf + i * cap);
+    }
+    double ebest = 1e30;
+    size_t enc_total = 0;
+    for (int r = 0; r < 3 && rc == 0 && gds_codec_can_encode(p, NULL, 0); r++) {
+        double t = now();
+        rc = gds_codec_encode(codec, p, src, dst, ob, om, n, stream, &st);
+        t = now() - t;
+        if (r > 0 && t < ebest)
+            ebest = t;
+    }
+    for (size_t i = 0; i < n; i++)
+        enc_total += ob[i];
+    CHECK_MSG(rc == 0, "bench %s encode: %s", name, st.msg);
+    double gb = (double)(n * p->chunk_bytes) / 1e9;
+    printf("bench %-28s %4zu x %7zu B: decode %6.1f GB/s, encode %6.1f GB/s (of decoded bytes); ratio CPU %.2f, "
+           "GPU %.2f; CPU reference encode, 16 threads: %.2f GB/s\n",
+           name, n, p->chunk_bytes, gb / best, ebest < 1e30 ? gb / ebest : 0.0,
+           (double)(n * p->chunk_bytes) / (double)stored,
+           enc_total ? (double)(n * p->chunk_bytes) / (double)enc_total : 0.0, gb / t_cpu);
+    free(src);
+    free(dst);
+    free(ob);
+    free(om);
+    cu->MemFree(ebuf);
+    batch_free(&b);
+}
+
+void bench(size_t mib)
+{
+    gds_codec_pipeline_t p;
+    const size_t MB = 1 << 20;
+    const unsigned bs_lz4[] = {0, 4, 4, 0, 2}, bs_zstd[] = {0, 4, 4, 0, 3, 1};
+    p = pipe_new(MB, 4);
+    pipe_add(&p, GDS_FILTER_SHUFFLE, OPT, 1, CD4);
+    pipe_add(&p, GDS_FILTER_DEFLATE, OPT, 1, CD4);
+    bench_one("shuffle+deflate4 f32", &p, DATA_FLOAT_FIELD, mib);
+    pipe_add(&p, GDS_FILTER_FLETCHER32, 0, 0, NULL);
+    bench_one("shuffle+deflate4+fletcher32", &p, DATA_FLOAT_FIELD, mib);
+    p = pipe_new(MB, 1);
+    pipe_add(&p, GDS_FILTER_DEFLATE, OPT, 1, CD4);
+    bench_one("deflate4 u8 image", &p, DATA_IMAGE_U8, mib);
+    p = pipe_new(MB, 4);
+    pipe_add(&p, GDS_FILTER_ZSTD, OPT, 1, CD3);
+    bench_one("zstd3 f32", &p, DATA_FLOAT_FIELD, mib);
+    p = pipe_new(MB, 4);
+    pipe_add(&p, GDS_FILTER_SHUFFLE, OPT, 1, CD4);
+    pipe_add(&p, GDS_FILTER_ZSTD, OPT, 1, CD3);
+    bench_one("shuffle+zstd3 f32", &p, DATA_FLOAT_FIELD, mib);
+    p = pipe_new(MB, 4);
+    pipe_add(&p, GDS_FILTER_LZ4, OPT, 1, CD0);
+    bench_one("lz4 f32", &p, DATA_FLOAT_FIELD, mib);
+    p = pipe_new(MB, 4);
+    pipe_add(&p, GDS_FILTER_BITSHUFFLE, OPT, 5, bs_lz4);
+    bench_one("bitshuffle+lz4 f32", &p, DATA_FLOAT_FIELD, mib);
+    p = pipe_new(MB, 4);
+    pipe_add(&p, GDS_FILTER_BITSHUFFLE, OPT, 6, bs_zstd);
+    bench_one("bitshuffle+zstd f32", &p, DATA_FLOAT_FIELD, mib);
+    p = pipe_new(MB, 4);
+    pipe_add(&p, GDS_FILTER_ZSTD, OPT, 1, CD3);
+    bench_one("zstd3 sparse int32", &p, DATA_SPARSE_INT, mib);
+    p = pipe_new(4 * MB, 4);
+    pipe_add(&p, GDS_FILTER_SHUFFLE, OPT, 1, CD4);
+    pipe_add(&p, GDS_FILTER_DEFLATE, OPT, 1, CD4);
+    bench_one("shuffle+deflate4 f32 4 MiB", &p, DATA_FLOAT_FIELD, mib);
+}

@@ -1,0 +1,284 @@
+/*
+ * test_codec_gpu's round trips of every filter: realistic data encoded on
+ * the CPU with each filter's reference framing (codec_ref.h), decoded on the
+ * GPU and compared bit for bit; GPU-encoded, then decoded on the CPU and on
+ * the GPU.
+ */
+#include <string.h>
+
+#include "gpu_test_common.h"
+
+static const char *kind_name(data_kind_t k)
+{
+    static const char *const names[] = {"float field", "image u8", "sparse int32", "random bytes", "double field"};
+    return names[k];
+}
+
+/* ---- decode: CPU reference encoding -> GPU ---- */
+
+static void decode_case(const char *name, const gds_codec_pipeline_t *p, data_kind_t kind, size_t n,
+                        const unsigned *masks)
+{
+    batch_t b;
+    if (!batch_make(&b, p, kind, n, masks)) {
+        printf("skip  decode %-34s (a compression library is missing)\n", name);
+        batch_free(&b);
+        return;
+    }
+    batch_upload(&b, p->chunk_bytes, n % 2 == 1);
+    gds_status_t st = {0, ""};
+    size_t bad = SIZE_MAX, stored = 0;
+    for (size_t i = 0; i < n; i++)
+        stored += b.stored[i].n;
+    int rc = gds_codec_decode(codec, p, b.chunks, n, stream, &bad, &st);
+    CHECK_MSG(rc == 0, "%s: %s", name, st.msg);
+    size_t diff = rc == 0 ? batch_compare(&b, p->chunk_bytes, SIZE_MAX) : n;
+    CHECK_MSG(diff == 0, "%s: %zu chunks differ", name, diff);
+    printf("%s decode %-34s %zu x %zu B of %s, ratio %.2f\n", rc == 0 && diff == 0 ? "ok   " : "FAIL ", name, n,
+           p->chunk_bytes, kind_name(kind), (double)(n * p->chunk_bytes) / (double)stored);
+    batch_free(&b);
+}
+
+/* ---- encode: GPU -> CPU reference decoding, and GPU decoding ---- */
+
+static void encode_case(const char *name, const gds_codec_pipeline_t *p, data_kind_t kind, size_t n,
+                        bool expect_skipped)
+{
+    char why[300];
+    if (!gds_codec_can_encode(p, why, sizeof why)) {
+        CHECK_MSG(0, "%s: cannot encode: %s", name, why);
+        return;
+    }
+    size_t cap = gds_codec_max_encoded_bytes(p);
+    bytes_t *data = calloc(n, sizeof *data);
+    CUdeviceptr sbuf = dalloc(n * (p->chunk_bytes + 16)), dbuf = dalloc(n * (cap + 16));
+    const void **src = calloc(n, sizeof *src);
+    void **dst = calloc(n, sizeof *dst);
+    size_t *out_bytes = calloc(n, sizeof *out_bytes);
+    unsigned *out_mask = calloc(n, sizeof *out_mask);
+    for (size_t i = 0; i < n; i++) {
+        data[i] = bytes_new(p->chunk_bytes);
+        make_data(kind, data[i].p, p->chunk_bytes, (unsigned)(100 + i));
+        CUdeviceptr s = sbuf + i * (p->chunk_bytes + 16) + (i % 3);
+        GPU_OK(cu->MemcpyHtoD(s, data[i].p, p->chunk_bytes));
+        src[i] = (const void *)(uintptr_t)s;
+        dst[i] = (void *)(uintptr_t)(dbuf + i * (cap + 16) + (i % 2));
+    }
+    gds_status_t st = {0, ""};
+    int rc = gds_codec_encode(codec, p, src, dst, out_bytes, out_mask, n, stream, &st);
+    CHECK_MSG(rc == 0, "%s: %s", name, st.msg);
+    size_t bad_cpu = 0, total = 0, skipped = 0;
+    gds_codec_chunk_t *chunks = calloc(n, sizeof *chunks);
+    CUdeviceptr back = dalloc(n * p->chunk_bytes);
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        CHECK_MSG(out_bytes[i] <= cap, "%s: chunk %zu: %zu bytes > bound %zu", name, i, out_bytes[i], cap);
+        bytes_t enc = bytes_new(out_bytes[i]), dec = {NULL, 0};
+        GPU_OK(cu->MemcpyDtoH(enc.p, (CUdeviceptr)(uintptr_t)dst[i], out_bytes[i]));
+        if (!ref_decode(p, out_mask[i], &enc, &dec) || dec.n != p->chunk_bytes ||
+            memcmp(dec.p, data[i].p, p->chunk_bytes)) {
+            if (bad_cpu++ < 3)
+                fprintf(stderr, "  %s: chunk %zu (%zu bytes, mask %u) not decoded by the CPU reference\n", name, i,
+                        out_bytes[i], out_mask[i]);
+        }
+        total += out_bytes[i];
+        skipped += out_mask[i] != 0;
+        chunks[i] = (gds_codec_chunk_t){dst[i], out_bytes[i], out_mask[i], (void *)(uintptr_t)(back + i * p->chunk_bytes)};
+        free(enc.p);
+        free(dec.p);
+    }
+    CHECK_MSG(bad_cpu == 0, "%s: %zu chunks not decoded by the CPU", name, bad_cpu);
+    if (expect_skipped)
+        CHECK_MSG(skipped == n, "%s: %zu of %zu chunks with the optional filter skipped", name, skipped, n);
+    /* and back through the GPU */
+    size_t bad_gpu = 0, badi = 0;
+    if (rc == 0) {
+        int r2 = gds_codec_decode(codec, p, chunks, n, stream, &badi, &st);
+        CHECK_MSG(r2 == 0, "%s: GPU decoding of GPU-encoded chunks: %s", name, st.msg);
+        unsigned char *got = malloc(p->chunk_bytes);
+        for (size_t i = 0; r2 == 0 && i < n; i++) {
+            GPU_OK(cu->MemcpyDtoH(got, back + i * p->chunk_bytes, p->chunk_bytes));
+            bad_gpu += memcmp(got, data[i].p, p->chunk_bytes) != 0;
+        }
+        free(got);
+        CHECK_MSG(bad_gpu == 0, "%s: %zu chunks differ after GPU encode + decode", name, bad_gpu);
+    }
+    printf("%s encode %-34s %zu x %zu B of %s, ratio %.2f, %zu skipped\n",
+           rc == 0 && !bad_cpu && !bad_gpu ? "ok   " : "FAIL ", name, n, p->chunk_bytes, kind_name(kind),
+           total ? (double)(n * p->chunk_bytes) / (double)total : 0.0, skipped);
+    for (size_t i = 0; i < n; i++)
+        free(data[i].p);
+    free(data);
+    free(src);
+    free(dst);
+    free(out_bytes);
+    free(out_mask);
+    free(chunks);
+    cu->MemFree(sbuf);
+    cu->MemFree(dbuf);
+    cu->MemFree(back);
+}
+
+void roundtrip_tests(void)
+{
+    gds_codec_pipeline_t p;
+    const size_t MB = 1 << 20;
+    ref_load(); /* this file's copy of codec_ref.h's table (a static): encode_case's CPU decoding */
+
+    /* decode */
+    p = pipe_new(256 * 1024, 4);
+    pipe_add(&p, GDS_FILTER_DEFLATE, OPT, 1, CD6);
+    decode_case("deflate6", &p, DATA_FLOAT_FIELD, 16, NULL);
+    p = pipe_new(256 * 1024, 4);
+    pipe_add(&p, GDS_FILTER_SHUFFLE, OPT, 1, CD4);
+    pipe_add(&p, GDS_FILTER_DEFLATE, OPT, 1, CD6);
+    decode_case("shuffle+deflate6", &p, DATA_FLOAT_FIELD, 24, NULL);
+    pipe_add(&p, GDS_FILTER_FLETCHER32, 0, 0, NULL);
+    decode_case("shuffle+deflate6+fletcher32", &p, DATA_FLOAT_FIELD, 9, NULL);
+    const unsigned masks[] = {0, 2, 0, 3}; /* deflate skipped; shuffle and deflate skipped */
+    decode_case("shuffle+deflate+fletcher32 masks", &p, DATA_FLOAT_FIELD, 12, masks);
+    p = pipe_new(MB + 12, 8);
+    pipe_add(&p, GDS_FILTER_FLETCHER32, 0, 0, NULL);
+    pipe_add(&p, GDS_FILTER_SHUFFLE, OPT, 1, CD8);
+    pipe_add(&p, GDS_FILTER_DEFLATE, OPT, 1, CD1);
+    decode_case("fletcher32+shuffle8+deflate1", &p, DATA_DOUBLE_FIELD, 5, NULL);
+    p = pipe_new(3 * MB, 1);
+    pipe_add(&p, GDS_FILTER_DEFLATE, OPT, 1, CD0);
+    decode_case("deflate0 (stored) 3 MiB", &p, DATA_IMAGE_U8, 3, NULL);
+    p = pipe_new(100003, 1);
+    pipe_add(&p, GDS_FILTER_FLETCHER32, 0, 0, NULL);
+    decode_case("fletcher32 odd size", &p, DATA_RANDOM, 7, NULL);
+    p = pipe_new(500000, 4);
+    pipe_add(&p, GDS_FILTER_SHUFFLE, OPT, 1, CD4);
+    decode_case("shuffle", &p, DATA_SPARSE_INT, 6, NULL);
+    p = pipe_new(4096, 1);
+    decode_case("no filter", &p, DATA_RANDOM, 5, NULL);
+    p = pipe_new(512 * 1024, 4);
+    pipe_add(&p, GDS_FILTER_ZSTD, OPT, 1, CD3);
+    decode_case("zstd3", &p, DATA_SPARSE_INT, 16, NULL);
+    p = pipe_new(4 * MB, 4);
+    pipe_add(&p, GDS_FILTER_SHUFFLE, OPT, 1, CD4);
+    pipe_add(&p, GDS_FILTER_ZSTD, OPT, 1, CD1);
+    decode_case("shuffle+zstd1 4 MiB", &p, DATA_FLOAT_FIELD, 6, NULL);
+    p = pipe_new(640 * 480, 1);
+    pipe_add(&p, GDS_FILTER_LZ4, OPT, 1, CD0);
+    decode_case("lz4 default block", &p, DATA_IMAGE_U8, 12, NULL);
+    p = pipe_new(MB, 1);
+    pipe_add(&p, GDS_FILTER_LZ4, OPT, 1, CD64K);
+    decode_case("lz4 64 KiB blocks, random (raw)", &p, DATA_RANDOM, 6, NULL);
+    decode_case("lz4 64 KiB blocks, image", &p, DATA_IMAGE_U8, 6, NULL);
+    p = pipe_new(999 * 37 * 4, 4);
+    const unsigned bs_lz4[] = {0, 4, 4, 0, 2};
+    pipe_add(&p, GDS_FILTER_BITSHUFFLE, OPT, 5, bs_lz4);
+    decode_case("bitshuffle+lz4 f32 (leftover)", &p, DATA_FLOAT_FIELD, 10, NULL);
+    p = pipe_new(333 * 61 * 8, 8);
+    const unsigned bs_zstd[] = {0, 4, 8, 0, 3, 5};
+    pipe_add(&p, GDS_FILTER_BITSHUFFLE, OPT, 6, bs_zstd);
+    decode_case("bitshuffle+zstd f64 (leftover)", &p, DATA_DOUBLE_FIELD, 6, NULL);
+    p = pipe_new(2 * MB, 2);
+    const unsigned bs_lz4_2[] = {0, 4, 2, 1024, 2};
+    pipe_add(&p, GDS_FILTER_BITSHUFFLE, OPT, 5, bs_lz4_2);
+    decode_case("bitshuffle+lz4 u16 1024 elements", &p, DATA_IMAGE_U8, 4, NULL);
+    p = pipe_new(300 * 301 * 4, 4);
+    const unsigned bs_plain[] = {0, 4, 4};
+    pipe_add(&p, GDS_FILTER_BITSHUFFLE, OPT, 3, bs_plain);
+    decode_case("bitshuffle (no compression)", &p, DATA_SPARSE_INT, 5, NULL);
+    p = pipe_new(1000 * 12, 12);
+    const unsigned bs_12[] = {0, 4, 12, 0, 2};
+    pipe_add(&p, GDS_FILTER_BITSHUFFLE, OPT, 5, bs_12);
+    decode_case("bitshuffle+lz4 12-byte elements", &p, DATA_RANDOM, 4, NULL);
+
+    /* blosc (cd: revision, version, typesize, chunk bytes, clevel, shuffle, compressor) */
+    const unsigned bl_lz4_shuf[] = {2, 2, 4, MB, 5, 1, 1}, bl_lz4hc_bit[] = {2, 2, 2, 0, 9, 2, 2};
+    const unsigned bl_zstd_shuf8[] = {2, 2, 8, 0, 5, 1, 5}, bl_zstd_none[] = {2, 2, 4, 0, 1, 0, 5};
+    const unsigned bl_lz4_c0[] = {2, 2, 4, 0, 0, 1, 1}, bl_lz4_1[] = {2, 2, 1, 0, 1, 1, 1};
+    const unsigned bl_zstd_bit3[] = {2, 2, 3, 0, 3, 2, 5};
+    p = pipe_new(MB, 4);
+    pipe_add(&p, GDS_FILTER_BLOSC, OPT, 7, bl_lz4_shuf);
+    decode_case("blosc lz4 shuffle f32", &p, DATA_FLOAT_FIELD, 8, NULL);
+    p = pipe_new(MB + 6 * 2048 + 2, 2); /* blocks of 512 KiB and a partial one */
+    pipe_add(&p, GDS_FILTER_BLOSC, OPT, 7, bl_lz4hc_bit);
+    decode_case("blosc lz4hc bitshuffle u16 partial", &p, DATA_IMAGE_U8, 5, NULL);
+    p = pipe_new(333 * 61 * 8, 8);
+    pipe_add(&p, GDS_FILTER_BLOSC, OPT, 7, bl_zstd_shuf8);
+    decode_case("blosc zstd shuffle f64", &p, DATA_DOUBLE_FIELD, 6, NULL);
+    p = pipe_new(700001 * 4, 4);
+    pipe_add(&p, GDS_FILTER_BLOSC, OPT, 7, bl_zstd_none);
+    decode_case("blosc zstd i32 partial", &p, DATA_SPARSE_INT, 3, NULL);
+    p = pipe_new(3001 * 3, 3);
+    pipe_add(&p, GDS_FILTER_BLOSC, OPT, 7, bl_zstd_bit3);
+    decode_case("blosc zstd bitshuffle 3-byte elements", &p, DATA_RANDOM, 4, NULL);
+    p = pipe_new(300000, 4);
+    pipe_add(&p, GDS_FILTER_BLOSC, OPT, 7, bl_lz4_c0);
+    decode_case("blosc clevel 0 (memcpyed)", &p, DATA_FLOAT_FIELD, 4, NULL);
+    p = pipe_new(200000, 1);
+    pipe_add(&p, GDS_FILTER_BLOSC, OPT, 7, bl_lz4_1);
+    decode_case("blosc lz4 random (memcpyed)", &p, DATA_RANDOM, 4, NULL);
+    p = pipe_new(65536 * 8, 8); /* blosc sees 4 bytes more: half an element after the last whole one */
+    const unsigned bl_lz4_shuf8[] = {2, 2, 8, 0, 5, 1, 1};
+    pipe_add(&p, GDS_FILTER_FLETCHER32, 0, 0, NULL);
+    pipe_add(&p, GDS_FILTER_BLOSC, OPT, 7, bl_lz4_shuf8);
+    decode_case("fletcher32+blosc lz4 shuffle f64", &p, DATA_DOUBLE_FIELD, 6, NULL);
+    p = pipe_new(256 * 1024, 4);
+    pipe_add(&p, GDS_FILTER_SHUFFLE, OPT, 1, CD4);
+    pipe_add(&p, GDS_FILTER_BLOSC, OPT, 7, bl_zstd_none);
+    decode_case("shuffle+blosc zstd masks", &p, DATA_FLOAT_FIELD, 8, masks);
+
+    /* encode */
+    p = pipe_new(256 * 1024, 4);
+    pipe_add(&p, GDS_FILTER_SHUFFLE, OPT, 1, CD4);
+    pipe_add(&p, GDS_FILTER_DEFLATE, OPT, 1, CD6);
+    encode_case("shuffle+deflate6", &p, DATA_FLOAT_FIELD, 24, false);
+    p = pipe_new(64 * 1024, 1);
+    pipe_add(&p, GDS_FILTER_DEFLATE, OPT, 1, CD1);
+    encode_case("deflate1 64 KiB", &p, DATA_IMAGE_U8, 16, false);
+    p = pipe_new(MB, 4);
+    pipe_add(&p, GDS_FILTER_DEFLATE, OPT, 1, CD4);
+    encode_case("deflate4 1 MiB", &p, DATA_SPARSE_INT, 8, false);
+    p = pipe_new(200000, 1);
+    pipe_add(&p, GDS_FILTER_DEFLATE, 0, 1, CD0);
+    encode_case("deflate0 (stored)", &p, DATA_IMAGE_U8, 4, false);
+    p = pipe_new(300000, 1);
+    pipe_add(&p, GDS_FILTER_DEFLATE, OPT, 1, CD6);
+    encode_case("deflate6 random (skipped)", &p, DATA_RANDOM, 4, true);
+    p = pipe_new(300000, 1);
+    pipe_add(&p, GDS_FILTER_DEFLATE, 0, 1, CD6);
+    encode_case("deflate6 random, mandatory", &p, DATA_RANDOM, 4, false);
+    p = pipe_new(256 * 1024, 4);
+    pipe_add(&p, GDS_FILTER_SHUFFLE, OPT, 1, CD4);
+    pipe_add(&p, GDS_FILTER_DEFLATE, OPT, 1, CD2);
+    pipe_add(&p, GDS_FILTER_FLETCHER32, 0, 0, NULL);
+    encode_case("shuffle+deflate2+fletcher32", &p, DATA_FLOAT_FIELD, 8, false);
+    p = pipe_new(100001, 1);
+    pipe_add(&p, GDS_FILTER_FLETCHER32, 0, 0, NULL);
+    pipe_add(&p, GDS_FILTER_DEFLATE, OPT, 1, CD6);
+    encode_case("fletcher32+deflate6 odd size", &p, DATA_IMAGE_U8, 5, false);
+    p = pipe_new(512 * 1024, 4);
+    pipe_add(&p, GDS_FILTER_ZSTD, OPT, 1, CD3);
+    encode_case("zstd", &p, DATA_SPARSE_INT, 12, false);
+    p = pipe_new(2 * MB + 4, 4);
+    pipe_add(&p, GDS_FILTER_SHUFFLE, OPT, 1, CD4);
+    pipe_add(&p, GDS_FILTER_ZSTD, OPT, 1, CD3);
+    pipe_add(&p, GDS_FILTER_FLETCHER32, 0, 0, NULL);
+    encode_case("shuffle+zstd+fletcher32", &p, DATA_FLOAT_FIELD, 5, false);
+    p = pipe_new(300000, 1);
+    pipe_add(&p, GDS_FILTER_ZSTD, OPT, 1, CD3);
+    encode_case("zstd random (skipped)", &p, DATA_RANDOM, 3, true);
+    p = pipe_new(300000, 1);
+    pipe_add(&p, GDS_FILTER_ZSTD, 0, 1, CD3);
+    encode_case("zstd random, mandatory (raw frame)", &p, DATA_RANDOM, 3, false);
+    p = pipe_new(640 * 480, 1);
+    pipe_add(&p, GDS_FILTER_LZ4, OPT, 1, CD0);
+    encode_case("lz4", &p, DATA_IMAGE_U8, 12, false);
+    p = pipe_new(MB, 1);
+    pipe_add(&p, GDS_FILTER_LZ4, 0, 1, CD64K);
+    encode_case("lz4 64 KiB blocks random, mandatory", &p, DATA_RANDOM, 4, false);
+    p = pipe_new(999 * 37 * 4, 4);
+    pipe_add(&p, GDS_FILTER_BITSHUFFLE, OPT, 5, bs_lz4);
+    encode_case("bitshuffle+lz4", &p, DATA_FLOAT_FIELD, 8, false);
+    p = pipe_new(333 * 61 * 8, 8);
+    pipe_add(&p, GDS_FILTER_BITSHUFFLE, OPT, 6, bs_zstd);
+    encode_case("bitshuffle+zstd", &p, DATA_DOUBLE_FIELD, 4, false);
+    p = pipe_new(300 * 301 * 4, 4);
+    pipe_add(&p, GDS_FILTER_BITSHUFFLE, OPT, 3, bs_plain);
+    encode_case("bitshuffle (no compression)", &p, DATA_SPARSE_INT, 4, false);
+}
