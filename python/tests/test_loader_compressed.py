@@ -187,3 +187,46 @@ def test_device_batches_cache_then_exact(tmp_path):
             x = np.concatenate([cupy.asnumpy(b) for b in ld])
             np.testing.assert_array_equal(x, data[ld.indices()])
         assert ld.epoch_order(1) == "exact"
+
+
+def test_cache_after_an_epoch_left_early(tmp_path):
+    """An epoch left after one batch: the cache must not count rows whose
+    chunks were read but not yet decoded (decoding waits for the group)."""
+    path, data = _file(tmp_path, "c.h5", rows=20000, chunk_rows=50)  # more windows than reads in flight
+    with h5gds.Loader([path], 20, dataset="x", like="numpy", cache="loader", window="16KiB", buffer="64KiB",
+                      seed=2) as ld:
+        it = iter(ld)
+        next(it)
+        it.close()
+        ld.set_epoch(1)
+        x = np.concatenate([np.asarray(b) for b in ld])
+        np.testing.assert_array_equal(x, data[ld.indices()])
+
+
+@pytest.mark.gpu
+def test_cache_after_an_epoch_left_early_device(tmp_path):
+    """The same with device batches, whose chunk reads are in flight when the
+    epoch is left (host batches decode as soon as a group is issued)."""
+    if _gpu_module() is None:
+        pytest.skip("needs CuPy and a CUDA GPU")
+    import cupy
+    path, data = _file(tmp_path, "g.h5", rows=20000, chunk_rows=50)
+    with h5gds.Loader([path], 20, dataset="x", like="cupy", cache="loader", window="16KiB", buffer="64KiB",
+                      seed=2) as ld:
+        it = iter(ld)
+        next(it)
+        it.close()
+        ld.set_epoch(1)
+        x = np.concatenate([cupy.asnumpy(b) for b in ld])
+        np.testing.assert_array_equal(x, data[ld.indices()])
+
+
+def test_chunks_wider_than_the_rows_refused(tmp_path):
+    """Chunks larger than the inner dimensions (possible with unlimited
+    dimensions) would decode more than a row each: refused."""
+    path = os.path.join(os.fspath(tmp_path), "wide.h5")
+    with h5py.File(path, "w") as f:
+        f.create_dataset("x", data=_data(100, (100,), "f4", 1), chunks=(10, 128), maxshape=(None, None),
+                         compression="gzip")
+    with pytest.raises(ValueError, match="do not span whole"):
+        h5gds.Loader([path], 8, dataset="x", like="numpy")

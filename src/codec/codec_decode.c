@@ -477,7 +477,7 @@ int gds_codec_decode(gds_codec_t *c, const gds_codec_pipeline_t *p, const gds_co
     if (c->stuck) {
         pthread_mutex_unlock(&c->lock);
         free(idx);
-        gds_status_set(st, ETIMEDOUT, "GPU codec: stopped: an earlier batch's work never finished on the GPU "
+        gds_status_set(st, ECANCELED, "GPU codec: stopped: an earlier batch's work never finished on the GPU "
                                       "(corrupt data?); HDF5's CPU filters must read in this process");
         return -1;
     }
@@ -487,6 +487,8 @@ int gds_codec_decode(gds_codec_t *c, const gds_codec_pipeline_t *p, const gds_co
     error_list_t errors = {SIZE_MAX, 0, 0};
     if (rc != CUDA_SUCCESS)
         ret = gds_codec_cuda_fail(st, "making the codec's context current", rc);
+    else
+        ret = gds_codec_follow(c, stream, &stream, st);
     for (size_t g0 = 0; ret == 0 && g0 < n;) {
         unsigned mask = chunks[idx[g0]].filter_mask;
         size_t g1 = g0, max_stored = 0;

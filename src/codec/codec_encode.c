@@ -371,7 +371,7 @@ int gds_codec_encode(gds_codec_t *c, const gds_codec_pipeline_t *p, const void *
     pthread_mutex_lock(&c->lock);
     if (c->stuck) {
         pthread_mutex_unlock(&c->lock);
-        gds_status_set(st, ETIMEDOUT, "GPU codec: stopped: an earlier batch's work never finished on the GPU "
+        gds_status_set(st, ECANCELED, "GPU codec: stopped: an earlier batch's work never finished on the GPU "
                                       "(corrupt data?); HDF5's CPU filters must read in this process");
         return -1;
     }
@@ -382,7 +382,7 @@ int gds_codec_encode(gds_codec_t *c, const gds_codec_pipeline_t *p, const void *
     encode_plan_t e;
     if (rc != CUDA_SUCCESS)
         ret = gds_codec_cuda_fail(st, "making the codec's context current", rc);
-    else
+    else if ((ret = gds_codec_follow(c, stream, &stream, st)) == 0)
         ret = encode_plan(c, p, src, n, steps, ns, &e, stream, st);
     if (ret == 0) {
         size_t m = encode_batch_size(c, &e, n, stream);

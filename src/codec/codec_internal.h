@@ -85,6 +85,8 @@ struct gds_codec {
     void *pinned;        /* host staging of uploads and results */
     size_t pinned_size;
     size_t budget;       /* arenas of one sub-batch, at most */
+    CUstream own;        /* the codec's work runs here, after the caller's (gds_codec_follow) */
+    CUevent entry;       /* recorded on the caller's stream at each call */
     double timeout_s;    /* a sub-batch's work may take this long (H5GDS_CODEC_TIMEOUT_S) */
     bool stuck;          /* work that never finished is still on the GPU: no more calls, nothing freed */
     char describe[640];
@@ -166,6 +168,12 @@ static inline unsigned step_code(const gds_codec_step_t *s) { return (s->pos + 1
 
 /* Sets st to "GPU codec: <what> failed: <CUDA's error>"; -1. */
 int gds_codec_cuda_fail(gds_status_t *st, const char *what, CUresult rc);
+/* The stream a call's work goes to: the codec's own, once the caller's
+ * stream has done what it held (waited for without a time limit: the
+ * caller's work, not the codec's). A decoder that never ends then holds
+ * only the codec's stream, and H5GDS_CODEC_TIMEOUT_S counts the codec's
+ * work alone. */
+int gds_codec_follow(gds_codec_t *c, CUstream caller, CUstream *own, gds_status_t *st);
 /* Grows b (device memory) to `need` bytes at least, once the stream is idle. */
 int gds_codec_dbuf_reserve(gds_codec_t *c, dbuf_t *b, size_t need, CUstream s, gds_status_t *st);
 /* Grows the pinned staging to `need` bytes at least, once the stream is idle. */

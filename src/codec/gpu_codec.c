@@ -182,6 +182,10 @@ void gds_codec_close(gds_codec_t *c)
                 c->cu->MemFreeHost(c->pinned);
             if (c->module)
                 c->cu->ModuleUnload(c->module);
+            if (c->entry)
+                c->cu->EventDestroy(c->entry);
+            if (c->own)
+                c->cu->StreamDestroy(c->own);
         }
         gds_cuda_restore(prev);
     }
@@ -264,6 +268,9 @@ int gds_codec_open(gds_codec_t **out, CUcontext ctx, gds_status_t *st)
         if (ret == 0 && ((rc = cu->MemAlloc(&c->dummies, DUMMY_BYTES)) != CUDA_SUCCESS ||
                          (rc = cu->MemcpyHtoD(c->dummies, d, DUMMY_BYTES)) != CUDA_SUCCESS))
             ret = gds_codec_cuda_fail(st, "allocating device memory", rc);
+        if (ret == 0 && ((rc = cu->StreamCreate(&c->own, CU_STREAM_NON_BLOCKING)) != CUDA_SUCCESS ||
+                         (rc = cu->EventCreate(&c->entry, CU_EVENT_DISABLE_TIMING)) != CUDA_SUCCESS))
+            ret = gds_codec_cuda_fail(st, "creating the codec's stream", rc);
     }
     snprintf(c->describe, sizeof c->describe, "nvCOMP %d (%s), kernels for sm_%d%d", nv->major, nv->path,
              c->sm_major, c->sm_minor);
@@ -277,6 +284,17 @@ int gds_codec_open(gds_codec_t **out, CUcontext ctx, gds_status_t *st)
 }
 
 const char *gds_codec_describe(const gds_codec_t *c) { return c ? c->describe : ""; }
+
+int gds_codec_follow(gds_codec_t *c, CUstream caller, CUstream *own, gds_status_t *st)
+{
+    CUresult rc = c->cu->EventRecord(c->entry, caller);
+    if (rc == CUDA_SUCCESS)
+        rc = c->cu->EventSynchronize(c->entry);
+    if (rc != CUDA_SUCCESS)
+        return gds_codec_cuda_fail(st, "waiting for the caller's stream", rc);
+    *own = c->own;
+    return 0;
+}
 
 bool gds_codec_stopped(const gds_codec_t *c)
 {

@@ -295,7 +295,10 @@ int gds_filtered_decode_chunks(hid_t dset, size_t n, const void *const *src, con
     {
         H5Iget_name(dset, name, sizeof name);
         int rank = -1;
+        unsigned opts = 0;
+        /* partial edge chunks stored unfiltered: HDF5's reads know which */
         if ((dcpl = H5Dget_create_plist(dset)) >= 0 && H5Pget_layout(dcpl) == H5D_CHUNKED &&
+            H5Pget_chunk_opts(dcpl, &opts) >= 0 && !(opts & H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS) &&
             (ftype = H5Dget_type(dset)) >= 0 && (rank = H5Pget_chunk(dcpl, H5S_MAX_RANK, cdims)) > 0)
             described = describe_pipeline(dcpl, H5Tget_size(ftype), cdims, rank, &pipe);
     }
@@ -329,7 +332,7 @@ int gds_filtered_decode_chunks(hid_t dset, size_t n, const void *const *src, con
     free(batch);
     if (rc == 0)
         return 1;
-    if (erc == CUDA_SUCCESS && st.err == EOPNOTSUPP)
+    if (erc == CUDA_SUCCESS && (st.err == EOPNOTSUPP || st.err == ECANCELED))
         return 0;
     if (erc != CUDA_SUCCESS)
         GDS_ERROR(H5E_DATASET, H5E_READERROR, "dataset '%s': cannot use the buffers' CUDA context: %s", name,

@@ -95,9 +95,10 @@ static herr_t decode_batch(read_state_t *s, size_t from, size_t to, int slot)
     gds_status_t st;
     size_t bad = 0;
     int decoded = n ? gds_codec_decode(s->codec, &s->pipe, batch, n, s->stream, &bad, &st) : 0;
-    if (decoded < 0 && st.err == EOPNOTSUPP) {
+    if (decoded < 0 && (st.err == EOPNOTSUPP || st.err == ECANCELED)) {
         /* e.g. a blosc chunk compressed with blosclz in a dataset whose
-         * parameters name LZ4: not an error, another decoder's work */
+         * parameters name LZ4, or a codec another thread's read stopped:
+         * not an error, HDF5's filters read it */
         s->cpu_decode = true;
         ret = -1;
     } else if (decoded < 0 && st.err == ETIMEDOUT) {

@@ -5,6 +5,7 @@
  * stored with direct chunk writes, the stored bytes going from device
  * memory to the driver untouched.
  */
+#include <errno.h>
 #include <stdlib.h>
 
 #include "gds_filtered_internal.h"
@@ -55,6 +56,8 @@ static herr_t encode_batch(read_state_t *s, size_t from, size_t to, size_t max_e
     }
     gds_status_t st;
     if (ret == 0 && gds_codec_encode(s->codec, &s->pipe, src, dst, bytes, mask, m, s->stream, &st) < 0) {
+        if (st.err == ETIMEDOUT) /* work that never ends may still use the buffers: never freed */
+            s->abandoned = true;
         FILTERED_ERROR(H5E_PLINE, H5E_WRITEERROR, "dataset '%s': GPU compression of %zu chunks failed: %s", s->name,
                        m, st.msg);
         ret = -1;

@@ -49,15 +49,38 @@ class CompressedLoad:
     staging_addr: int = 0
 
 
+# Device memory a failed decode may still be using (a decoder that never
+# ended): kept for the life of the process, never handed back to the pool.
+_RETIRED: list[Any] = []
+
+
 class Decoder:
     """The loader's decoding of compressed columns: HDF5 handles of their
-    files (read-only, opened once) for the pipeline and for HDF5's own reads."""
+    files (read-only, opened once) for the pipeline and for HDF5's own reads,
+    and the device memory of stored chunks and cut chunks, kept and reused
+    (memory new from the array library's pool may still be in use by work
+    queued on the caller's stream, which the engine's writes would not wait
+    for: it is taken once, after that stream is drained)."""
 
     def __init__(self, loader: Any):
         self.ld = loader
         self._files: dict[str, h5py.File] = {}
+        self._free: list[Any] = []       # device buffers not in use
         self.gpu_decoded = 0             # chunks decoded on the GPU
         self.hdf5_decoded_rows = 0       # rows read through HDF5's filters
+
+    def _take(self, reader: Any, nbytes: int) -> Any:
+        fits = [m for m in self._free if int(m.shape[0]) >= nbytes]
+        if fits:
+            mem = min(fits, key=lambda m: int(m.shape[0]))
+            self._free.remove(mem)
+            return mem
+        mem = reader.gatherer.buffer(max(nbytes, 4 << 20))
+        self.ld._copier.current_stream().synchronize()
+        return mem
+
+    def _give(self, mems: list[Any]) -> None:
+        self._free.extend(m for m in mems if m is not None)
 
     def dataset(self, col: FixedColumn, fi: int) -> h5py.Dataset:
         path = col.paths[fi]
@@ -67,6 +90,7 @@ class Decoder:
             return self._files[path][col.layouts[fi].dataset]
 
     def close(self) -> None:
+        self._free = []
         for f in self._files.values():
             try:
                 f.close()
@@ -104,7 +128,7 @@ class Decoder:
             a = e
         if self.ld.module == "numpy" or total == 0:
             return load
-        load.staging = reader.gatherer.buffer(total)
+        load.staging = self._take(reader, total)
         load.staging_addr = reader.gatherer.address(load.staging)
         for p in load.pieces:
             lay = col.layouts[p.fi]
@@ -128,17 +152,23 @@ class Decoder:
         for load in loads:
             for p in load.pieces:
                 by_file.setdefault((load.column, p.fi), []).append((load, p))
-        for (ci, fi), items in by_file.items():
-            col = reader.columns[ci]
-            if self.ld.module == "numpy" or items[0][0].staging is None or not col.layouts[fi].filtered or \
-                    not self._gpu(reader, col, fi, buffer, items, stream):
-                for _, p in items:
-                    self._hdf5_rows(reader, col, fi, p, buffer, stream)
-        if self.ld.module != "numpy":
-            stream.synchronize()
+        used: list[Any] = [load.staging for load in loads]
+        try:
+            for (ci, fi), items in by_file.items():
+                col = reader.columns[ci]
+                if self.ld.module == "numpy" or items[0][0].staging is None or not col.layouts[fi].filtered or \
+                        not self._gpu(reader, col, fi, buffer, items, stream, used):
+                    for _, p in items:
+                        self._hdf5_rows(reader, col, fi, p, buffer, stream)
+            if self.ld.module != "numpy":
+                stream.synchronize()
+        except BaseException:
+            _RETIRED.extend(m for m in used if m is not None)  # a decode may still be writing them
+            raise
+        self._give(used)
 
     def _gpu(self, reader: Any, col: FixedColumn, fi: int, buffer: Any,
-             items: list[tuple[CompressedLoad, FilePiece]], stream: Any) -> bool:
+             items: list[tuple[CompressedLoad, FilePiece]], stream: Any, used: list[Any]) -> bool:
         """One decode call for the chunks of file `fi` in this group; False
         when the GPU cannot decode them (nothing written then)."""
         lay = col.layouts[fi]
@@ -163,7 +193,8 @@ class Decoder:
         mask_a, dst_a = np.concatenate(mask).astype(np.uint32), np.concatenate(dst).astype(np.int64)
         scratch = None
         if cut:
-            scratch = reader.gatherer.buffer(len(cut) * chunk_bytes)
+            scratch = self._take(reader, len(cut) * chunk_bytes)
+            used.append(scratch)
             scratch_addr = reader.gatherer.address(scratch)
             holes = np.flatnonzero(dst_a < 0)
             dst_a[holes] = scratch_addr + np.arange(len(holes), dtype=np.int64) * chunk_bytes

@@ -117,7 +117,7 @@ def file_layout(dset: h5py.Dataset) -> FileLayout:
             infos = [dset.id.get_chunk_info(i) for i in range(dset.id.get_num_chunks())]
     grid = [-(-n // c) for n, c in zip(shape, chunk)]
     ntiles = int(np.prod(grid[1:], dtype=np.int64))
-    if filters and ntiles != 1:
+    if filters and tuple(chunk[1:]) != tuple(shape[1:]):
         raise ValueError(f"{name} is compressed ({', '.join(filters)}) in chunks {chunk} that do not span whole "
                          f"samples: the loader decodes whole chunks of rows, chunks=(k, {', '.join(map(str, shape[1:]))}) "
                          "(rewrite the dataset with such chunks, e.g. h5py's create_dataset(chunks=...))")

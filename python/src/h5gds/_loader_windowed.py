@@ -74,6 +74,7 @@ class _GroupState:
     ready_waited: bool = False          # the current stream waits for `copied`
     ragged_start: list[np.ndarray | None] = field(default_factory=list)  # per column, rolling buffers
     to_decode: list[CompressedLoad] = field(default_factory=list)  # decoded once the whole group is read
+    decoded_rows: list[tuple[int, int]] = field(default_factory=list)  # their rows (the cache's, once decoded)
 
 
 class Cache:
@@ -286,10 +287,12 @@ class WindowedReader:
             st.copied = self.last_copy = ev
             self.staging.append(load.slot)
             load.slot = None
-        if self.cache is not None:
+        if load.compressed:  # its rows are there once decoded (_decode)
+            st.to_decode.extend(load.compressed)
+            st.decoded_rows.append((load.start, load.stop))
+            load.compressed = []
+        elif self.cache is not None:
             self.cache.rows_read[load.start:load.stop] = True
-        st.to_decode.extend(load.compressed)
-        load.compressed = []
         st.outstanding -= 1
         if st.outstanding == 0 and st.to_decode:
             self._decode(load.group)
@@ -300,14 +303,20 @@ class WindowedReader:
         buffer's previous group (as the copies are)."""
         st = self.states[g]
         loads, st.to_decode = st.to_decode, []
+        rows, st.decoded_rows = st.decoded_rows, []
         buf = self._buffer_of(g)
         stream = None
         if self.module != "numpy":
             stream = self.copier.copy_stream()
             if not buf.waited:
-                stream_wait(stream, buf.release_event)
+                # the host waits (the decode's own waits then count the
+                # decode alone: H5GDS_CODEC_TIMEOUT_S), as it would below
+                buf.release_event.synchronize()
                 buf.waited = True
         self.ld._decoder.decode_group(self, buf.mem, loads, stream)
+        if self.cache is not None:
+            for a, b in rows:
+                self.cache.rows_read[a:b] = True
         if self.staged and stream is not None:
             st.copied = self.last_copy = self.copier.record(stream)
 
