@@ -31,44 +31,39 @@ def strip_comments(text):
     return text.replace("\\\n", " ")
 
 
-def top_level_statements(text):
-    """Statements at brace depth 0, preprocessor lines removed."""
-    body = "\n".join(l for l in text.splitlines() if not l.lstrip().startswith("#"))
+def split_statements(text):
+    """The statements of `text` ended by a ';' at brace depth 0 (a nested
+    struct or union stays inside its statement), stripped."""
     out, depth, cur = [], 0, []
-    for ch in body:
+    for ch in text:
         if ch == "{":
             depth += 1
         elif ch == "}":
             depth -= 1
         if ch == ";" and depth == 0:
-            out.append(" ".join("".join(cur).split()))
+            out.append("".join(cur).strip())
             cur = []
         else:
             cur.append(ch)
     return [s for s in out if s]
 
 
+def top_level_statements(text):
+    """Statements at brace depth 0, preprocessor lines removed."""
+    body = "\n".join(l for l in text.splitlines() if not l.lstrip().startswith("#"))
+    return [" ".join(s.split()) for s in split_statements(body)]
+
+
 def members(body):
     """Member names of a struct body (nested unions count as one member)."""
-    names, depth, cur = [], 0, []
-    for ch in body:
-        if ch == "{":
-            depth += 1
-        elif ch == "}":
-            depth -= 1
-        if ch == ";" and depth == 0:
-            decl = "".join(cur).strip()
-            cur = []
-            if not decl:
-                continue
-            m = re.search(r"\(\s*\*\s*(\w+)\s*\)\s*\(", decl)
-            if m:
-                names.append(m.group(1))
-                continue
-            decl = re.sub(r"\[[^\]]*\]", "", decl)
-            names.append(re.findall(r"\w+", decl.split("}")[-1])[-1])
-        else:
-            cur.append(ch)
+    names = []
+    for decl in split_statements(body):
+        m = re.search(r"\(\s*\*\s*(\w+)\s*\)\s*\(", decl)
+        if m:
+            names.append(m.group(1))
+            continue
+        decl = re.sub(r"\[[^\]]*\]", "", decl)
+        names.append(re.findall(r"\w+", decl.split("}")[-1])[-1])
     return names
 
 
