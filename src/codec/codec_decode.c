@@ -473,12 +473,8 @@ int gds_codec_decode(gds_codec_t *c, const gds_codec_pipeline_t *p, const gds_co
         idx[i] = i;
     qsort_r(idx, n, sizeof *idx, cmp_mask, (void *)chunks);
 
-    pthread_mutex_lock(&c->lock);
-    if (c->stuck) {
-        pthread_mutex_unlock(&c->lock);
+    if (!gds_codec_lock_running(c, st)) {
         free(idx);
-        gds_status_set(st, ECANCELED, "GPU codec: stopped: an earlier batch's work never finished on the GPU "
-                                      "(corrupt data?); HDF5's CPU filters must read in this process");
         return -1;
     }
     CUresult rc;

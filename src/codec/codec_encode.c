@@ -10,7 +10,6 @@
  */
 #include "codec_internal.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -368,13 +367,8 @@ int gds_codec_encode(gds_codec_t *c, const gds_codec_pipeline_t *p, const void *
     }
     if (!n)
         return 0;
-    pthread_mutex_lock(&c->lock);
-    if (c->stuck) {
-        pthread_mutex_unlock(&c->lock);
-        gds_status_set(st, ECANCELED, "GPU codec: stopped: an earlier batch's work never finished on the GPU "
-                                      "(corrupt data?); HDF5's CPU filters must read in this process");
+    if (!gds_codec_lock_running(c, st))
         return -1;
-    }
     CUresult rc;
     void *prev = gds_cuda_enter(c->ctx, &rc);
     int ret = 0;

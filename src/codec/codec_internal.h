@@ -174,6 +174,9 @@ int gds_codec_cuda_fail(gds_status_t *st, const char *what, CUresult rc);
  * only the codec's stream, and H5GDS_CODEC_TIMEOUT_S counts the codec's
  * work alone. */
 int gds_codec_follow(gds_codec_t *c, CUstream caller, CUstream *own, gds_status_t *st);
+/* Takes the codec's lock for a call: true, or false (lock not held, st set:
+ * ECANCELED) when an earlier call's work never finished and it stopped. */
+bool gds_codec_lock_running(gds_codec_t *c, gds_status_t *st);
 /* Grows b (device memory) to `need` bytes at least, once the stream is idle. */
 int gds_codec_dbuf_reserve(gds_codec_t *c, dbuf_t *b, size_t need, CUstream s, gds_status_t *st);
 /* Grows the pinned staging to `need` bytes at least, once the stream is idle. */

@@ -9,6 +9,7 @@
  */
 #include "codec_internal.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -284,6 +285,17 @@ int gds_codec_open(gds_codec_t **out, CUcontext ctx, gds_status_t *st)
 }
 
 const char *gds_codec_describe(const gds_codec_t *c) { return c ? c->describe : ""; }
+
+bool gds_codec_lock_running(gds_codec_t *c, gds_status_t *st)
+{
+    pthread_mutex_lock(&c->lock);
+    if (!c->stuck)
+        return true;
+    pthread_mutex_unlock(&c->lock);
+    gds_status_set(st, ECANCELED, "GPU codec: stopped: an earlier batch's work never finished on the GPU "
+                                  "(corrupt data?); HDF5's CPU filters must read in this process");
+    return false;
+}
 
 int gds_codec_follow(gds_codec_t *c, CUstream caller, CUstream *own, gds_status_t *st)
 {
