@@ -117,6 +117,23 @@ def median_rows(rows: list[Row]) -> list[Row]:
     return out
 
 
+class CsvRows:
+    """Rows of one benchmark's CSV: each one printed as a comma line and the
+    file written again with it (a run cut short keeps what it measured)."""
+
+    def __init__(self, path: Path, columns: list[str]):
+        self.path, self.columns = path, columns
+        self.rows: list[Row] = []
+
+    def add(self, row: Row) -> None:
+        self.rows.append(row)
+        print(",".join(str(row[c]) for c in self.columns), flush=True)
+        with open(self.path, "w", newline="") as fh:
+            w = csv.DictWriter(fh, self.columns)
+            w.writeheader()
+            w.writerows(self.rows)
+
+
 def write_csv(rows: list[Row], out: Path) -> list[Row]:
     """OUT/bench.csv (every row) and OUT/bench-median.csv (medians over
     repeats, also printed); returns the medians."""

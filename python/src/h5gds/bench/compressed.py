@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
-import csv
 import ctypes
 import os
 import sys
@@ -226,18 +225,13 @@ def main(argv: list[str] | None = None) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     work = Path(args.dir)
     work.mkdir(parents=True, exist_ok=True)
-    rows: list[dict[str, Any]] = []
     csv_path = out_dir / "compressed.csv"
+    table = common.CsvRows(csv_path, COLUMNS)
+    rows = table.rows
 
     def add(method: str, kind: str, fname: str, ratio: float, cache: str, gbps: float, rep: int) -> None:
-        r = dict(bench="compressed", method=method, data=kind, filter=fname, ratio=f"{ratio:.2f}", cache=cache,
-                 GBps=f"{gbps:.3f}", repeat=rep)
-        rows.append(r)
-        print(",".join(str(r[c]) for c in COLUMNS), flush=True)
-        with open(csv_path, "w", newline="") as fh:
-            w = csv.DictWriter(fh, COLUMNS)
-            w.writeheader()
-            w.writerows(rows)
+        table.add(dict(bench="compressed", method=method, data=kind, filter=fname, ratio=f"{ratio:.2f}",
+                       cache=cache, GBps=f"{gbps:.3f}", repeat=rep))
 
     def timed(fn: Callable[[], Any]) -> float:
         t0 = time.perf_counter()

@@ -13,7 +13,6 @@ Rows: bench,method,data,filter,ratio,cache,GBps,repeat plus sample_bytes,
 chunk_bytes, seconds, epoch_fraction (GB/s of decoded samples delivered)."""
 from __future__ import annotations
 
-import csv
 import os
 from pathlib import Path
 from typing import Any
@@ -71,17 +70,12 @@ class _Rows:
 def run(args: Any, nbytes: int, out_dir: Path, work: Path) -> int:
     import cupy
 
-    rows: list[dict[str, Any]] = []
     csv_path = out_dir / "compressed-loader.csv"
+    table = common.CsvRows(csv_path, COLUMNS)
+    rows = table.rows
 
     def add(**r: Any) -> None:
-        r = {"bench": "compressed-loader", **r}
-        rows.append(r)
-        print(",".join(str(r[c]) for c in COLUMNS), flush=True)
-        with open(csv_path, "w", newline="") as fh:
-            w = csv.DictWriter(fh, COLUMNS)
-            w.writeheader()
-            w.writerows(rows)
+        table.add({"bench": "compressed-loader", **r})
 
     try:
         import torch
