@@ -3,7 +3,6 @@ device memory with the decode on the GPU: every result compared bit for bit
 with h5py + hdf5plugin's read of the same file. Marker `gpu`; skipped without
 hdf5plugin; the GPU-decode route is asserted only where nvCOMP is installed
 (the same conventions as test_compressed_gpu.py)."""
-import importlib.util
 import os
 import struct
 
@@ -12,6 +11,7 @@ import numpy as np
 import pytest
 
 import h5gds
+from support import nvcomp_missing
 
 pytestmark = pytest.mark.gpu
 
@@ -19,23 +19,7 @@ cupy = pytest.importorskip("cupy")
 hdf5plugin = pytest.importorskip("hdf5plugin", reason="hdf5plugin not installed (pip install hdf5plugin)")
 
 
-def _nvcomp_reason() -> str | None:
-    if os.environ.get("H5GDS_NVCOMP_LIB"):
-        return None
-    try:  # find_spec of a submodule raises when the parent package is absent
-        if importlib.util.find_spec("nvidia.nvcomp") is not None:
-            return None
-        if importlib.util.find_spec("nvidia") is not None:
-            import nvidia  # noqa: F401
-            for p in getattr(nvidia, "__path__", []):
-                if os.path.isdir(os.path.join(p, "nvcomp")):
-                    return None
-    except ImportError:
-        pass
-    return "nvCOMP not installed (pip install nvidia-libnvcomp-cu13, or set H5GDS_NVCOMP_LIB)"
-
-
-NVCOMP = _nvcomp_reason()
+NVCOMP = nvcomp_missing()
 SHUFFLES = {"noshuffle": hdf5plugin.Blosc.NOSHUFFLE, "shuffle": hdf5plugin.Blosc.SHUFFLE,
             "bitshuffle": hdf5plugin.Blosc.BITSHUFFLE}
 

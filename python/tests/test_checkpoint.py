@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import h5gds
+from support import states_equal
 
 
 def _state(seed: int) -> dict:
@@ -33,16 +34,6 @@ def _state(seed: int) -> dict:
     }
 
 
-def _equal(a, b) -> bool:
-    if isinstance(a, dict):
-        return isinstance(b, dict) and list(a) == list(b) and all(_equal(a[k], b[k]) for k in a)
-    if isinstance(a, (list, tuple)):
-        return type(a) is type(b) and len(a) == len(b) and all(_equal(x, y) for x, y in zip(a, b))
-    if isinstance(a, np.ndarray):
-        return isinstance(b, np.ndarray) and a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b)
-    return type(a) is type(b) and a == b
-
-
 @pytest.mark.parametrize("async_", [True, False])
 def test_round_trip(tmp_path: Path, async_: bool) -> None:
     path = tmp_path / "ckpt.h5"
@@ -52,7 +43,7 @@ def test_round_trip(tmp_path: Path, async_: bool) -> None:
     assert h.done() and h.exception() is None
     assert h.durable_s is not None and h.durable_s >= h.stall_s >= 0
     back = h5gds.load(path, device="cpu")
-    assert _equal(state, back)
+    assert states_equal(state, back)
     assert not list(tmp_path.glob("*.h5gds-tmp-*")), "temporary file left behind"
 
 
@@ -76,7 +67,7 @@ def test_non_ascii_names_are_utf8_links(tmp_path: Path) -> None:
             assert parent.id.links.get_info(name.encode()).cset == h5py.h5t.CSET_UTF8, name
         np.testing.assert_array_equal(f["größe/über"][...], state["größe"]["über"])
     back = h5gds.load(tmp_path / "c.h5", device="cpu")
-    assert _equal(state, back)
+    assert states_equal(state, back)
 
 
 def test_load_into_in_place(tmp_path: Path) -> None:
@@ -86,7 +77,7 @@ def test_load_into_in_place(tmp_path: Path) -> None:
     weight = target["model"]["layer.0.weight"]
     out = h5gds.load(path, into=target)
     assert out is target and target["model"]["layer.0.weight"] is weight
-    assert _equal(target, _state(3))
+    assert states_equal(target, _state(3))
     bad = _state(4)
     bad["model"]["layer.0.weight"] = np.zeros((3, 3), np.float32)
     with pytest.raises(ValueError, match="layer.0.weight"):
@@ -197,7 +188,7 @@ def test_sync_save_overwrite_after_return(tmp_path: Path) -> None:
     expect = _state(4)
     h5gds.save(state, tmp_path / "c.h5", async_=False)
     state["model"]["layer.0.weight"][...] = 0
-    assert _equal(expect, h5gds.load(tmp_path / "c.h5", device="cpu"))
+    assert states_equal(expect, h5gds.load(tmp_path / "c.h5", device="cpu"))
 
 
 def test_async_save_captures_containers_at_the_call(tmp_path: Path, monkeypatch) -> None:
@@ -232,7 +223,7 @@ def test_async_save_captures_containers_at_the_call(tmp_path: Path, monkeypatch)
     finally:
         gate.set()
     h.wait()
-    assert _equal(expect, h5gds.load(tmp_path / "c.h5", device="cpu"))
+    assert states_equal(expect, h5gds.load(tmp_path / "c.h5", device="cpu"))
 
 
 @pytest.mark.skipif(h5py.version.hdf5_version_tuple < (1, 14, 0), reason="H5Dwrite_multi needs HDF5 >= 1.14")
@@ -338,7 +329,7 @@ def test_prepared_memory_is_taken_by_the_next_save(tmp_path: Path, capfd, backgr
     assert h.snapshot_memory_bytes == mem.nbytes  # the prepared arena itself
     assert "ready: kept or prepared ahead" in err and "allocated now" not in err, err
     assert after["ready_host_bytes"] == mem.nbytes  # kept again for the save after
-    assert _equal(state, h5gds.load(tmp_path / "c.h5", device="cpu"))
+    assert states_equal(state, h5gds.load(tmp_path / "c.h5", device="cpu"))
 
 
 def test_without_preparation_the_first_save_allocates(tmp_path: Path, capfd) -> None:
@@ -469,7 +460,7 @@ def test_prepare_with_a_path_warms_the_engine_there(tmp_path: Path) -> None:
     h.wait()
     assert _deltas(warm, h5gds.checkpoint_memory_info()) == {"files_ready": 1, "files_allocated": 0, "prepared": 0}
     assert h.snapshot_memory_bytes == mem.nbytes and os.listdir(tmp_path) == ["ckpt.h5"]
-    assert _equal(state, h5gds.load(tmp_path / "ckpt.h5", device="cpu"))
+    assert states_equal(state, h5gds.load(tmp_path / "ckpt.h5", device="cpu"))
 
 
 def test_save_during_a_warm_up_waits_for_it(tmp_path: Path) -> None:

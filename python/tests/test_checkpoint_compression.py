@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 import h5gds
+from support import states_equal
 from h5gds import _checkpoint
 
 try:
@@ -78,16 +79,6 @@ def _get(state: dict, path: str) -> Any:
     return state
 
 
-def _equal(a: Any, b: Any) -> bool:
-    if isinstance(a, dict):
-        return isinstance(b, dict) and list(a) == list(b) and all(_equal(a[k], b[k]) for k in a)
-    if isinstance(a, (list, tuple)):
-        return type(a) is type(b) and len(a) == len(b) and all(_equal(x, y) for x, y in zip(a, b))
-    if isinstance(a, np.ndarray):
-        return isinstance(b, np.ndarray) and a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b)
-    return type(a) is type(b) and a == b
-
-
 @pytest.mark.parametrize("async_", [True, False], ids=["async", "sync"])
 @pytest.mark.parametrize("compression,filter_id,shuffled", COMPRESSIONS)
 def test_round_trip(tmp_path: Path, compression: str, filter_id: int, shuffled: bool, async_: bool) -> None:
@@ -98,7 +89,7 @@ def test_round_trip(tmp_path: Path, compression: str, filter_id: int, shuffled: 
     assert h.exception() is None and not list(tmp_path.glob("*.h5gds-tmp-*"))
     assert sum(h.compression_routes.values()) == len(LARGE), h.compression_routes
     assert set(h.compression_routes) == {"host"}  # host arrays: HDF5's filters
-    assert _equal(state, h5gds.load(path, device="cpu"))
+    assert states_equal(state, h5gds.load(path, device="cpu"))
     with h5py.File(path, "r") as f:  # h5py's own driver and filters (hdf5plugin's, imported above)
         for name in LARGE:
             d = f[name]
@@ -173,7 +164,7 @@ def test_small_leaves_stay_uncompressed(tmp_path: Path) -> None:
             for k, v in state.items():
                 np.testing.assert_array_equal(f[k][...], v)
     for name in ("a.h5", "b.h5"):
-        assert _equal(state, h5gds.load(tmp_path / name, device="cpu"))
+        assert states_equal(state, h5gds.load(tmp_path / name, device="cpu"))
 
 
 def test_chunk_shapes() -> None:
@@ -198,7 +189,7 @@ def test_large_leaf_in_slabs(tmp_path: Path) -> None:
         assert f["rows"].chunks == (1049, 999) and f["wide"].chunks == (1, 4 << 20)
         for k, v in state.items():
             np.testing.assert_array_equal(f[k][...], v)
-    assert _equal(state, h5gds.load(tmp_path / "c.h5", device="cpu"))
+    assert states_equal(state, h5gds.load(tmp_path / "c.h5", device="cpu"))
 
 
 def test_load_into_in_place(tmp_path: Path) -> None:
@@ -206,7 +197,7 @@ def test_load_into_in_place(tmp_path: Path) -> None:
     target = _state(4)
     weight = target["model"]["layer.0.weight"]
     assert h5gds.load(tmp_path / "c.h5", into=target) is target
-    assert target["model"]["layer.0.weight"] is weight and _equal(target, _state(3))
+    assert target["model"]["layer.0.weight"] is weight and states_equal(target, _state(3))
 
 
 @NEEDS_PLUGIN
@@ -256,7 +247,7 @@ def test_snapshot_taken_before_save_returns(tmp_path: Path, monkeypatch: pytest.
         gate.set()
     h.wait()
     assert "compress_background" in h.timings and sum(h.compression_routes.values()) == len(LARGE)
-    assert _equal(expect, h5gds.load(tmp_path / "c.h5", device="cpu"))
+    assert states_equal(expect, h5gds.load(tmp_path / "c.h5", device="cpu"))
 
 
 def test_background_failure_keeps_previous(tmp_path: Path) -> None:

@@ -3,35 +3,20 @@ decode on the GPU: every result is compared bit for bit with h5py's own
 read of the same file (HDF5's CPU filter pipeline, hdf5plugin for the
 plugin filters). Marker `gpu`; the GPU-decode assertions also need nvCOMP
 (skipped, with the reason, where it is not installed)."""
-import importlib.util
-import os
 
 import h5py
 import numpy as np
 import pytest
 
 import h5gds
+from support import nvcomp_missing
 
 pytestmark = pytest.mark.gpu
 
 cupy = pytest.importorskip("cupy")
 
 
-def _nvcomp_reason() -> str | None:
-    if os.environ.get("H5GDS_NVCOMP_LIB") or importlib.util.find_spec("nvidia.nvcomp") is not None:
-        return None
-    try:
-        if importlib.util.find_spec("nvidia") is not None:
-            import nvidia  # noqa: F401
-            for p in getattr(nvidia, "__path__", []):
-                if os.path.isdir(os.path.join(p, "nvcomp")):
-                    return None
-    except ImportError:
-        pass
-    return "nvCOMP not installed (pip install nvidia-libnvcomp-cu13, or set H5GDS_NVCOMP_LIB)"
-
-
-NVCOMP = _nvcomp_reason()
+NVCOMP = nvcomp_missing()
 
 
 def _hdf5plugin():
