@@ -31,12 +31,21 @@
 #include "gds_filtered_internal.h"
 
 static _Thread_local H5FD_gds_decode_stats_t last_stats;
+static _Thread_local H5FD_gds_encode_stats_t last_encode_stats;
 
 herr_t H5FD_gds_last_decode_stats(H5FD_gds_decode_stats_t *stats)
 {
     if (!stats)
         return -1;
     *stats = last_stats;
+    return 0;
+}
+
+herr_t H5FD_gds_last_encode_stats(H5FD_gds_encode_stats_t *stats)
+{
+    if (!stats)
+        return -1;
+    *stats = last_encode_stats;
     return 0;
 }
 
@@ -246,9 +255,11 @@ static int filtered_io(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_s
         double t0 = gds_filtered_seconds_now();
         if (result == 1 && (write ? gds_filtered_write_all(&s) : gds_filtered_read_all(&s)) < 0)
             result = s.cpu_decode ? 0 : -1; /* 0: HDF5's filters read the whole selection again */
-        s.stats.total_s = gds_filtered_seconds_now() - t0;
+        s.stats.total_s = s.wstats.total_s = gds_filtered_seconds_now() - t0;
         if (result == 1 && !write)
             last_stats = s.stats;
+        if (result == 1 && write)
+            last_encode_stats = s.wstats;
         pushed = result < 0;
     }
     gds_filtered_free_state(&s); /* in the buffers' context */

@@ -69,6 +69,7 @@ typedef struct read_state {
     CUdeviceptr stored[READ_AHEAD + 1], scratch, fill; /* stored bytes: one slot decoding, READ_AHEAD reading */
     size_t stored_cap[READ_AHEAD + 1], scratch_cap;
     H5FD_gds_decode_stats_t stats;
+    H5FD_gds_encode_stats_t wstats;
     bool cpu_decode; /* a chunk the GPU cannot decode, whose data is fine: HDF5's filters read it all */
     bool abandoned;  /* the codec's work never finished: the buffers it uses are never freed */
 } read_state_t;

@@ -3,25 +3,29 @@
  * the chunks encoded on the GPU (from the source in place where a chunk is
  * a contiguous slab of it, else gathered into whole chunks first) and
  * stored with direct chunk writes, the stored bytes going from device
- * memory to the driver untouched.
+ * memory to the driver untouched. The driver holds those writes
+ * (gds_vfd_raw.h) and each batch is written as one engine request while
+ * the next one encodes, in the other of two stored-bytes slots.
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "gds_filtered_internal.h"
+#include "gds_vfd_raw.h"
 
 /* Encodes the box's chunks [from, to) on the GPU and stores them with
  * direct chunk writes: a chunk that is a contiguous slab of the source is
  * encoded from it in place, the others are gathered into whole chunks
  * first (the part past the dataset's extent holds the fill value, as HDF5
  * pads edge chunks). */
-static herr_t encode_batch(read_state_t *s, size_t from, size_t to, size_t max_enc)
+static herr_t encode_batch(read_state_t *s, size_t from, size_t to, size_t max_enc, unsigned slot)
 {
     size_t m = to - from, esize = s->pipe.type_size, gathered = 0;
     for (size_t k = from; k < to; k++)
         gathered += !s->chunks[k].in_place;
     if (gds_filtered_ensure(s, &s->scratch, &s->scratch_cap, gathered * s->pipe.chunk_bytes, "whole chunks") < 0 ||
-        gds_filtered_ensure(s, &s->stored[0], &s->stored_cap[0], m * max_enc, "encoded chunks") < 0)
+        gds_filtered_ensure(s, &s->stored[slot], &s->stored_cap[slot], m * max_enc, "encoded chunks") < 0)
         return -1;
     const void **src = malloc(m * sizeof *src);
     void **dst = malloc(m * sizeof *dst);
@@ -33,15 +37,15 @@ static herr_t encode_batch(read_state_t *s, size_t from, size_t to, size_t max_e
         ret = -1;
     }
     CUresult rc = CUDA_SUCCESS;
-    size_t slot = 0;
+    size_t gathered_at = 0;
     for (size_t k = from; ret == 0 && k < to && rc == CUDA_SUCCESS; k++) {
         chunk_t *c = &s->chunks[k];
-        dst[k - from] = (void *)(uintptr_t)(s->stored[0] + (k - from) * max_enc);
+        dst[k - from] = (void *)(uintptr_t)(s->stored[slot] + (k - from) * max_enc);
         if (c->in_place) {
             src[k - from] = c->dst;
             continue;
         }
-        CUdeviceptr whole = s->scratch + slot++ * s->pipe.chunk_bytes;
+        CUdeviceptr whole = s->scratch + gathered_at++ * s->pipe.chunk_bytes;
         src[k - from] = (const void *)(uintptr_t)whole;
         rc = s->fill ? s->cu->MemcpyAsync(whole, s->fill, s->pipe.chunk_bytes, s->stream)
                      : s->cu->MemsetD8Async(whole, 0, s->pipe.chunk_bytes, s->stream);
@@ -55,6 +59,7 @@ static herr_t encode_batch(read_state_t *s, size_t from, size_t to, size_t max_e
         ret = -1;
     }
     gds_status_t st;
+    double t0 = gds_filtered_seconds_now();
     if (ret == 0 && gds_codec_encode(s->codec, &s->pipe, src, dst, bytes, mask, m, s->stream, &st) < 0) {
         if (st.err == ETIMEDOUT) /* work that never ends may still use the buffers: never freed */
             s->abandoned = true;
@@ -62,9 +67,10 @@ static herr_t encode_batch(read_state_t *s, size_t from, size_t to, size_t max_e
                        m, st.msg);
         ret = -1;
     }
+    s->wstats.encode_s += gds_filtered_seconds_now() - t0;
+    /* Recorded by the driver's hold, written when the batch is submitted. */
     for (size_t k = from; ret == 0 && k < to; k++) {
         chunk_t *c = &s->chunks[k];
-        /* the stored bytes go from device memory to the driver untouched */
         if (H5Dwrite_chunk(s->dset, H5P_DEFAULT, mask[k - from], c->lo, bytes[k - from], dst[k - from]) < 0) {
             char where[128];
             gds_filtered_chunk_text(&s->box, c->lo, where, sizeof where);
@@ -72,9 +78,9 @@ static herr_t encode_batch(read_state_t *s, size_t from, size_t to, size_t max_e
                            where);
             ret = -1;
         }
-        s->stats.chunks++;
-        s->stats.stored_bytes += bytes[k - from];
-        s->stats.decoded_bytes += s->pipe.chunk_bytes;
+        s->wstats.chunks++;
+        s->wstats.stored_bytes += bytes[k - from];
+        s->wstats.decoded_bytes += s->pipe.chunk_bytes;
     }
     free(src);
     free(dst);
@@ -83,6 +89,16 @@ static herr_t encode_batch(read_state_t *s, size_t from, size_t to, size_t max_e
     return ret;
 }
 
+static herr_t held_failed(read_state_t *s, const gds_status_t *st)
+{
+    FILTERED_ERROR(H5E_DATASET, H5E_WRITEERROR, "dataset '%s': writing stored chunks failed: %s%s%s", s->name,
+                   st->msg, st->err ? ": " : "", st->err ? strerror(st->err) : "");
+    return -1;
+}
+
+/* Batch k is encoded into slot k % 2 once that slot's previous batch is
+ * written, and started as one engine request; batch k + 1 encodes while it
+ * is written. */
 herr_t gds_filtered_write_all(read_state_t *s)
 {
     size_t max_enc = gds_codec_max_encoded_bytes(&s->pipe);
@@ -90,16 +106,35 @@ herr_t gds_filtered_write_all(read_state_t *s)
         FILTERED_ERROR(H5E_PLINE, H5E_WRITEERROR, "dataset '%s': the GPU cannot encode this pipeline", s->name);
         return -1;
     }
+    gds_held_writes_t *held = gds_vfd_hold_writes(s->fid);
+    if (!held) {
+        FILTERED_ERROR(H5E_DATASET, H5E_WRITEERROR, "dataset '%s': cannot hold the driver's writes", s->name);
+        return -1;
+    }
     size_t per_batch = gds_filtered_batch_decoded_bytes() / s->pipe.chunk_bytes;
     if (per_batch == 0)
         per_batch = 1;
-    for (size_t from = 0; from < s->nchunks; from += per_batch) {
+    herr_t rc = 0;
+    gds_status_t st;
+    unsigned slot = 0;
+    for (size_t from = 0; rc == 0 && from < s->nchunks; from += per_batch, slot = (slot + 1) % GDS_HELD_SLOTS) {
         size_t to = from + per_batch < s->nchunks ? from + per_batch : s->nchunks;
         double t0 = gds_filtered_seconds_now();
-        herr_t rc = encode_batch(s, from, to, max_enc);
-        s->stats.decode_s += gds_filtered_seconds_now() - t0;
-        if (rc < 0)
-            return -1;
+        if (gds_vfd_held_wait(held, slot, &st) < 0) {
+            rc = held_failed(s, &st);
+            break;
+        }
+        s->wstats.store_wait_s += gds_filtered_seconds_now() - t0;
+        rc = encode_batch(s, from, to, max_enc, slot);
+        /* Space for what is left, at the ratio so far (a quarter more). */
+        double ratio = s->wstats.decoded_bytes ? (double)s->wstats.stored_bytes / (double)s->wstats.decoded_bytes : 1;
+        uint64_t ahead = (uint64_t)(1.25 * ratio * (double)((s->nchunks - to) * s->pipe.chunk_bytes));
+        if (rc == 0 && gds_vfd_held_submit(held, slot, ahead, &st) < 0)
+            rc = held_failed(s, &st);
     }
-    return 0;
+    double t0 = gds_filtered_seconds_now();
+    if (gds_vfd_hold_end(held, &st) < 0 && rc == 0) /* after a failure too: nothing in flight uses the slots */
+        rc = held_failed(s, &st);
+    s->wstats.store_wait_s += gds_filtered_seconds_now() - t0;
+    return rc;
 }

@@ -5,6 +5,7 @@
  *   gds_vfd_rw.c       single reads and writes (raw data, metadata)
  *   gds_vfd_vector.c   vector I/O (HDF5 1.14's selection I/O ends there)
  *   gds_vfd_queries.c  statistics and the public calls on an open file
+ *   gds_vfd_held.c     held raw writes (gds_vfd_raw.h): recorded, started per batch
  * Each calls only files listed below it, never one above.
  */
 #ifndef H5GDS_VFD_FILE_H
@@ -70,6 +71,17 @@ herr_t gds_vfd_read_vector(H5FD_t *file, hid_t dxpl, uint32_t count, H5FD_mem_t 
 herr_t gds_vfd_write_vector(H5FD_t *file, hid_t dxpl, uint32_t count, H5FD_mem_t types[], haddr_t addrs[],
                             size_t sizes[], const void *bufs[]);
 #endif
+
+/* ---- held raw writes (gds_vfd_held.c; the callers' side in gds_vfd_raw.h) ---- */
+typedef struct gds_held_writes gds_held_writes_t;
+/* Opens a hold on the calling thread (NULL: one is open, or no memory). */
+gds_held_writes_t *gds_vfd_hold_begin(gds_vfd_file_t *file);
+/* A raw write of device memory: 1 when recorded by the thread's hold of
+ * `file`, 0 when no such hold is open, -1 with `st`. */
+int gds_vfd_held_record(gds_vfd_file_t *file, haddr_t addr, size_t size, const void *buf, gds_status_t *st);
+/* Before a metadata write of `file`: what its hold recorded is written and
+ * what it started is waited for (failures kept for the hold's owner). */
+void gds_vfd_held_before_metadata(gds_vfd_file_t *file);
 
 /* ---- statistics (gds_vfd_queries.c) ---- */
 void gds_vfd_file_stats(const gds_vfd_file_t *file, H5FD_gds_stats_t *stats);

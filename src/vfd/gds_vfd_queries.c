@@ -105,6 +105,18 @@ int gds_vfd_submit_raw_read(hid_t file_id, const gds_segment_t *segs, size_t nse
     return gds_file_submit(file->engine, &req, io, st);
 }
 
+gds_held_writes_t *gds_vfd_hold_writes(hid_t file_id)
+{
+    gds_vfd_file_t *file = vfd_file_of(file_id);
+    if (!file)
+        return NULL;
+    gds_held_writes_t *h = gds_vfd_hold_begin(file);
+    if (!h)
+        GDS_ERROR(H5E_RESOURCE, H5E_NOSPACE, "file '%s': cannot hold its raw writes (out of memory, or held already)",
+                  file->name);
+    return h;
+}
+
 static herr_t sync_file(hid_t file_id)
 {
     gds_vfd_file_t *file = vfd_file_of(file_id);

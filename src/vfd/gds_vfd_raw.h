@@ -12,4 +12,23 @@
  * `st`; else the ticket in *io (gds_io_wait). */
 int gds_vfd_submit_raw_read(hid_t file_id, const gds_segment_t *segs, size_t nseg, gds_io_t **io, gds_status_t *st);
 
+/* Held raw writes (gds_vfd_held.c), for the GPU write of filtered
+ * datasets: from gds_vfd_hold_writes until gds_vfd_hold_end, the calling
+ * thread's raw writes of device memory to the file are recorded, not
+ * written; their buffers must stay unchanged until they are waited for.
+ * gds_vfd_held_submit starts what is recorded as one engine request in
+ * `slot` (< GDS_HELD_SLOTS), after waiting for the slot's previous one, and
+ * reserves file space `ahead` bytes past it; gds_vfd_held_wait waits for a
+ * slot. A metadata write of the file writes what is recorded and waits for
+ * every slot first. Each returns the first failure of any held write (-1
+ * with `st`). gds_vfd_hold_end writes what is left, waits for everything
+ * and ends the hold; NULL from gds_vfd_hold_writes: an error pushed (not a
+ * gds file, out of memory, a hold already open on the thread). */
+#define GDS_HELD_SLOTS 2
+typedef struct gds_held_writes gds_held_writes_t;
+gds_held_writes_t *gds_vfd_hold_writes(hid_t file_id);
+int gds_vfd_held_submit(gds_held_writes_t *h, unsigned slot, uint64_t ahead, gds_status_t *st);
+int gds_vfd_held_wait(gds_held_writes_t *h, unsigned slot, gds_status_t *st);
+int gds_vfd_hold_end(gds_held_writes_t *h, gds_status_t *st);
+
 #endif

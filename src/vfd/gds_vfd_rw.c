@@ -113,6 +113,10 @@ herr_t gds_vfd_write(H5FD_t *_file, H5FD_mem_t type, hid_t dxpl, haddr_t addr, s
     if (raw && gds_sieve_takes(&file->sieve, true, size, answered ? &info : NULL) && may_defer(file, addr, size)) {
         rc = gds_sieve_write(&file->sieve, file->engine, addr, size, buf, &st);
     }
+    else if (raw && answered && !gds_memory_is_host(info.kind) &&
+             (rc = gds_vfd_held_record(file, addr, size, buf, &st)) != 0) {
+        /* recorded by the thread's hold (1), started later as one request */
+    }
     else {
         /* Metadata is written only after the raw data written before it, as
          * with sec2: no reader ever sees metadata pointing at bytes still in
@@ -122,8 +126,10 @@ herr_t gds_vfd_write(H5FD_t *_file, H5FD_mem_t type, hid_t dxpl, haddr_t addr, s
          * bytes stay dirty; the next flush, truncate or close retries them
          * and fails with the reason. An overlapping window is written out
          * and dropped. */
-        if (!raw)
+        if (!raw) {
+            gds_vfd_held_before_metadata(file);
             (void)gds_sieve_flush(&file->sieve, file->engine, &st);
+        }
         rc = gds_sieve_before_other(&file->sieve, file->engine, addr, size, true, &st);
         if (rc == 0 && raw)
             gds_vfd_reserve_ahead(file, size, addr + size);

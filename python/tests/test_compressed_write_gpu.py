@@ -1,0 +1,95 @@
+"""GPU writes of compressed datasets in many batches: batch k + 1 is
+encoded while batch k is written (the driver holds the chunks' writes and
+starts each batch as one request). The files read back equal through h5py
+(HDF5's own filters), the statistics count every chunk, and metadata
+flushed in the middle of the write (a tiny metadata cache) never reaches
+the file before the chunks it indexes. Marker `gpu`; the GPU-encode
+assertions need nvCOMP."""
+
+import ctypes
+
+import h5py
+import numpy as np
+import pytest
+
+import h5gds
+from h5gds._lib import native
+from support import nvcomp_missing
+
+pytestmark = pytest.mark.gpu
+
+cupy = pytest.importorskip("cupy")
+
+NVCOMP = nvcomp_missing()
+
+
+class EncodeStats(ctypes.Structure):
+    _fields_ = [("chunks", ctypes.c_uint64), ("decoded_bytes", ctypes.c_uint64), ("stored_bytes", ctypes.c_uint64),
+                ("encode_s", ctypes.c_double), ("store_wait_s", ctypes.c_double), ("total_s", ctypes.c_double)]
+
+
+def last_encode_stats() -> EncodeStats:
+    st = EncodeStats()
+    native.H5FD_gds_last_encode_stats.argtypes = [ctypes.POINTER(EncodeStats)]
+    assert native.H5FD_gds_last_encode_stats(ctypes.byref(st)) == 0
+    return st
+
+
+def field(shape, seed=11):
+    """Smooth float32 data with noise, 3 decimals: compresses about 2x."""
+    rng = np.random.default_rng(seed)
+    x = np.linspace(0, 6 * np.pi, shape[0] * shape[1], dtype=np.float32).reshape(shape)
+    return np.round(np.sin(x) + rng.normal(0, 0.05, shape).astype(np.float32), 3).astype(np.float32)
+
+
+@pytest.mark.parametrize("tiny_metadata_cache", [False, True], ids=["cache", "tiny-metadata-cache"])
+def test_gpu_compressed_write_in_many_batches(tmp_path, monkeypatch, tiny_metadata_cache):
+    if NVCOMP is not None:
+        pytest.skip(NVCOMP)
+    monkeypatch.setenv("H5GDS_DECODE_BATCH_MIB", "1")  # 32 chunks of 32 KiB a batch: 8 batches
+    arr = field((2048, 1024))
+    path = tmp_path / "many.h5"
+    with h5py.File(path, "w", driver="gds") as f:
+        if tiny_metadata_cache:  # chunk-index blocks evicted (written) while chunks are being stored
+            cfg = f.id.get_mdc_config()
+            cfg.set_initial_size = True
+            cfg.initial_size = 4096
+            cfg.max_size = 4096
+            cfg.min_size = 2048
+            cfg.incr_mode = 0  # H5C_incr__off
+            cfg.decr_mode = 0  # H5C_decr__off
+            cfg.flash_incr_mode = 0
+            f.id.set_mdc_config(cfg)
+        d = f.create_dataset("x", shape=arr.shape, dtype="f4", chunks=(8, 1024), compression="gzip", shuffle=True)
+        h5gds.write(d, cupy.asarray(arr))
+        assert h5gds.last_route() == "gpu-encode"
+        st = last_encode_stats()
+        storage = d.id.get_storage_size()
+    assert st.chunks == 256
+    assert st.decoded_bytes == arr.nbytes
+    assert st.stored_bytes == storage < arr.nbytes
+    assert st.encode_s > 0 and st.total_s >= st.encode_s
+    with h5py.File(path, "r") as ref:
+        np.testing.assert_array_equal(ref["x"][()], arr)
+
+
+def test_gpu_compressed_write_then_more_writes_of_the_file(tmp_path, monkeypatch):
+    """Held writes end with the call: host writes and another GPU write of
+    the same file right after land where they belong."""
+    if NVCOMP is not None:
+        pytest.skip(NVCOMP)
+    monkeypatch.setenv("H5GDS_DECODE_BATCH_MIB", "1")
+    a, b = field((512, 1024), seed=1), field((512, 1024), seed=2)
+    path = tmp_path / "two.h5"
+    with h5py.File(path, "w", driver="gds") as f:
+        da = f.create_dataset("a", shape=a.shape, dtype="f4", chunks=(16, 1024), compression="gzip")
+        h5gds.write(da, cupy.asarray(a))
+        assert h5gds.last_route() == "gpu-encode"
+        f["host"] = np.arange(1000, dtype="i8")
+        db = f.create_dataset("b", shape=b.shape, dtype="f4", chunks=(16, 1024), compression="gzip")
+        h5gds.write(db, cupy.asarray(b))
+        assert h5gds.last_route() == "gpu-encode"
+    with h5py.File(path, "r") as ref:
+        np.testing.assert_array_equal(ref["a"][()], a)
+        np.testing.assert_array_equal(ref["b"][()], b)
+        np.testing.assert_array_equal(ref["host"][()], np.arange(1000))
