@@ -134,3 +134,163 @@ def test_plot_of_measurements(tmp_path):
     rows = [bench.row("loader", m, 4096, c, 1e9, 1e5) for m in ("a", "b") for c in ("cold", "warm")]
     bench.plot(rows + [bench.row("loader", "kvikio-pread", 0, "-", float("nan"), float("nan"))], png)
     assert png.stat().st_size > 0
+
+
+# ---- the compressed benchmark's pieces that need no GPU ------------------------------
+
+def _odirect_works(folder):
+    """Whether files in `folder` open with O_DIRECT (tmpfs before Linux 6.6 refuses it: EINVAL)."""
+    probe = folder / "odirect-probe"
+    try:
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_DIRECT, 0o644))
+        return True
+    except OSError:
+        return False
+    finally:
+        probe.unlink(missing_ok=True)  # a refused open may still have created it
+
+
+def test_ceiling_write_seconds_writes_every_block(tmp_path):
+    """The write ceiling's native pwrite: the file holds every block (a gap
+    between offsets included: the fallocate reserves it), none of its bytes
+    zero, and the seconds are positive. O_DIRECT where the file system takes
+    it (tmpfs may not), else the buffered writes of the same code."""
+    import numpy as np
+
+    from h5gds.bench._common import ceiling_write_seconds
+
+    path = tmp_path / "ceiling-write.bin"
+    block = 256 << 10
+    offsets = np.array([0, block, 3 * block], dtype=np.uint64)  # the third block past a gap
+    secs = ceiling_write_seconds(path, _odirect_works(tmp_path), 2, block, offsets)
+    assert secs > 0
+    assert path.stat().st_size == 4 * block
+    data = np.fromfile(path, np.uint8)
+    written = np.concatenate([data[:2 * block], data[3 * block:]])
+    assert written.all(), "the ceiling writes non-zero bytes"
+    # truncated when written again
+    ceiling_write_seconds(path, False, 1, block, offsets[:1])
+    assert path.stat().st_size == block
+
+
+def test_ceiling_write_seconds_refuses_unaligned_direct_writes(tmp_path):
+    import numpy as np
+
+    from h5gds.bench._common import ceiling_write_seconds
+
+    with pytest.raises(OSError, match="multiples of 4096"):
+        ceiling_write_seconds(tmp_path / "x.bin", True, 1, 4096, np.array([100], dtype=np.uint64))
+
+
+def _summary_table(lines, heading):
+    """The table under `heading` of compressed-summary.md: one dict per row,
+    column name -> cell (bold marks removed)."""
+    start = lines.index(heading)
+    header = next(i for i in range(start, len(lines)) if lines[i].startswith("| data"))
+    names = [c.strip().replace("**", "") for c in lines[header].strip("|").split("|")]
+    out = []
+    for line in lines[header + 2:]:
+        if not line.startswith("|"):
+            break
+        out.append(dict(zip(names, (c.strip().replace("**", "") for c in line.strip("|").split("|")))))
+    return {(r["data"], r["filter"]): r for r in out}
+
+
+def test_compressed_summary_ratios(tmp_path):
+    from h5gds.bench import compressed
+
+    def rows(method, data, filt, ratio, cache, *gbps):
+        return [dict(bench="compressed", method=method, data=data, filter=filt, ratio=f"{ratio:.2f}", cache=cache,
+                     GBps=f"{g:.3f}", repeat=i) for i, g in enumerate(gbps)]
+
+    hand = (rows("h5gds", "field", "zstd", 3.0, "cold", 2.0, 4.0, 3.0)   # median 3
+            + rows("ceiling-odirect", "field", "zstd", 3.0, "cold", 1.0)  # x ratio: 3
+            + rows("ceiling-odirect", "field", "zstd", 3.0, "warm", 20.0)
+            + rows("nvcomp-decode", "field", "zstd", 3.0, "device", 5.0, 6.0)  # 5.5
+            + rows("h5gds", "field", "zstd", 3.0, "warm", 4.4)
+            + rows("h5py", "field", "zstd", 3.0, "cold", 0.3)
+            + rows("h5gds-write", "field", "zstd", 3.0, "write", 1.0, 2.0)  # 1.5
+            + rows("ceiling-odirect-write", "field", "zstd", 3.0, "write", 0.5, 0.5)  # x ratio: 1.5
+            + rows("nvcomp-compress", "field", "zstd", 3.0, "device", 1.0, 1.2, 0.8)  # 1.0
+            + rows("h5py-write", "field", "zstd", 3.0, "write", 0.5)
+            + rows("h5gds", "image", "lz4", 2.0, "cold", 2.0)
+            + rows("h5gds-write", "image", "lz4", 2.0, "write", 1.0)
+            + rows("ceiling-odirect-write", "image", "lz4", 2.0, "write", 2.0))
+    path = compressed.write_summary(hand, tmp_path / "compressed-summary.md")
+    lines = path.read_text().splitlines()
+    reads = _summary_table(lines, "## Reads into device memory")
+    writes = _summary_table(lines, "## Durable writes from device memory")
+    field, image = reads[("field", "zstd")], reads[("image", "lz4")]
+    assert field["cold: h5gds"] == "3.00" and field["ceiling x ratio"] == "3.00"
+    assert field["GPU decode alone"] == "5.50"
+    assert field["h5gds / min(ceiling x ratio, decode)"] == "1.00"  # 3 / min(3, 5.5)
+    assert field["warm h5gds / decode"] == "0.80"                   # 4.4 / 5.5
+    assert field["h5gds / h5py"] == "10.0x"
+    assert field["cpu16 cold"] == field["h5gds / cpu16"] == "-"    # not measured
+    assert image["cold: h5gds"] == "2.00"
+    assert image["h5gds / min(ceiling x ratio, decode)"] == image["warm h5gds / decode"] == "-"
+    w = writes[("field", "zstd")]
+    assert w["h5gds-write"] == "1.50" and w["ceiling x ratio"] == "1.50" and w["GPU compress alone"] == "1.00"
+    assert w["h5gds-write / min(ceiling x ratio, compress)"] == "1.50"  # 1.5 / min(1.5, 1.0)
+    assert w["h5gds-write / h5py-write"] == "3.0x"
+    wi = writes[("image", "lz4")]
+    assert wi["ceiling x ratio"] == "4.00" and wi["GPU compress alone"] == "-"
+    assert wi["h5gds-write / min(ceiling x ratio, compress)"] == "-"  # no compress rate: no goal ratio
+    # reads only: no write table
+    only_reads = compressed.summary_lines([r for r in hand if not r["method"].endswith(("write", "compress"))])
+    assert "## Durable writes from device memory" not in only_reads
+    assert "## Reads into device memory" in only_reads
+
+
+def test_compressed_unknown_method_is_one_line(capsys):
+    from h5gds.bench import compressed
+
+    with pytest.raises(SystemExit) as done:
+        compressed.main(["--methods", "h5gds-write,nvcomp-compres"])
+    assert done.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "unknown method 'nvcomp-compres'" in err, err
+
+
+def test_compressed_write_rows_with_host_arrays(tmp_path, monkeypatch, capsys):
+    """bench_writes' rows without a GPU: host arrays stand in for CuPy's, and
+    the route and encode statistics of a GPU-encoded write are made up (so
+    the nvcomp-compress row is computed from them: decoded bytes / encode
+    seconds). The write ceiling is measured for real, into a scratch file
+    that is removed."""
+    import types
+
+    import numpy as np
+
+    from h5gds.bench import compressed
+
+    monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(asarray=np.asarray, asnumpy=np.asarray))
+    src = tmp_path / "src.h5"
+    ratio = compressed.write_dataset(src, "field", "gzip-shuffle", 2 << 20)
+    assert ratio is not None
+    made_up = compressed.EncodeStats(chunks=2, decoded_bytes=2 << 20, stored_bytes=1 << 20, encode_s=0.001,
+                                     store_wait_s=0.002, total_s=0.004)
+    monkeypatch.setattr(compressed, "last_encode_stats", lambda: made_up)
+    monkeypatch.setattr(compressed.h5gds, "last_route", lambda: compressed.GPU_ENCODE_ROUTE)
+    got = []
+
+    def add(method, kind, fname, ratio_, cache, gbps, rep):
+        got.append((method, kind, fname, cache, gbps, rep))
+
+    methods = set(compressed.WRITE_METHODS)
+    if not _odirect_works(tmp_path):  # the ceiling is O_DIRECT's alone: not measured here
+        methods.discard("ceiling-odirect-write")
+    compressed.bench_writes(src, "field", "gzip-shuffle", ratio, 0, methods, add)
+    by_method = {g[0]: g for g in got}
+    assert set(by_method) == methods
+    if "ceiling-odirect-write" in methods:
+        assert by_method["ceiling-odirect-write"][3] == "write" and by_method["ceiling-odirect-write"][4] > 0
+    assert by_method["h5gds-write"][3] == by_method["h5py-write"][3] == "write"
+    assert by_method["nvcomp-compress"][3] == "device"
+    assert by_method["nvcomp-compress"][4] == pytest.approx((2 << 20) / 0.001 / 1e9)
+    assert "encode 0.001 s, waiting for writes 0.002 s, total 0.004 s" in capsys.readouterr().out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["src.h5"]  # the scratch and written files removed
+    # nvcomp-compress alone still runs the h5gds write it is read from, without the write's row
+    got.clear()
+    compressed.bench_writes(src, "field", "gzip-shuffle", ratio, 1, {"nvcomp-compress"}, add)
+    assert [g[0] for g in got] == ["nvcomp-compress"]

@@ -66,3 +66,25 @@ def test_training_accuracy_windowed_matches_exact(tmp_path):
     assert exact > 0.7, res
     assert abs(windowed - exact) < 0.015, res
     assert seq < exact - 0.3, res
+
+
+def test_stats_of_a_small_file_over_eight_ranks(tmp_path):
+    """loader_epoch randomness --file-size 64MiB: at world size 8 a rank's
+    share (128 samples of 64 KiB, 1366 of 6 KiB) is less than one batch
+    (256; 2730 for 16 MiB batches of 6 KiB). Those cases are skipped with a
+    note (they used to stop the run: KeyError 'label_tv'); the others are
+    measured."""
+    args = loader_epoch.parse_args(["randomness", "--file-size", "64MiB", "--dir", str(tmp_path),
+                                    "--out", str(tmp_path)])
+    rows: list[dict] = []
+    loader_epoch.randomness_stats(rows, args)
+    skipped = {(r["sample"], r["note"].split(";")[0], r["note"].split(";")[1]) for r in rows
+               if "skipped" in r["note"]}
+    assert skipped == {("64KiB", "world=8", "batch=256"), ("6KiB", "world=8", "batch=2730")}
+    measured = [r for r in rows if "skipped" not in r["note"]]
+    assert {(r["sample"], r["note"].split(";")[0]) for r in measured} == {
+        ("6KiB", "world=1"), ("6KiB", "world=8"), ("64KiB", "world=1")}
+    assert all("label_tv=" in r["note"] for r in measured)
+    # 6 orders each: 6 KiB at two world sizes and two batches (256, 2730), 64 KiB at two world sizes, one batch
+    assert len(rows) == 6 * (2 * 2 + 2 * 1)
+

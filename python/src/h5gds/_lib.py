@@ -142,6 +142,9 @@ native.h5gds_py_memory_kind.restype = ctypes.c_int
 native.h5gds_py_ceiling_pread.argtypes = [_c_char_p, ctypes.c_int, ctypes.c_int, _c_size_t, _c_size_t, _u64p,
                                           ctypes.POINTER(ctypes.c_double), ctypes.c_char_p, _c_size_t]
 native.h5gds_py_ceiling_pread.restype = ctypes.c_int
+native.h5gds_py_ceiling_pwrite.argtypes = [_c_char_p, ctypes.c_int, ctypes.c_int, _c_size_t, _c_size_t, _u64p,
+                                           ctypes.POINTER(ctypes.c_double), ctypes.c_char_p, _c_size_t]
+native.h5gds_py_ceiling_pwrite.restype = ctypes.c_int
 native.h5gds_py_engine_of.argtypes = [_c_int64]
 native.h5gds_py_engine_of.restype = _c_void_p
 native.h5gds_py_sync.argtypes = [_c_void_p, ctypes.c_char_p, _c_size_t]

@@ -1,7 +1,7 @@
 """What the benchmarks of the Python layer share: the page cache (drop,
-warm, fsync), the clock, the ceiling's pread from native code, the CSV rows
-(bench.csv, bench-median.csv) with their one-line print and the figure, and
-the command line's argument types and one-line errors."""
+warm, fsync), the clock, the ceilings' pread and pwrite from native code,
+the CSV rows (bench.csv, bench-median.csv) with their one-line print and
+the figure, and the command line's argument types and one-line errors."""
 from __future__ import annotations
 
 import argparse
@@ -76,6 +76,22 @@ def ceiling_seconds(path: Path, direct: bool, threads: int, sample: int, offsets
     rc = native.h5gds_py_ceiling_pread(str(path).encode(), int(direct), threads, sample, len(offsets),
                                        offsets.ctypes.data_as(ctypes.POINTER(ctypes.c_uint64)),
                                        ctypes.byref(secs), err, len(err))
+    if rc != 0:
+        raise OSError(-rc, err.value.decode())
+    return secs.value
+
+
+def ceiling_write_seconds(path: Path, direct: bool, threads: int, block: int, offsets: np.ndarray) -> float:
+    """Seconds `threads` threads take to write `block` bytes (non-zero
+    pseudo-random) at each of `offsets` (uint64) into `path`, created or
+    truncated (O_DIRECT when `direct`: offsets and block multiples of 4096):
+    the fallocate of the whole extent, the writes and the fsync, the write
+    ceiling. The file is left in place, at the size the blocks cover."""
+    offsets = np.ascontiguousarray(offsets, dtype=np.uint64)
+    secs, err = ctypes.c_double(), errbuf()
+    rc = native.h5gds_py_ceiling_pwrite(str(path).encode(), int(direct), threads, block, len(offsets),
+                                        offsets.ctypes.data_as(ctypes.POINTER(ctypes.c_uint64)),
+                                        ctypes.byref(secs), err, len(err))
     if rc != 0:
         raise OSError(-rc, err.value.decode())
     return secs.value

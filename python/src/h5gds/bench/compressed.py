@@ -8,15 +8,28 @@ dropped) and warm, side by side in one run:
   nvcomp-decode    the GPU decode alone, chunks already in device memory
                    (H5FD_gds_last_decode_stats of the warm h5gds reads)
   ceiling-odirect  O_DIRECT read of the file, 16 threads (GB/s of file bytes)
-  h5gds-write      (--methods) durable write from device memory: GPU compression
-  h5py-write       (--methods) durable write: a copy to the host, HDF5's CPU filters
+
+Durable writes from device memory (--methods; cache "write", the file
+fsync'ed inside the clock):
+
+  h5gds-write            GPU compression (route gpu-encode), direct chunk writes
+  nvcomp-compress        the GPU encode alone (cache "device";
+                         H5FD_gds_last_encode_stats of the h5gds-write)
+  h5py-write             a copy to the host, HDF5's CPU filters
+  ceiling-odirect-write  O_DIRECT writes of as many bytes as the compressed
+                         file has (16 MiB blocks, 16 threads, fallocate and
+                         fsync inside the clock; GB/s of file bytes)
 
 The h5gds reads are timed after one untimed read per file (the GPU codecs'
 one-time start: nvCOMP loaded, kernels compiled). Filters: gzip-shuffle,
 zstd, lz4, bitshuffle-lz4, bitshuffle-zstd, blosc-lz4, blosc-zstd (all but
 gzip need hdf5plugin). CSV columns: bench,method,data,filter,ratio,cache,
-GBps,repeat. ``--parts loader`` (or reads,loader) adds loader epochs over
-compressed samples (h5gds.bench.compressed_loader: compressed-loader.csv).
+GBps,repeat; OUT/compressed-summary.md: the goals' ratios from the medians
+(reads: cold h5gds / min(ceiling-odirect cold x ratio, nvcomp-decode), warm
+h5gds / nvcomp-decode, h5gds / h5py, h5gds / cpu16; writes: h5gds-write /
+min(ceiling-odirect-write x ratio, nvcomp-compress)). ``--parts loader``
+(or reads,loader) adds loader epochs over compressed samples
+(h5gds.bench.compressed_loader: compressed-loader.csv).
 
     python -m h5gds.bench compressed --size 1GiB --repeat 3 --out DIR
 """
@@ -30,7 +43,7 @@ import sys
 import time
 import zlib
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 import h5py
 import numpy as np
@@ -41,6 +54,11 @@ from h5gds._sizes import SizeError, parse_size
 
 CHUNK_BYTES = 1 << 20
 COLUMNS = ["bench", "method", "data", "filter", "ratio", "cache", "GBps", "repeat"]
+READ_METHODS = ("h5gds", "h5py", "cpu16", "nvcomp-decode", "ceiling-odirect")
+WRITE_METHODS = ("h5gds-write", "nvcomp-compress", "h5py-write", "ceiling-odirect-write")
+GPU_ENCODE_ROUTE = "gpu-encode"  # H5FD_gds_route_name of a write compressed on the GPU
+CEILING_BLOCK = 16 << 20  # the O_DIRECT ceilings: 16 MiB blocks from 16 threads
+CEILING_THREADS = 16
 
 
 class DecodeStats(ctypes.Structure):
@@ -52,6 +70,25 @@ def last_decode_stats() -> DecodeStats:
     st = DecodeStats()
     native.H5FD_gds_last_decode_stats.argtypes = [ctypes.POINTER(DecodeStats)]
     native.H5FD_gds_last_decode_stats(ctypes.byref(st))
+    return st
+
+
+class EncodeStats(ctypes.Structure):
+    """H5FD_gds_encode_stats_t (H5FDgds.h)."""
+    _fields_ = [("chunks", ctypes.c_uint64), ("decoded_bytes", ctypes.c_uint64), ("stored_bytes", ctypes.c_uint64),
+                ("encode_s", ctypes.c_double), ("store_wait_s", ctypes.c_double), ("total_s", ctypes.c_double)]
+
+
+def last_encode_stats() -> EncodeStats | None:
+    """The calling thread's last GPU-encoded H5Dwrite_gds; None where the
+    library has no H5FD_gds_last_encode_stats (older builds) or it fails."""
+    if not hasattr(native, "H5FD_gds_last_encode_stats"):
+        return None
+    st = EncodeStats()
+    native.H5FD_gds_last_encode_stats.argtypes = [ctypes.POINTER(EncodeStats)]
+    native.H5FD_gds_last_encode_stats.restype = ctypes.c_int
+    if native.H5FD_gds_last_encode_stats(ctypes.byref(st)) < 0:
+        return None
     return st
 
 
@@ -140,15 +177,39 @@ def cpu16_read(path: Path) -> np.ndarray:
     return out
 
 
+def ceiling_write(src: Path) -> tuple[int, float]:
+    """The write ceiling beside `src`: O_DIRECT writes of as many bytes as
+    `src` has (whole 16 MiB blocks, at least one) into a scratch file next
+    to it (removed afterwards), fallocate and fsync inside the clock;
+    returns (bytes written, seconds)."""
+    from h5gds.bench._common import ceiling_write_seconds
+
+    nblocks = max(1, os.path.getsize(src) // CEILING_BLOCK)
+    offsets = np.arange(nblocks, dtype=np.uint64) * np.uint64(CEILING_BLOCK)
+    scratch = src.with_suffix(".ceiling-write")
+    os.sync()  # the writes before this one are not the ceiling's to flush
+    try:
+        secs = ceiling_write_seconds(scratch, True, CEILING_THREADS, CEILING_BLOCK, offsets)
+    finally:
+        scratch.unlink(missing_ok=True)
+    return nblocks * CEILING_BLOCK, secs
+
+
 def bench_writes(src: Path, kind: str, fname: str, ratio: float, rep: int, methods: set[str],
                  add: Callable[..., None]) -> None:
     """Durable writes of the dataset in `src` from device memory into a new
     file with the same filters: h5gds (GPU compression, direct chunk
     writes) and h5py (a copy to the host, HDF5's CPU filters); cache
-    "write", GB/s of decoded bytes, the file fsync'ed inside the clock."""
+    "write", GB/s of decoded bytes, the file fsync'ed inside the clock.
+    Beside them the write ceiling (ceiling-odirect-write, GB/s of file
+    bytes) and the GPU encode alone of the h5gds write (nvcomp-compress,
+    cache "device": its decoded bytes over its encode seconds)."""
     import cupy
     from h5gds.bench._common import fsync_path
 
+    if "ceiling-odirect-write" in methods:
+        written, secs = ceiling_write(src)
+        add("ceiling-odirect-write", kind, fname, ratio, "write", written / secs / 1e9, rep)
     with h5py.File(src, "r") as f:
         host = f["x"][()]
         chunks = f["x"].chunks
@@ -156,27 +217,131 @@ def bench_writes(src: Path, kind: str, fname: str, ratio: float, rep: int, metho
     decoded = host.nbytes
     kw = filter_kwargs(fname) or {}
     out = src.with_suffix(".w.h5")
+    if rep == 0 and methods & {"h5gds-write", "nvcomp-compress"}:
+        # untimed: the GPU encoder's one-time start (nvCOMP's compressors, kernels), as the reads do
+        with h5py.File(out, "w", driver="gds") as f:
+            h5gds.create_dataset(f, "x", data=dev[: 2 * chunks[0]], chunks=chunks, **kw)
+        out.unlink()
     for method in ("h5gds-write", "h5py-write"):
-        if method not in methods:
+        # nvcomp-compress is read from the h5gds write: it runs for either
+        if method not in methods and not (method == "h5gds-write" and "nvcomp-compress" in methods):
             continue
         if out.exists():
             out.unlink()
         os.sync()
+        encode: EncodeStats | None = None
         t0 = time.perf_counter()
         if method == "h5gds-write":
             with h5py.File(out, "w", driver="gds") as f:
                 h5gds.create_dataset(f, "x", data=dev, chunks=chunks, **kw)
                 route = h5gds.last_route()
+                encode = last_encode_stats()  # this thread's write, before anything else runs on it
         else:
             with h5py.File(out, "w") as f:
                 f.create_dataset("x", data=cupy.asnumpy(dev), chunks=chunks, **kw)
                 route = "host"
         fsync_path(out)
         secs = time.perf_counter() - t0
-        add(method, kind, fname, ratio, "write", decoded / secs / 1e9, rep)
-        print(f"# {method} route {route}", flush=True)
-    out.unlink()
+        if method in methods:
+            add(method, kind, fname, ratio, "write", decoded / secs / 1e9, rep)
+        if method != "h5gds-write" or route != GPU_ENCODE_ROUTE:
+            # the encode statistics are of the thread's last GPU-encoded write: not this one
+            print(f"# {method} route {route}", flush=True)
+        elif encode is None:
+            print(f"# h5gds-write route {route}; no encode statistics (H5FD_gds_last_encode_stats: not in "
+                  "this library)", flush=True)
+        else:
+            print(f"# h5gds-write route {route}; encode {encode.encode_s:.3f} s, waiting for writes "
+                  f"{encode.store_wait_s:.3f} s, total {encode.total_s:.3f} s", flush=True)
+            if "nvcomp-compress" in methods and encode.encode_s > 0:
+                add("nvcomp-compress", kind, fname, ratio, "device", encode.decoded_bytes / encode.encode_s / 1e9,
+                    rep)
+    if out.exists():
+        out.unlink()
     del dev
+
+
+# ---- the summary: the goals' ratios from the medians ----
+
+def _fmt(value: float | None, spec: str = ".2f", suffix: str = "") -> str:
+    return "-" if value is None else f"{value:{spec}}{suffix}"
+
+
+def _over(num: float | None, den: float | None) -> float | None:
+    return None if num is None or den is None or den <= 0 else num / den
+
+
+def summary_lines(rows: Iterable[dict[str, Any]]) -> list[str]:
+    """compressed-summary.md: per data and filter, the medians over repeats
+    (GB/s) and the goals' ratios; "-" where an input is missing.
+
+    Reads (GB/s of decoded bytes; the ceiling: file bytes, times the ratio
+    for decoded bytes): cold h5gds / min(ceiling-odirect cold x ratio,
+    nvcomp-decode), warm h5gds / nvcomp-decode, cold h5gds / h5py and
+    / cpu16. Writes: h5gds-write / min(ceiling-odirect-write x ratio,
+    nvcomp-compress), and h5gds-write / h5py-write."""
+    values: dict[tuple[str, str, str, str], list[float]] = {}
+    ratios: dict[tuple[str, str], float] = {}  # insertion order: the order the run measured them in
+    for r in rows:
+        key = (str(r["data"]), str(r["filter"]))
+        ratios.setdefault(key, float(r["ratio"]))
+        values.setdefault((str(r["method"]), *key, str(r["cache"])), []).append(float(r["GBps"]))
+    medians = {k: float(np.median(v)) for k, v in values.items()}
+    methods = {k[0] for k in medians}
+
+    def med(method: str, key: tuple[str, str], cache: str) -> float | None:
+        return medians.get((method, *key, cache))
+
+    def low(a: float | None, b: float | None) -> float | None:
+        return None if a is None or b is None else min(a, b)
+
+    out = ["# compressed: the goals' ratios", "",
+           "Medians over repeats, GB/s of decoded bytes (the O_DIRECT ceilings: GB/s of file bytes, "
+           "x ratio for decoded bytes); - where an input was not measured.", ""]
+    if methods & set(READ_METHODS):
+        out += ["## Reads into device memory", "",
+                "Goals: cold h5gds >= 0.8 x min(ceiling x ratio, decode alone); warm h5gds >= 0.8 x decode "
+                "alone; h5gds >= 10x h5py; h5gds >= 2x cpu16 (gzip).", "",
+                "| data | filter | ratio | cold: **h5gds** | O_DIRECT ceiling (file bytes) | ceiling x ratio "
+                "| GPU decode alone | **h5gds / min(ceiling x ratio, decode)** | warm: **h5gds** "
+                "| **warm h5gds / decode** | h5py cold | h5gds / h5py | cpu16 cold | h5gds / cpu16 |",
+                "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        for key, ratio in ratios.items():
+            cold, warm_ = med("h5gds", key, "cold"), med("h5gds", key, "warm")
+            ceiling = med("ceiling-odirect", key, "cold")
+            ceiling_x = None if ceiling is None else ceiling * ratio
+            decode = med("nvcomp-decode", key, "device")
+            h5py_cold, cpu16_cold = med("h5py", key, "cold"), med("cpu16", key, "cold")
+            out.append(f"| {key[0]} | {key[1]} | {ratio:.2f} | **{_fmt(cold)}** | {_fmt(ceiling)} "
+                       f"| {_fmt(ceiling_x)} | {_fmt(decode)} | **{_fmt(_over(cold, low(ceiling_x, decode)))}** "
+                       f"| **{_fmt(warm_)}** | **{_fmt(_over(warm_, decode))}** | {_fmt(h5py_cold)} "
+                       f"| {_fmt(_over(cold, h5py_cold), '.1f', 'x')} | {_fmt(cpu16_cold)} "
+                       f"| {_fmt(_over(cold, cpu16_cold), '.1f', 'x')} |")
+        out.append("")
+    if methods & set(WRITE_METHODS):
+        out += ["## Durable writes from device memory", "",
+                "Goal: h5gds-write >= 0.8 x min(write ceiling x ratio, GPU compress alone).", "",
+                "| data | filter | ratio | **h5gds-write** | O_DIRECT write ceiling (file bytes) "
+                "| ceiling x ratio | GPU compress alone | **h5gds-write / min(ceiling x ratio, compress)** "
+                "| h5py-write | h5gds-write / h5py-write |",
+                "|---|---|---|---|---|---|---|---|---|---|"]
+        for key, ratio in ratios.items():
+            h5gds_write = med("h5gds-write", key, "write")
+            ceiling = med("ceiling-odirect-write", key, "write")
+            ceiling_x = None if ceiling is None else ceiling * ratio
+            compress = med("nvcomp-compress", key, "device")
+            h5py_write = med("h5py-write", key, "write")
+            out.append(f"| {key[0]} | {key[1]} | {ratio:.2f} | **{_fmt(h5gds_write)}** | {_fmt(ceiling)} "
+                       f"| {_fmt(ceiling_x)} | {_fmt(compress)} "
+                       f"| **{_fmt(_over(h5gds_write, low(ceiling_x, compress)))}** | {_fmt(h5py_write)} "
+                       f"| {_fmt(_over(h5gds_write, h5py_write), '.1f', 'x')} |")
+        out.append("")
+    return out
+
+
+def write_summary(rows: Iterable[dict[str, Any]], path: Path) -> Path:
+    path.write_text("\n".join(summary_lines(rows)))
+    return path
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -191,9 +356,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--data", default="field,image,labels")
     p.add_argument("--filters", default="gzip-shuffle,zstd,lz4,bitshuffle-lz4")
     p.add_argument("--repeat", type=int, default=3)
-    p.add_argument("--methods", default="h5gds,h5py,cpu16,nvcomp-decode,ceiling-odirect",
-                   help="a comma list of h5gds, h5py, cpu16, nvcomp-decode, ceiling-odirect (reads) and "
-                        "h5gds-write, h5py-write (durable writes from device memory)")
+    p.add_argument("--methods", default=",".join(READ_METHODS),
+                   help=f"a comma list of {', '.join(READ_METHODS)} (reads; default all) and "
+                        f"{', '.join(WRITE_METHODS)} (durable writes from device memory, the GPU encode "
+                        "alone, the O_DIRECT write ceiling)")
     p.add_argument("--parts", default="reads", help="reads (datasets into device memory), loader (loader "
                    "epochs over compressed samples, compressed-loader.csv), or both: reads,loader")
     p.add_argument("--loader-samples", type=common.size_list_arg, default=[64 << 10, 1 << 20],
@@ -215,12 +381,16 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"--size: {exc}")
     if args.repeat < 1:
         p.error("--repeat: must be at least 1")
+    methods = {m for m in args.methods.split(",") if m}
+    unknown = sorted(methods - set(READ_METHODS) - set(WRITE_METHODS))
+    if unknown:
+        p.error(f"--methods: unknown method {unknown[0]!r} (reads: {', '.join(READ_METHODS)}; writes: "
+                f"{', '.join(WRITE_METHODS)})")
     try:
         import cupy
     except ImportError:
         print("compressed: needs CuPy and a GPU (device memory is where the data lands)", file=sys.stderr)
         return 2
-    methods = set(args.methods.split(","))
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
     work = Path(args.dir)
@@ -259,7 +429,7 @@ def main(argv: list[str] | None = None) -> int:
                 with h5py.File(path, "r", driver="gds") as f:
                     h5gds.read(f["x"], np.s_[: f["x"].chunks[0]], like="cupy")
             for rep in range(args.repeat):
-                if methods & {"h5gds-write", "h5py-write"}:
+                if methods & set(WRITE_METHODS):
                     bench_writes(path, kind, fname, ratio, rep, methods, add)
                 for cache in ("cold", "warm"):
                     def prepare() -> None:
@@ -269,10 +439,10 @@ def main(argv: list[str] | None = None) -> int:
                             warm(path)
                     if "ceiling-odirect" in methods:
                         prepare()
-                        block = 16 << 20
+                        block = CEILING_BLOCK
                         offsets = np.arange(0, stored // block * block, block, dtype=np.uint64)
                         if len(offsets):
-                            secs = ceiling_seconds(path, cache == "cold", 16, block, offsets)
+                            secs = ceiling_seconds(path, cache == "cold", CEILING_THREADS, block, offsets)
                             add("ceiling-odirect", kind, fname, ratio, cache, len(offsets) * block / secs / 1e9, rep)
                     if "h5gds" in methods:
                         prepare()
@@ -303,6 +473,8 @@ def main(argv: list[str] | None = None) -> int:
                         add("cpu16", kind, fname, ratio, cache, decoded / secs / 1e9, rep)
             path.unlink()
     print(f"compressed: {len(rows)} rows in {csv_path}")
+    if rows:
+        print(f"compressed: goals' ratios in {write_summary(rows, out_dir / 'compressed-summary.md')}", flush=True)
     if "loader" in parts:
         return compressed_loader.run(args, nbytes, out_dir, work)
     return 0

@@ -47,16 +47,22 @@ def randomness_stats(rows: list[Row], args: argparse.Namespace) -> None:
             for bsz in sorted({256, max(1, args.batch // sample)}):
                 for name, order in _orders_for_stats(n, sample, window, bufw, world).items():
                     st = batch_stats(order, bsz, n, labels, window_rows=max(1, window // sample))
-                    note = ";".join(f"{k}={v:.4g}" for k, v in st.items() if isinstance(v, float))
+                    head = f"randomness {sample >> 10:3d} KiB world {world} batch {bsz:5d} {name:12s}"
+                    if st["batches"] == 0:
+                        # a small file over many ranks: rank 0's share holds no whole batch, so
+                        # batch_stats has no batch to measure (and none of its statistics)
+                        note = f"skipped: rank 0's order has {len(order)} samples, fewer than a batch"
+                        print(f"{head} {note}", flush=True)
+                    else:
+                        note = ";".join(f"{k}={v:.4g}" for k, v in st.items() if isinstance(v, float))
+                        print(f"{head} label_tv {st['label_tv']:.3f} (uniform {st['label_tv_uniform']:.3f}) "
+                              f"spread {st['spread']:.3f} windows/batch {st.get('windows_per_batch', 0):.1f} "
+                              f"neighbours {st['same_batch_neighbours']:.4f}", flush=True)
                     rows.append({"bench": "loader-randomness", "method": "order-statistics", "order": name,
                                  "sample": f"{sample >> 10}KiB", "sample_bytes": sample, "cache": "-",
                                  "GBps": float("nan"), "samples_per_s": float("nan"), "seconds": float("nan"),
                                  "bytes": n * sample, "epoch_fraction": 1.0, "repeat": 0,
                                  "note": f"world={world};batch={bsz};" + note})
-                    print(f"randomness {sample >> 10:3d} KiB world {world} batch {bsz:5d} {name:12s} "
-                          f"label_tv {st['label_tv']:.3f} (uniform {st['label_tv_uniform']:.3f}) "
-                          f"spread {st['spread']:.3f} windows/batch {st.get('windows_per_batch', 0):.1f} "
-                          f"neighbours {st['same_batch_neighbours']:.4f}", flush=True)
 
 
 def generated_dataset(path: Path, n: int, dims: int = 32, classes: int = 10, seed: int = 0, noise: float = 2.0
