@@ -44,6 +44,7 @@ stage_table=(
   "bench-autotune|900|the autotuning grid, and GDS at threads x block with auto"
   "bench-engine|600|the engine under concurrent callers, and a read ordered 'none' during a kernel"
   "profile-loader|900|where a warm loader batch's time goes (bench/tools/loader-profile.py)"
+  "profile-compressed|900|cold GPU-decoded reads under several settings, interleaved (bench/tools/compressed-cold-ab.py)"
 )
 all_stages=(build c-tests sanitizer mpio-tests mpi-tests python-tests codec-tests
   bench-whole bench-python-whole bench-loader bench-checkpoint bench-mpi bench-mpio bench-compressed)
@@ -87,6 +88,7 @@ Options and settings (environment):
   LOADER_REPEAT, LOADER_READ   bench-loader(-ab) repeats (3) and cold bytes read (512MiB)
   CKPT_ARGS            bench-checkpoint options (--states fp16 --repeat 2 --loop-repeat 1 --verify)
   COMPRESSED_ARGS      bench-compressed options
+  PROFILE_COMPRESSED_ARGS  profile-compressed options
   PROFILE_ARGS         profile-loader options (e.g. --cold, --train)
   MPI_SIZE             bench-mpi bytes per rank (2GiB)
   MPIO_PARTS           bench-mpio parts (np4,boundary,np1,h5perf,h5bench)
@@ -464,6 +466,13 @@ stage_profile_loader() {
   need_python
   # shellcheck disable=SC2086  # PROFILE_ARGS: several options, split on purpose
   x "$py" bench/tools/loader-profile.py --dir "$root/build/bench-py" --out "$out" ${PROFILE_ARGS:-} || fail "loader profile"
+}
+
+stage_profile_compressed() {
+  need_python
+  # shellcheck disable=SC2086  # PROFILE_COMPRESSED_ARGS: several options, split on purpose
+  x "$py" bench/tools/compressed-cold-ab.py --dir "$root/build/bench-py" --out "$out" ${PROFILE_COMPRESSED_ARGS:-} ||
+    fail "compressed cold A/B"
 }
 
 stage_bench_mpi() {
