@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 
 #include "strategy.h"
 
@@ -335,6 +336,14 @@ static int staged_worker(gds_job_t *gjob, void *arg, gds_worker_t *worker, gds_s
     return rc;
 }
 
+bool gds_page_cached(int fd, uint64_t offset)
+{
+    char byte;
+    struct iovec iov = {&byte, 1};
+    ssize_t r = preadv2(fd, &iov, 1, (off_t)offset, RWF_NOWAIT);
+    return r >= 0 || errno != EAGAIN; /* EOPNOTSUPP, an old kernel: as before, buffered */
+}
+
 static void staged_job_finish(void *state)
 {
     staged_job_t *job = state;
@@ -343,8 +352,8 @@ static void staged_job_finish(void *state)
 }
 
 int gds_staged_submit(gds_file_t *file, bool write, const gds_segment_t *segs, size_t nseg, void *ctx,
-                      const gds_device_order_t *order, unsigned nworkers, unsigned ring_depth, bool allow_direct,
-                      gds_part_t *part, gds_status_t *st)
+                      const gds_device_order_t *order, unsigned nworkers, unsigned ring_depth,
+                      gds_direct_use_t direct_use, gds_part_t *part, gds_status_t *st)
 {
     const char *why = NULL;
     const gds_cuda_api_t *cu = gds_cuda_load(&why);
@@ -379,7 +388,15 @@ int gds_staged_submit(gds_file_t *file, bool write, const gds_segment_t *segs, s
     /* O_DIRECT: writes by default (durable, no page-cache copy); reads only
      * when forced, since buffered reads keep the page cache warm for the
      * next reader and reach the same cold-read rate with read-ahead. */
-    if (allow_direct && (file->device_cfg.direct == GDS_ON || (write && file->device_cfg.direct == GDS_AUTO)))
+    bool direct = direct_use != GDS_DIRECT_NEVER &&
+                  (file->device_cfg.direct == GDS_ON || (write && file->device_cfg.direct == GDS_AUTO));
+    if (!direct && !write && direct_use == GDS_DIRECT_IF_UNCACHED && file->device_cfg.direct == GDS_AUTO && nseg > 0 &&
+        total > 0) {
+        const gds_segment_t *last = &segs[nseg - 1];
+        direct = !gds_page_cached(file->fd, segs[0].offset) &&
+                 !gds_page_cached(file->fd, last->offset + (last->size ? last->size - 1 : 0));
+    }
+    if (direct)
         job->direct_fd = gds_file_direct_fd(file);
     if (gds_task_map_init(&job->tasks, segs, nseg, gds_block_for(&file->device_cfg, total, nworkers)) != 0) {
         free(job);

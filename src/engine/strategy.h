@@ -32,10 +32,18 @@ int gds_host_submit(gds_file_t *file, bool write, const gds_segment_t *segs, siz
 int gds_host_transfer(gds_file_t *file, bool write, uint64_t offset, size_t size, void *buf, bool raw,
                       gds_status_t *st);
 
+/* When the staged path uses O_DIRECT: never (the posix bounce baseline), as
+ * the `direct` setting says, or as it says and also for reads whose pages
+ * are not cached (gds_request_t.read_once). */
+typedef enum gds_direct_use { GDS_DIRECT_NEVER, GDS_DIRECT_CONFIG, GDS_DIRECT_IF_UNCACHED } gds_direct_use_t;
+
 /* Device (or managed) memory of context `ctx`, through pinned staging rings. */
 int gds_staged_submit(gds_file_t *file, bool write, const gds_segment_t *segs, size_t nseg, void *ctx,
-                      const gds_device_order_t *order, unsigned nworkers, unsigned ring_depth, bool allow_direct,
-                      gds_part_t *part, gds_status_t *st);
+                      const gds_device_order_t *order, unsigned nworkers, unsigned ring_depth,
+                      gds_direct_use_t direct_use, gds_part_t *part, gds_status_t *st);
+/* Whether the page holding `offset` is in the page cache (a read that must
+ * not wait: RWF_NOWAIT); true where that cannot be asked. */
+bool gds_page_cached(int fd, uint64_t offset);
 /* The same through cuFile; the file must be registered (gds_cufile_register). */
 int gds_cufile_submit(gds_file_t *file, bool write, const gds_segment_t *segs, size_t nseg, void *ctx,
                       const gds_device_order_t *order, gds_part_t *part, gds_status_t *st);

@@ -14,6 +14,42 @@
 #include "gds_filtered_internal.h"
 #include "gds_vfd_raw.h"
 
+/* Encoded chunks land max_enc bytes apart in the encode area. */
+#define ENCODE_AREA GDS_HELD_SLOTS
+
+/* The batch's encoded chunks copied end to end into the slot's buffer, in
+ * the order they are stored: HDF5 gives consecutive chunks consecutive
+ * file space, so the batch reaches the engine as a few large pieces instead
+ * of one small unaligned write per chunk (measured: about half the disk's
+ * write rate for 0.3 MB chunks). dst[] is repointed at the packed copies. */
+static herr_t pack_batch(read_state_t *s, void **dst, const size_t *bytes, size_t m, unsigned slot)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < m; i++)
+        total += bytes[i];
+    if (gds_filtered_ensure(s, &s->stored[slot], &s->stored_cap[slot], total, "packed chunks") < 0)
+        return -1;
+    CUresult rc = CUDA_SUCCESS;
+    size_t at = 0;
+    for (size_t i = 0; i < m && rc == CUDA_SUCCESS; i++) {
+        CUdeviceptr to = s->stored[slot] + at;
+        if (bytes[i])
+            rc = s->cu->MemcpyAsync(to, (CUdeviceptr)(uintptr_t)dst[i], bytes[i], s->stream);
+        dst[i] = (void *)(uintptr_t)to;
+        at += bytes[i];
+    }
+    if (rc == CUDA_SUCCESS)
+        rc = s->cu->StreamSynchronize(s->stream); /* the held writes are started unordered */
+    else
+        (void)s->cu->StreamSynchronize(s->stream);
+    if (rc != CUDA_SUCCESS) {
+        FILTERED_ERROR(H5E_DATASET, H5E_CANTCOPY, "dataset '%s': packing encoded chunks failed: %s", s->name,
+                       gds_cuda_error_text(rc));
+        return -1;
+    }
+    return 0;
+}
+
 /* Encodes the box's chunks [from, to) on the GPU and stores them with
  * direct chunk writes: a chunk that is a contiguous slab of the source is
  * encoded from it in place, the others are gathered into whole chunks
@@ -25,7 +61,8 @@ static herr_t encode_batch(read_state_t *s, size_t from, size_t to, size_t max_e
     for (size_t k = from; k < to; k++)
         gathered += !s->chunks[k].in_place;
     if (gds_filtered_ensure(s, &s->scratch, &s->scratch_cap, gathered * s->pipe.chunk_bytes, "whole chunks") < 0 ||
-        gds_filtered_ensure(s, &s->stored[slot], &s->stored_cap[slot], m * max_enc, "encoded chunks") < 0)
+        gds_filtered_ensure(s, &s->stored[ENCODE_AREA], &s->stored_cap[ENCODE_AREA], m * max_enc,
+                            "encoded chunks") < 0)
         return -1;
     const void **src = malloc(m * sizeof *src);
     void **dst = malloc(m * sizeof *dst);
@@ -40,7 +77,7 @@ static herr_t encode_batch(read_state_t *s, size_t from, size_t to, size_t max_e
     size_t gathered_at = 0;
     for (size_t k = from; ret == 0 && k < to && rc == CUDA_SUCCESS; k++) {
         chunk_t *c = &s->chunks[k];
-        dst[k - from] = (void *)(uintptr_t)(s->stored[slot] + (k - from) * max_enc);
+        dst[k - from] = (void *)(uintptr_t)(s->stored[ENCODE_AREA] + (k - from) * max_enc);
         if (c->in_place) {
             src[k - from] = c->dst;
             continue;
@@ -67,6 +104,8 @@ static herr_t encode_batch(read_state_t *s, size_t from, size_t to, size_t max_e
                        m, st.msg);
         ret = -1;
     }
+    if (ret == 0 && pack_batch(s, dst, bytes, m, slot) < 0)
+        ret = -1;
     s->wstats.encode_s += gds_filtered_seconds_now() - t0;
     /* Recorded by the driver's hold, written when the batch is submitted. */
     for (size_t k = from; ret == 0 && k < to; k++) {

@@ -72,6 +72,24 @@ int gds_vfd_held_record(gds_vfd_file_t *file, haddr_t addr, size_t size, const v
     return 1;
 }
 
+/* Pieces adjacent in the file and in memory become one (the caller packs
+ * a batch's chunks in the order HDF5 gives them file space): the engine
+ * then cuts large aligned blocks instead of writing each small piece with
+ * unaligned ends. Recorded in call order, so a run needs no sort. */
+static void merge_adjacent(gds_held_writes_t *h)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < h->nseg; i++) {
+        gds_segment_t *last = n ? &h->seg[n - 1] : NULL;
+        if (last && last->offset + last->size == h->seg[i].offset &&
+            (char *)last->buf + last->size == (char *)h->seg[i].buf)
+            last->size += h->seg[i].size;
+        else
+            h->seg[n++] = h->seg[i];
+    }
+    h->nseg = n;
+}
+
 /* Waits for started writes of slot k; a failure is kept. */
 static void wait_slot(gds_held_writes_t *h, unsigned k)
 {
@@ -116,6 +134,7 @@ int gds_vfd_held_submit(gds_held_writes_t *h, unsigned slot, uint64_t ahead, gds
     if (h->nseg == 0)
         return 0;
     gds_vfd_file_t *file = h->file;
+    merge_adjacent(h);
     uint64_t end = 0;
     size_t total = 0;
     for (size_t i = 0; i < h->nseg; i++) {

@@ -101,7 +101,8 @@ int gds_vfd_submit_raw_read(hid_t file_id, const gds_segment_t *segs, size_t nse
     for (size_t i = 0; i < nseg; i++)
         if (gds_sieve_before_other(&file->sieve, file->engine, segs[i].offset, segs[i].size, false, st) < 0)
             return -1;
-    gds_request_t req = {.write = false, .data = GDS_DATA_RAW, .nseg = nseg, .segs = segs, .order = GDS_ORDER_NONE};
+    gds_request_t req = {.write = false, .data = GDS_DATA_RAW, .nseg = nseg, .segs = segs, .order = GDS_ORDER_NONE,
+                         .read_once = true};
     return gds_file_submit(file->engine, &req, io, st);
 }
 

@@ -8,7 +8,8 @@
 
 /* Starts reading file ranges of the gds file `file_id` into the segments'
  * buffers (device memory too): the driver's buffered small writes and
- * write-behind's writes overlapping them reach the file first. -1 with
+ * write-behind's writes overlapping them reach the file first. The bytes
+ * are read once (gds_request_t.read_once: O_DIRECT where not cached). -1 with
  * `st`; else the ticket in *io (gds_io_wait). */
 int gds_vfd_submit_raw_read(hid_t file_id, const gds_segment_t *segs, size_t nseg, gds_io_t **io, gds_status_t *st);
 
