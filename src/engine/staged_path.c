@@ -385,9 +385,10 @@ int gds_staged_submit(gds_file_t *file, bool write, const gds_segment_t *segs, s
         .depth = ring_depth < 1 ? 1 : ring_depth > GDS_MAX_RING ? GDS_MAX_RING : ring_depth,
         .direct_fd = -1,
     };
-    /* O_DIRECT: writes by default (durable, no page-cache copy); reads only
-     * when forced, since buffered reads keep the page cache warm for the
-     * next reader and reach the same cold-read rate with read-ahead. */
+    /* O_DIRECT: writes by default (durable, no page-cache copy); reads when
+     * forced, or when read once and not cached (read_once), since buffered
+     * reads keep the page cache warm for the next reader and reached the
+     * cold-read rate with read-ahead for large raw reads. */
     bool direct = direct_use != GDS_DIRECT_NEVER &&
                   (file->device_cfg.direct == GDS_ON || (write && file->device_cfg.direct == GDS_AUTO));
     if (!direct && !write && direct_use == GDS_DIRECT_IF_UNCACHED && file->device_cfg.direct == GDS_AUTO && nseg > 0 &&

@@ -16,6 +16,7 @@
 
 /* Encoded chunks land max_enc bytes apart in the encode area. */
 #define ENCODE_AREA GDS_HELD_SLOTS
+_Static_assert(ENCODE_AREA < READ_AHEAD + 1, "the encode area and the held slots are stored-bytes buffers");
 
 /* The batch's encoded chunks copied end to end into the slot's buffer, in
  * the order they are stored: HDF5 gives consecutive chunks consecutive
