@@ -26,7 +26,27 @@ typedef struct encode_plan {
     size_t block_out;          /* nvCOMP's slot per block */
     const gds_codec_step_t *comp; /* the compressor (NULL: none, or deflate level 0) */
     size_t comp_in;            /* bytes entering it */
+    bool copy_entries;         /* blosc without nvCOMP (MEMCPYED): entries that only carry its copies */
 } encode_plan_t;
+
+/* Whether the compressing step s runs nvCOMP on `in` bytes: not deflate at
+ * level 0 (stored blocks), nor blosc where it writes MEMCPYED frames
+ * (clevel 0, chunks under 128 bytes). */
+static bool step_nvcomp(const gds_codec_step_t *s, size_t in)
+{
+    if (s->kind == GDS_STEP_DEFLATE)
+        return s->level != 0;
+    if (s->kind == GDS_STEP_BLOSC)
+        return !gds_blosc_encode_memcpy_only(s, in);
+    return gds_codec_step_compresses(s->kind);
+}
+
+/* Whether blosc's blocks change before compression (into the stage's mid):
+ * a byte shuffle of elements of more than a byte, or a bit shuffle. */
+static bool blosc_transforms(const gds_codec_step_t *s)
+{
+    return (s->shuffle == 1 && s->elem > 1) || s->shuffle == 2;
+}
 
 /* Blocks per chunk of the compressor step s for `in` bytes: (count, bytes of a full block). */
 static void encode_blocks(const gds_codec_step_t *s, size_t in, size_t *nblocks, size_t *block_in)
@@ -43,6 +63,8 @@ static void encode_blocks(const gds_codec_step_t *s, size_t in, size_t *nblocks,
         *nblocks = full + (last ? 1 : 0);
         *block_in = (full ? bs : last) * s->elem;
     }
+    else if (s->kind == GDS_STEP_BLOSC) /* its streams, the pieces nvCOMP compresses */
+        gds_blosc_encode_streams(s, in, nblocks, block_in);
     else {
         *nblocks = 1;
         *block_in = in;
@@ -99,19 +121,28 @@ static int encode_plan(gds_codec_t *c, const gds_codec_pipeline_t *p, const void
         else {
             int busy[2] = {loc, LOC_DST};
             g->out = later_moving ? gds_codec_free_arena(busy, 1) : LOC_DST;
-            if (s->kind == GDS_STEP_BSHUF_LZ4 || s->kind == GDS_STEP_BSHUF_ZSTD) {
+            /* blosc: shuffled blocks, or blocks nvCOMP wants aligned, in mid */
+            bool blosc_mid = false;
+            if (s->kind == GDS_STEP_BLOSC && step_nvcomp(s, size)) {
+                blosc_mid = blosc_transforms(s);
+                if (loc == LOC_SRC && c->lz4_calign.input > 1)
+                    for (size_t i = 0; i < n; i++)
+                        blosc_mid |= (uintptr_t)src[i] % c->lz4_calign.input != 0;
+            }
+            if (s->kind == GDS_STEP_BSHUF_LZ4 || s->kind == GDS_STEP_BSHUF_ZSTD || blosc_mid) {
                 busy[1] = g->out;
                 g->mid = gds_codec_free_arena(busy, 2);
             }
         }
         if (gds_codec_step_compresses(s->kind)) {
             encode_blocks(s, size, &e->nblocks, &e->block_in);
-            bool nvcomp = !(s->kind == GDS_STEP_DEFLATE && s->level == 0);
+            bool nvcomp = step_nvcomp(s, size);
             if (nvcomp &&
                 gds_codec_compress_sizes(c, s, e->nblocks, e->block_in, size, stream, &e->block_out, NULL, st) < 0)
                 return -1;
             e->comp = nvcomp ? s : NULL;
             e->comp_in = size;
+            e->copy_entries = !nvcomp && s->kind == GDS_STEP_BLOSC;
         }
         loc = g->out;
         size = size == GDS_SIZE_UNKNOWN || gds_codec_step_compresses(s->kind) ? GDS_SIZE_UNKNOWN
@@ -152,6 +183,8 @@ static size_t encode_batch_size(gds_codec_t *c, const encode_plan_t *e, size_t n
                 temp = 0;
             temp += ne * (e->block_out + 6 * 8 + sizeof(gds_kentry_t));
         }
+        else if (e->copy_entries)
+            temp = m * e->nblocks * (6 * 8 + sizeof(gds_kentry_t));
         if (m * per + temp <= c->budget || m == 1) {
             if (gds_codec_debug_on())
                 fprintf(stderr, "h5gds codec: encode: %zu chunks in batches of %zu: arenas %zu B/chunk, nvCOMP %zu B\n",
@@ -189,8 +222,7 @@ static int encode_batch(gds_codec_t *c, const gds_codec_pipeline_t *p, const enc
         const gds_codec_step_t *step = g->step;
         gds_kjob_t *jobs = gds_codec_pinned_jobs(c, &bm, d);
         size_t in_size = e->in_size[d];
-        bool nvcomp = step && gds_codec_step_compresses(step->kind) &&
-                      !(step->kind == GDS_STEP_DEFLATE && step->level == 0);
+        bool nvcomp = step && gds_codec_step_compresses(step->kind) && step_nvcomp(step, in_size);
         /* the compressor's entries and output slots */
         entries_mem_t em;
         memset(&em, 0, sizeof em);
@@ -202,6 +234,9 @@ static int encode_batch(gds_codec_t *c, const gds_codec_pipeline_t *p, const enc
                 gds_codec_entries_reserve(c, ne, temp, ne * e->block_out, s, &em, &comp_base, st) < 0)
                 return -1;
         }
+        else if (step && step->kind == GDS_STEP_BLOSC &&
+                 gds_codec_entries_reserve(c, ne, 0, 0, s, &em, NULL, st) < 0) /* the copies' records */
+            return -1;
         for (size_t j = 0; j < m; j++) {
             gds_codec_chunk_t ch = {src[i0 + j], 0, 0, dst[i0 + j]};
             gds_kjob_t *jb = &jobs[j];
@@ -227,6 +262,11 @@ static int encode_batch(gds_codec_t *c, const gds_codec_pipeline_t *p, const enc
                     jb->p0 = 1;
                     jb->p1 = (gds_u32)in_size;
                     jb->mid = comp_base + j * e->block_out;
+                }
+                else if (step->kind == GDS_STEP_BLOSC) { /* as the decoder's jobs: typesize | flags << 8, block size */
+                    size_t bs = gds_blosc_encode_blocksize(step, in_size);
+                    jb->p0 = step->elem | gds_blosc_encode_flags(step, bs) << 8;
+                    jb->p1 = (gds_u32)bs;
                 }
             }
         }
@@ -267,9 +307,24 @@ static int encode_batch(gds_codec_t *c, const gds_codec_pipeline_t *p, const enc
                 return -1;
             break;
         }
-        case GDS_STEP_BLOSC: /* never: gds_codec_plan_steps refuses to encode blosc */
-            gds_status_set(st, 95, "GPU codec: no GPU encoder for blosc");
-            return -1;
+        case GDS_STEP_BLOSC: {
+            /* blocks shuffled into mid, their streams compressed by nvCOMP's
+             * LZ4, the frame laid out and the streams' bytes copied into it */
+            unsigned long long ne64 = ne, slot = e->block_out, base = comp_base;
+            unsigned grid = ne < 65536 ? (unsigned)ne : 65536, mode = 2, compressed = nvcomp;
+            void *ash[] = {&dj};
+            void *apl[] = {&dj, &n32, &em.e, &slot, &base, &mode};
+            void *aly[] = {&dj, &n32, &em.e, &bm.dsize, &bm.mask, &bm.err, &bm.detail, &code, &bit, &optional,
+                           &compressed};
+            void *acp[] = {&em.e, &ne64};
+            if ((g->mid != LOC_SRC && gds_codec_launch(c, K_BLOSC_SHUFFLE, parts_for(big), n32, s, ash, st) < 0) ||
+                (nvcomp && (gds_codec_launch(c, K_BLOCKS_PLAN, blocks_for(m), 1, s, apl, st) < 0 ||
+                            gds_codec_nvcomp_compress(c, step, ne, e->block_in, &em, s, st) < 0)) ||
+                gds_codec_launch(c, K_BLOSC_LAYOUT, blocks_for(m), 1, s, aly, st) < 0 ||
+                gds_codec_launch(c, K_ENTRY_COPY, grid, 1, s, acp, st) < 0)
+                return -1;
+            break;
+        }
         case GDS_STEP_DEFLATE:
         case GDS_STEP_ZSTD:
         case GDS_STEP_LZ4:

@@ -51,6 +51,8 @@ enum kernel_id {
     K_BSHUF_LAYOUT,
     K_BLOSC_WALK,
     K_BLOSC_FINISH,
+    K_BLOSC_SHUFFLE,
+    K_BLOSC_LAYOUT,
     K_COUNT
 };
 
@@ -185,6 +187,9 @@ int gds_codec_pinned_reserve(gds_codec_t *c, size_t need, CUstream s, gds_status
 int gds_codec_launch(gds_codec_t *c, int k, unsigned gx, unsigned gy, CUstream s, void **args, gds_status_t *st);
 /* H5GDS_CODEC_DEBUG set: print the batching to stderr. */
 bool gds_codec_debug_on(void);
+/* Kernel k's name (NULL past the last): the unit tests compile the kernels
+ * with NVRTC and look for each. */
+const char *gds_codec_kernel_name(int k);
 
 /* ---- codec_batch.c: a sub-batch's memory and jobs ---- */
 

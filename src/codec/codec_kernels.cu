@@ -674,25 +674,32 @@ __global__ void codec_shuffle(const gds_kjob_t *jobs, const u64 *dsize, u32 T)
 
 // ---- encoding ----
 
-// Entries of nvCOMP compressions of fixed-size blocks: block k of a chunk
-// is bytes [k * bs, ...) of its input (bitshuffle: of the bit-shuffled
-// blocks in mid), bs = p1 * p0 (elements * element size), the last one
-// shorter (bitshuffle: a multiple of 8 elements; else whatever is left);
-// entry i compresses into out_base + i * slot_bytes.
+// Entries of nvCOMP compressions of a chunk's pieces. mode 0 (LZ4) and 1
+// (bitshuffle): fixed-size blocks, block k is bytes [k * bs, ...) of the
+// input (bitshuffle: of the bit-shuffled blocks in mid), bs = p1 * p0
+// (elements * element size), the last one shorter (bitshuffle: a multiple
+// of 8 elements; else whatever is left). mode 2 (blosc): its streams
+// (gds_blosc_stream_at; p0 = typesize | flags << 8, p1 = block size) of the
+// shuffled blocks in mid, or of the input when mid is 0. Entry i
+// compresses into out_base + i * slot_bytes.
 __global__ void codec_blocks_plan(const gds_kjob_t *jobs, u32 n, gds_kentries_t e, u64 slot_bytes, u64 out_base,
-                                  u32 bitshuffle)
+                                  u32 mode)
 {
     u32 j = blockIdx.x * blockDim.x + threadIdx.x;
     if (j >= n)
         return;
     const gds_kjob_t jb = jobs[j];
-    u64 elem = jb.p0, bs = (u64)jb.p1 * elem;
+    u64 elem = mode == 2 ? 1 : jb.p0, bs = (u64)jb.p1 * elem;
     u64 size = jb.in_size / elem;
-    u64 len = bitshuffle ? (size / 8 * 8) * elem : jb.in_size;
-    u64 src = bitshuffle ? jb.mid : jb.in;
+    u64 len = mode == 1 ? (size / 8 * 8) * elem : jb.in_size;
+    u64 src = mode == 1 || (mode == 2 && jb.mid) ? jb.mid : jb.in;
+    u32 ns = mode == 2 ? gds_blosc_nsplits((jb.p0 >> 8) & 0xff, jb.p0 & 0xff, bs, 0) : 1;
     for (u32 k = 0; k < jb.nentries; k++) {
-        u64 off = (u64)k * bs;
-        u64 bsz = len - off < bs ? len - off : bs;
+        u64 off = (u64)k * bs, bsz, blk;
+        if (mode == 2)
+            off = gds_blosc_stream_at(k, len, bs, ns, &bsz, &blk);
+        else
+            bsz = len - off < bs ? len - off : bs;
         u64 i = jb.entry0 + k;
         set_entry(e, i, src + off, bsz, out_base + i * slot_bytes, slot_bytes, j, 0);
     }
@@ -941,6 +948,53 @@ __global__ void codec_bshuf_layout(const gds_kjob_t *jobs, u32 n, gds_kentries_t
     for (u64 b = 0; b < leftover; b++)
         out[pos + b] = in[body + b];
     dsize[jb.chunk] = pos + leftover;
+}
+
+// Blosc-1 encoding (32001), shuffle first: each block of the input (in)
+// shuffled into mid as its header's flags say (gds_blosc_shuffle_at; p0 =
+// typesize | flags << 8, p1 = block size, in_size bytes, the last block
+// partial). One thread per unit of work.
+__global__ void codec_blosc_shuffle(const gds_kjob_t *jobs)
+{
+    const gds_kjob_t jb = jobs[blockIdx.y];
+    u32 typesize = jb.p0 & 0xff, flags = (jb.p0 >> 8) & 0xff;
+    u64 units = gds_blosc_shuffle_total(flags, typesize, jb.in_size, jb.p1);
+    for (u64 u = gtid(); u < units; u += gstride())
+        gds_blosc_shuffle_at((const u8 *)jb.in, (u8 *)jb.mid, flags, typesize, jb.in_size, jb.p1, u);
+}
+
+// Blosc-1's frame around nvCOMP's LZ4 streams (gds_blosc_frame: header,
+// block starts, per stream its LE size and bytes, raw where LZ4 did not
+// shrink it; or the MEMCPYED form; or the input as it is, the optional
+// filter skipped); compressed 0: no stream was compressed (clevel 0, tiny
+// chunks: MEMCPYED). Writes the header and size fields and turns each entry
+// into the copy of its bytes (codec_entry_copy does the copies). One thread
+// per chunk.
+__global__ void codec_blosc_layout(const gds_kjob_t *jobs, u32 n, gds_kentries_t e, u64 *dsize, u32 *mask, u32 *err,
+                                   u64 *detail, u32 code, u32 bit, u32 optional, u32 compressed)
+{
+    u32 j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= n)
+        return;
+    const gds_kjob_t jb = jobs[j];
+    gds_kentry_t *copy = &((gds_kentry_t *)e.aux)[jb.entry0];
+    for (u32 k = 0; compressed && k < jb.nentries; k++) {
+        int st = ((const int *)e.status)[jb.entry0 + k];
+        if (st != 0) {
+            fail(err, detail, jb.chunk, code | GDS_KERR_ENCODE, (u64)(unsigned)st);
+            for (u32 x = 0; x < jb.nentries; x++)
+                copy[x].flags = 0;
+            return;
+        }
+    }
+    const u64 *csize = compressed ? (const u64 *)e.out_actual + jb.entry0 : 0;
+    const u64 *cptr = compressed ? (const u64 *)e.out_ptrs + jb.entry0 : 0;
+    u32 how;
+    u64 total = gds_blosc_frame((u8 *)jb.out, jb.in, jb.mid ? jb.mid : jb.in, jb.in_size, jb.p1,
+                                (jb.p0 >> 8) & 0xff, jb.p0 & 0xff, csize, cptr, jb.nentries, optional, copy, &how);
+    if (how == GDS_BLOSC_STORE_SKIPPED)
+        mask[jb.chunk] |= bit;
+    dsize[jb.chunk] = total;
 }
 
 } // extern "C"

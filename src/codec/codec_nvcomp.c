@@ -73,6 +73,10 @@ static void compress_opts(const gds_codec_step_t *s, gds_nvcomp_deflate_copts_t 
     lc->bitshuffle_mode = GDS_NVCOMP_BITSHUFFLE_NONE;
 }
 
+/* The compressor of an encoding step: blosc's encoder writes LZ4 streams
+ * (for lz4 and lz4hc alike). */
+static bool compresses_lz4(const gds_codec_step_t *s) { return step_lz4(s->kind) || s->kind == GDS_STEP_BLOSC; }
+
 /* nvCOMP's largest output for an input block, and its temp memory for
  * `ne` blocks of `max_in` (total_in in all). */
 int gds_codec_compress_sizes(gds_codec_t *c, const gds_codec_step_t *s, size_t ne, size_t max_in, size_t total_in,
@@ -84,14 +88,14 @@ int gds_codec_compress_sizes(gds_codec_t *c, const gds_codec_step_t *s, size_t n
     compress_opts(s, &dc, &lc, &zc);
     const gds_nvcomp_api_t *nv = c->nv;
     gds_nvcomp_status_t r;
-    if (step_lz4(s->kind))
+    if (compresses_lz4(s))
         r = nv->lz4.CompressGetMaxOutputChunkSize(max_in, lc, max_out);
     else if (step_zstd(s->kind))
         r = nv->zstd.CompressGetMaxOutputChunkSize(max_in, zc, max_out);
     else
         r = nv->deflate.CompressGetMaxOutputChunkSize(max_in, dc, max_out);
     if (r == GDS_NVCOMP_SUCCESS && temp) {
-        if (step_lz4(s->kind))
+        if (compresses_lz4(s))
             r = nv->lz4.CompressGetTempSize(ne, max_in, lc, temp, total_in, stream);
         else if (step_zstd(s->kind))
             r = nv->zstd.CompressGetTempSize(ne, max_in, zc, temp, total_in, stream);
@@ -123,7 +127,7 @@ int gds_codec_nvcomp_compress(gds_codec_t *c, const gds_codec_step_t *s, size_t 
     void *temp = (void *)(uintptr_t)em->temp;
     const gds_nvcomp_api_t *nv = c->nv;
     gds_nvcomp_status_t r =
-        step_lz4(s->kind)    ? nv->lz4.CompressAsync(in_ptrs, in_bytes, max_in, ne, temp, em->temp_bytes, out_ptrs,
+        compresses_lz4(s)    ? nv->lz4.CompressAsync(in_ptrs, in_bytes, max_in, ne, temp, em->temp_bytes, out_ptrs,
                                                      out_actual, lc, status, stream)
         : step_zstd(s->kind) ? nv->zstd.CompressAsync(in_ptrs, in_bytes, max_in, ne, temp, em->temp_bytes, out_ptrs,
                                                       out_actual, zc, status, stream)

@@ -130,22 +130,43 @@ static int filter_step(const gds_codec_filter_t *f, unsigned pos, bool encode, g
         return 0;
     }
     case GDS_FILTER_BLOSC: {
-        if (encode) {
-            say(why, why_size, "filter %u (blosc): no GPU encoder for blosc (HDF5's CPU filter compresses it)", pos);
-            return -1;
-        }
         /* the writer's compressor; each chunk's header says again which one
          * wrote it (checked per chunk: UNSUPPORTED where it is another) */
         unsigned code = f->ncd > 6 ? f->cd[6] : GDS_BLOSC_CODE_BLOSCLZ;
-        if (code != GDS_BLOSC_CODE_LZ4 && code != GDS_BLOSC_CODE_LZ4HC && code != GDS_BLOSC_CODE_ZSTD) {
+        /* hdf5plugin's defaults where the values stop short */
+        unsigned clevel = f->ncd > 4 ? f->cd[4] : 5, shuffle = f->ncd > 5 ? f->cd[5] : 1;
+        if (encode && code == GDS_BLOSC_CODE_ZSTD) {
+            say(why, why_size,
+                "filter %u (blosc): zstd compression stays on the CPU (nvCOMP's zstd compression measured 8x "
+                "slower than HDF5's CPU filter; the GPU encodes blosc's lz4 and lz4hc)",
+                pos);
+            return -1;
+        }
+        if (encode && code != GDS_BLOSC_CODE_LZ4 && code != GDS_BLOSC_CODE_LZ4HC) {
+            say(why, why_size,
+                "filter %u (blosc): compressor %s has no GPU encoder (the GPU encodes blosc's lz4 and lz4hc; "
+                "HDF5's CPU filter compresses the others)",
+                pos, gds_codec_blosc_code_name(code));
+            return -1;
+        }
+        if (!encode && code != GDS_BLOSC_CODE_LZ4 && code != GDS_BLOSC_CODE_LZ4HC && code != GDS_BLOSC_CODE_ZSTD) {
             say(why, why_size,
                 "filter %u (blosc): compressor %s has no GPU decoder (nvCOMP decodes blosc's lz4, lz4hc and "
                 "zstd; HDF5's CPU filter decodes the others)",
                 pos, gds_codec_blosc_code_name(code));
             return -1;
         }
+        /* c-blosc refuses these when compressing: HDF5's filter gives the error */
+        if (encode && (clevel > 9 || shuffle > 2)) {
+            say(why, why_size, "filter %u (blosc): clevel %u or shuffle %u is not c-blosc's (0-9; 0, 1 or 2)", pos,
+                clevel, shuffle);
+            return -1;
+        }
         s->kind = GDS_STEP_BLOSC;
-        s->elem = f->ncd > 2 && f->cd[2] ? f->cd[2] : 1; /* the header's typesize is the one used */
+        s->level = (int)clevel;
+        s->shuffle = shuffle;
+        /* decoding: the header's typesize is the one used */
+        s->elem = encode ? gds_blosc_encode_typesize(f->ncd > 2 ? f->cd[2] : 0) : f->ncd > 2 && f->cd[2] ? f->cd[2] : 1;
         return 0;
     }
     default:
@@ -208,6 +229,12 @@ int gds_codec_plan_steps(const gds_codec_pipeline_t *p, unsigned mask, bool enco
             size % s->elem) {
             say(why, why_size, "filter %zu (bitshuffle): %zu bytes are not a whole number of %u-byte elements", i,
                 size, s->elem);
+            return -1;
+        }
+        /* c-blosc's largest buffer: a frame's sizes are int32 */
+        if (encode && s->kind == GDS_STEP_BLOSC && size != GDS_SIZE_UNKNOWN && size > GDS_CODEC_MAX_DECODED - 16) {
+            say(why, why_size, "filter %zu (blosc): chunks of %zu bytes (blosc takes at most %zu)", i, size,
+                GDS_CODEC_MAX_DECODED - 16);
             return -1;
         }
         if (size != GDS_SIZE_UNKNOWN)
@@ -275,9 +302,58 @@ size_t gds_codec_step_bound(const gds_codec_step_t *s, size_t in)
     }
     case GDS_STEP_BSHUF_LZ4: return bshuf_bound(s, in, lz4_bound);
     case GDS_STEP_BSHUF_ZSTD: return bshuf_bound(s, in, zstd_bound);
-    case GDS_STEP_BLOSC: break; /* no GPU encoder */
+    case GDS_STEP_BLOSC: return in + 16; /* a frame only where smaller than the MEMCPYED form */
     }
     return GDS_SIZE_UNKNOWN;
+}
+
+unsigned gds_blosc_encode_typesize(unsigned cd_typesize)
+{
+    return cd_typesize == 0 || cd_typesize > 255 ? 1 : cd_typesize;
+}
+
+/* c-blosc's rule (blosc_d) for splitting a whole block in typesize streams,
+ * before its DONT_SPLIT flag */
+static bool blosc_splits(size_t typesize, size_t bs)
+{
+    return typesize <= GDS_BLOSC_MAX_SPLITS && bs / typesize >= GDS_BLOSC_MIN_BUFFERSIZE;
+}
+
+size_t gds_blosc_encode_blocksize(const gds_codec_step_t *s, size_t in)
+{
+    size_t ts = s->elem ? s->elem : 1, group = 8 * ts;
+    size_t bs = ts <= GDS_BLOSC_MAX_SPLITS ? ts * GDS_BLOSC_ENCODE_STREAM : GDS_BLOSC_ENCODE_STREAM / group * group;
+    size_t whole = in / group * group;
+    if (bs > whole)
+        bs = whole;
+    return bs ? bs : in;
+}
+
+unsigned gds_blosc_encode_flags(const gds_codec_step_t *s, size_t bs)
+{
+    unsigned flags = (unsigned)GDS_BLOSC_FORMAT_LZ4 << 5;
+    if (s->shuffle == 1)
+        flags |= GDS_BLOSC_DOSHUFFLE;
+    else if (s->shuffle == 2)
+        flags |= GDS_BLOSC_DOBITSHUFFLE;
+    if (!blosc_splits(s->elem ? s->elem : 1, bs))
+        flags |= GDS_BLOSC_DONT_SPLIT;
+    return flags;
+}
+
+bool gds_blosc_encode_memcpy_only(const gds_codec_step_t *s, size_t in)
+{
+    return s->level == 0 || in < GDS_BLOSC_MIN_COMPRESS;
+}
+
+void gds_blosc_encode_streams(const gds_codec_step_t *s, size_t in, size_t *nstreams, size_t *longest)
+{
+    size_t bs = gds_blosc_encode_blocksize(s, in), ts = s->elem ? s->elem : 1;
+    size_t ns = blosc_splits(ts, bs) ? ts : 1, nfull = in / bs, last = in % bs;
+    *nstreams = nfull * ns + (last ? 1 : 0);
+    *longest = nfull ? bs / ns : 0;
+    if (last > *longest)
+        *longest = last;
 }
 
 const char *gds_codec_blosc_code_name(unsigned code)

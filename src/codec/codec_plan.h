@@ -23,7 +23,7 @@ typedef enum gds_step_kind {
     GDS_STEP_LZ4,
     GDS_STEP_BSHUF_LZ4,
     GDS_STEP_BSHUF_ZSTD,
-    GDS_STEP_BLOSC /* Blosc-1 with LZ4 / LZ4HC / zstd streams */
+    GDS_STEP_BLOSC /* Blosc-1 with LZ4 / LZ4HC / zstd streams (encoded: LZ4) */
 } gds_step_kind_t;
 
 /* One active filter of a chunk's pipeline. */
@@ -35,6 +35,8 @@ typedef struct gds_codec_step {
     int level;      /* deflate 0-9; zstd */
     bool optional;  /* H5Z_FLAG_OPTIONAL */
     bool verify;    /* fletcher32: checked on read (not H5Z_FLAG_SKIP_EDC) */
+    unsigned shuffle; /* blosc: 0 none, 1 byte, 2 bit shuffle (cd_values[5]); elem is its typesize, level its
+                         clevel */
 } gds_codec_step_t;
 
 #define GDS_SIZE_UNKNOWN ((size_t)-1)
@@ -50,6 +52,15 @@ typedef struct gds_codec_step {
 #define GDS_LZ4H5_ENCODE_BLOCK (64u << 10)
 /* nvCOMP's largest LZ4 block to compress. */
 #define GDS_NVCOMP_LZ4_MAX_BLOCK (1u << 24)
+
+/* Blosc-1 encoding: each stream (one nvCOMP LZ4 entry) takes 64 KiB of a
+ * block, nvCOMP's usual LZ4 chunk and LZ4's match window (longer streams
+ * gain little ratio and give the GPU fewer entries to spread over): blocks
+ * of typesize x 64 KiB split in typesize streams where c-blosc splits (see
+ * gds_blosc_encode_blocksize), else 64 KiB. */
+#define GDS_BLOSC_ENCODE_STREAM (64u << 10)
+/* c-blosc's smallest buffer to compress (MIN_BUFFERSIZE); smaller ones it memcpys */
+#define GDS_BLOSC_MIN_COMPRESS 128u
 
 /* The active filters (write order) of p for a chunk whose mask is `mask`;
  * `encode`: those the encoder supports. -1 with the reason. */
@@ -103,6 +114,38 @@ enum {
 const char *gds_codec_blosc_code_name(unsigned code);
 /* The compressor a chunk's header names (its flags >> 5: GDS_BLOSC_FORMAT_*). */
 const char *gds_codec_blosc_format_name(unsigned format);
+
+/* The typesize the encoder writes in blosc's header for the filter's
+ * cd_values[2] (hdf5plugin's set_local writes the type's size there; c-blosc
+ * takes 1 for 0 or more than 255). */
+unsigned gds_blosc_encode_typesize(unsigned cd_typesize);
+
+/* The block size the encoder writes for `in` bytes (typesize s->elem): a
+ * whole number of 8 elements (c-blosc bit-shuffles only blocks whose
+ * elements are a multiple of 8: every whole block is then transformed),
+ * typesize x GDS_BLOSC_ENCODE_STREAM bytes where its blocks are split in
+ * typesize streams, else GDS_BLOSC_ENCODE_STREAM (rounded down to 8
+ * elements), at most the chunk's whole groups of 8 elements (the whole
+ * chunk when it holds fewer). Any block size reads back: c-blosc's own
+ * choice depends on clevel and the compressor, the reader takes the
+ * header's. */
+size_t gds_blosc_encode_blocksize(const gds_codec_step_t *s, size_t in);
+
+/* The header flags the encoder writes for blocks of bs (GDS_BLOSC_*): the
+ * shuffle's bit, LZ4's format (lz4 and lz4hc alike: LZ4 streams), and
+ * DONT_SPLIT unless typesize <= 16 and the block holds 128 elements or
+ * more: the streams are split exactly where c-blosc decoders from before
+ * the flag (< 1.14, which ignore it) split them, as c-blosc's
+ * forward-compatible split mode does, so every 1.x decoder reads them. */
+unsigned gds_blosc_encode_flags(const gds_codec_step_t *s, size_t bs);
+
+/* Whether the encoder stores a chunk of `in` bytes without compressing it
+ * (MEMCPYED, as c-blosc does for clevel 0 and for chunks under 128 bytes). */
+bool gds_blosc_encode_memcpy_only(const gds_codec_step_t *s, size_t in);
+
+/* The streams of a chunk of `in` bytes (nvCOMP entries): their count and
+ * the longest one's bytes. */
+void gds_blosc_encode_streams(const gds_codec_step_t *s, size_t in, size_t *nstreams, size_t *longest);
 
 /* A Blosc-1 chunk's header (its 16 bytes; `stored` = the chunk's stored
  * size, `expect` = the decoded size the pipeline gives), checked as c-blosc

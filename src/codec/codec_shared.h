@@ -275,4 +275,184 @@ GDS_HD unsigned char gds_blosc_block_byte(const unsigned char *blk, gds_u32 flag
     return blk[o];
 }
 
+/* ---- Blosc-1 encoding: the GPU writes c-blosc 1.x frames that c-blosc's
+ * blosc_d (and gds_blosc_block_byte above) read back; the same code for the
+ * kernels and the unit tests ---- */
+
+/* 8x8 bit transpose of a little-endian word: bit t of byte k <-> bit k of byte t. */
+GDS_HD gds_u64 gds_bit_transpose8(gds_u64 x)
+{
+    gds_u64 t;
+    t = (x ^ (x >> 7)) & 0x00AA00AA00AA00AAull;
+    x = x ^ t ^ (t << 7);
+    t = (x ^ (x >> 14)) & 0x0000CCCC0000CCCCull;
+    x = x ^ t ^ (t << 14);
+    t = (x ^ (x >> 28)) & 0x00000000F0F0F0F0ull;
+    x = x ^ t ^ (t << 28);
+    return x;
+}
+
+/* The units of work of one block's shuffle when encoding (one GPU thread
+ * each), the transform blosc_d undoes: byte shuffle (typesize > 1) one per
+ * element; bit shuffle (the block's elements a multiple of 8, as c-blosc
+ * 1.x requires, else the block is not transformed) one per 8 elements;
+ * then one per trailing byte (bsize % typesize, kept as they are); a block
+ * not transformed, one per byte. */
+GDS_HD gds_u32 gds_blosc_shuffle_units(gds_u32 flags, gds_u32 typesize, gds_u32 bsize)
+{
+    gds_u32 n = bsize / typesize;
+    if ((flags & GDS_BLOSC_DOSHUFFLE) && typesize > 1)
+        return n + (bsize - n * typesize);
+    if ((flags & GDS_BLOSC_DOBITSHUFFLE) && bsize >= typesize && n % 8 == 0)
+        return n / 8 + (bsize - n * typesize);
+    return bsize;
+}
+
+/* Unit u of a block's shuffle: from blk (the block of the data) into out
+ * (the block as its streams take it). Byte shuffle: byte t of element i at
+ * t * n + i. Bit shuffle: bit k of byte j of element e at bit e % 8 of
+ * byte e / 8 of row 8 j + k (rows of n / 8 bytes). */
+GDS_HD void gds_blosc_shuffle_unit(const unsigned char *blk, unsigned char *out, gds_u32 flags, gds_u32 typesize,
+                                   gds_u32 bsize, gds_u32 u)
+{
+    gds_u32 n = bsize / typesize;
+    if ((flags & GDS_BLOSC_DOSHUFFLE) && typesize > 1) {
+        if (u < n)
+            for (gds_u32 t = 0; t < typesize; t++)
+                out[t * n + u] = blk[u * typesize + t];
+        else
+            out[n * typesize + (u - n)] = blk[n * typesize + (u - n)];
+        return;
+    }
+    if ((flags & GDS_BLOSC_DOBITSHUFFLE) && bsize >= typesize && n % 8 == 0) {
+        gds_u32 row = n / 8;
+        if (u >= row) {
+            out[n * typesize + (u - row)] = blk[n * typesize + (u - row)];
+            return;
+        }
+        for (gds_u32 j = 0; j < typesize; j++) {
+            gds_u64 x = 0;
+            for (gds_u32 t = 0; t < 8; t++)
+                x |= (gds_u64)blk[(8 * u + t) * typesize + j] << (8 * t);
+            x = gds_bit_transpose8(x);
+            for (gds_u32 k = 0; k < 8; k++)
+                out[(j * 8 + k) * row + u] = (unsigned char)(x >> (8 * k));
+        }
+        return;
+    }
+    out[u] = blk[u];
+}
+
+/* A chunk's shuffle (len bytes in blocks of bs, the last partial): its
+ * units of work, and unit u of them done from the chunk at in into mid.
+ * The partial block may have more units than a whole one (not
+ * transformed: one per byte), so units are counted whole blocks first. */
+GDS_HD gds_u64 gds_blosc_shuffle_total(gds_u32 flags, gds_u32 typesize, gds_u64 len, gds_u64 bs)
+{
+    gds_u64 nfull = len / bs, last = len - nfull * bs;
+    return nfull * gds_blosc_shuffle_units(flags, typesize, (gds_u32)bs) +
+           (last ? gds_blosc_shuffle_units(flags, typesize, (gds_u32)last) : 0);
+}
+GDS_HD void gds_blosc_shuffle_at(const unsigned char *in, unsigned char *mid, gds_u32 flags, gds_u32 typesize,
+                                 gds_u64 len, gds_u64 bs, gds_u64 u)
+{
+    gds_u64 nfull = len / bs, ufull = gds_blosc_shuffle_units(flags, typesize, (gds_u32)bs);
+    gds_u64 k = u < nfull * ufull ? u / ufull : nfull;
+    gds_u64 bsize = k < nfull ? bs : len - nfull * bs;
+    gds_blosc_shuffle_unit(in + k * bs, mid + k * bs, flags, typesize, (gds_u32)bsize, (gds_u32)(u - k * ufull));
+}
+
+/* Stream i of an encoded chunk of nbytes in blocks of bs (ns streams per
+ * whole block, one for the partial last block): its offset in the chunk
+ * (the blocks' bytes are contiguous streams), its length in *len and its
+ * block in *block. */
+GDS_HD gds_u64 gds_blosc_stream_at(gds_u64 i, gds_u64 nbytes, gds_u64 bs, gds_u32 ns, gds_u64 *len, gds_u64 *block)
+{
+    gds_u64 nfull = nbytes / bs, per = bs / ns;
+    if (i < nfull * ns) {
+        *len = per;
+        *block = i / ns;
+        return i * per;
+    }
+    *len = nbytes - nfull * bs;
+    *block = nfull;
+    return nfull * bs;
+}
+
+/* How an encoded blosc chunk is stored (gds_blosc_frame). */
+enum { GDS_BLOSC_STORE_STREAMS = 0, GDS_BLOSC_STORE_MEMCPYED = 1, GDS_BLOSC_STORE_SKIPPED = 2 };
+
+GDS_HD void gds_blosc_put_le32(unsigned char *p, gds_u64 v)
+{
+    for (int b = 0; b < 4; b++)
+        p[b] = (unsigned char)(v >> (8 * b));
+}
+
+/* One chunk's Blosc-1 frame (the encoder's layout kernel, and the unit
+ * tests on the host): nbytes of data at address `in`, their shuffled
+ * blocks at `shuffled` (the raw streams' bytes), blocks of bs, the header's
+ * flags and typesize; nstreams streams (gds_blosc_stream_at), stream i
+ * compressed to csize[i] bytes at address cptr[i] (csize NULL: none was
+ * compressed: clevel 0, or a chunk under 128 bytes, as c-blosc memcpys
+ * those). A stream is stored raw when its compressed form is not smaller
+ * (its size field then equals its length, which blosc_d copies). The frame
+ * (16-byte header, LE int32 block starts, per stream an LE int32 size and
+ * the bytes) is kept when it is smaller than the MEMCPYED form (header and
+ * data as they are), which is written otherwise; an optional filter whose
+ * output would not be smaller than its input is skipped (HDF5's rule: the
+ * data as it is, *how SKIPPED). Writes the header, the table and the size
+ * fields at out and sets copy[i] to the copy that puts stream i's bytes (in
+ * the other forms, the input's bytes of stream i) in place, every field of
+ * it. Returns the stored bytes. */
+GDS_HD gds_u64 gds_blosc_frame(unsigned char *out, gds_u64 in, gds_u64 shuffled, gds_u64 nbytes, gds_u64 bs,
+                               gds_u32 flags, gds_u32 typesize, const gds_u64 *csize, const gds_u64 *cptr,
+                               gds_u64 nstreams, int optional, gds_kentry_t *copy, gds_u32 *how)
+{
+    gds_u32 ns = gds_blosc_nsplits(flags, typesize, bs, 0);
+    gds_u64 nblocks = (nbytes + bs - 1) / bs, len, block;
+    gds_u64 frame = 16 + 4 * nblocks;
+    for (gds_u64 i = 0; csize && i < nstreams; i++) {
+        gds_blosc_stream_at(i, nbytes, bs, ns, &len, &block);
+        frame += 4 + (csize[i] < len ? csize[i] : len);
+    }
+    gds_u64 total = csize && frame < nbytes + 16 ? frame : nbytes + 16;
+    *how = csize && frame < nbytes + 16 ? GDS_BLOSC_STORE_STREAMS : GDS_BLOSC_STORE_MEMCPYED;
+    if (optional && total >= nbytes) {
+        *how = GDS_BLOSC_STORE_SKIPPED;
+        total = nbytes;
+    }
+    gds_u64 pos = 16 + 4 * nblocks, data_at = *how == GDS_BLOSC_STORE_MEMCPYED ? 16 : 0;
+    for (gds_u64 i = 0; i < nstreams; i++) {
+        gds_u64 off = gds_blosc_stream_at(i, nbytes, bs, ns, &len, &block);
+        gds_kentry_t *x = &copy[i];
+        x->flags = GDS_KENTRY_COPY;
+        x->chunk = 0;
+        if (*how != GDS_BLOSC_STORE_STREAMS) {
+            x->copy_src = in + off;
+            x->copy_dst = (gds_u64)out + data_at + off;
+            x->copy_len = len;
+            continue;
+        }
+        if (off == block * bs) /* the block's first stream */
+            gds_blosc_put_le32(out + 16 + 4 * block, pos);
+        int raw = csize[i] >= len;
+        gds_u64 n = raw ? len : csize[i];
+        gds_blosc_put_le32(out + pos, n);
+        x->copy_src = raw ? shuffled + off : cptr[i];
+        x->copy_dst = (gds_u64)out + pos + 4;
+        x->copy_len = n;
+        pos += 4 + n;
+    }
+    if (*how != GDS_BLOSC_STORE_SKIPPED) {
+        out[0] = GDS_BLOSC_VERSION;
+        out[1] = 1; /* LZ4's format version (c-blosc writes the compressor's even when MEMCPYED) */
+        out[2] = (unsigned char)(flags | (*how == GDS_BLOSC_STORE_MEMCPYED ? GDS_BLOSC_MEMCPYED : 0u));
+        out[3] = (unsigned char)typesize;
+        gds_blosc_put_le32(out + 4, nbytes);
+        gds_blosc_put_le32(out + 8, bs);
+        gds_blosc_put_le32(out + 12, total);
+    }
+    return total;
+}
+
 #endif

@@ -25,7 +25,7 @@ static const char *const kernel_names[K_COUNT] = {
     "codec_lz4h5_walk",    "codec_bshuf_walk",    "codec_bitunshuffle",  "codec_bitshuffle",
     "codec_unshuffle",     "codec_shuffle",       "codec_blocks_plan",   "codec_zlib_assemble",
     "codec_zstd_assemble", "codec_lz4h5_layout",  "codec_bshuf_layout",  "codec_blosc_walk",
-    "codec_blosc_finish",
+    "codec_blosc_finish",  "codec_blosc_shuffle", "codec_blosc_layout",
 };
 
 /* The dummies (layout: codec_internal.h's DUMMY_*). */
@@ -375,6 +375,8 @@ int gds_codec_launch(gds_codec_t *c, int k, unsigned gx, unsigned gy, CUstream s
     }
     return 0;
 }
+
+const char *gds_codec_kernel_name(int k) { return k >= 0 && k < K_COUNT ? kernel_names[k] : NULL; }
 
 bool gds_codec_debug_on(void)
 {

@@ -6,7 +6,8 @@
  * old files), zstd (32015), LZ4 (32004, HDF5's LZ4 framing), bitshuffle
  * (32008, plain or with LZ4 / zstd), Blosc-1 (32001, hdf5plugin's and
  * PyTables' c-blosc 1.x chunks of lz4, lz4hc or zstd streams, byte or bit
- * shuffled, or stored as they are; decode only).
+ * shuffled, or stored as they are; encoded for lz4 and lz4hc, as LZ4
+ * streams).
  *
  * The compressors are NVIDIA's nvCOMP (batched API), loaded at run time
  * (src/cuda/cuda_loader.c); the framing, shuffles and checksums are the

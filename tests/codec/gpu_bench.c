@@ -104,6 +104,13 @@ void bench(size_t mib)
     p = pipe_new(MB, 4);
     pipe_add(&p, GDS_FILTER_ZSTD, OPT, 1, CD3);
     bench_one("zstd3 sparse int32", &p, DATA_SPARSE_INT, mib);
+    const unsigned blosc_shuf[] = {2, 2, 4, 0, 5, 1, 1}, blosc_bit[] = {2, 2, 4, 0, 5, 2, 1};
+    p = pipe_new(MB, 4);
+    pipe_add(&p, GDS_FILTER_BLOSC, OPT, 7, blosc_shuf);
+    bench_one("blosc lz4 shuffle f32", &p, DATA_FLOAT_FIELD, mib);
+    p = pipe_new(MB, 4);
+    pipe_add(&p, GDS_FILTER_BLOSC, OPT, 7, blosc_bit);
+    bench_one("blosc lz4 bitshuffle f32", &p, DATA_FLOAT_FIELD, mib);
     p = pipe_new(4 * MB, 4);
     pipe_add(&p, GDS_FILTER_SHUFFLE, OPT, 1, CD4);
     pipe_add(&p, GDS_FILTER_DEFLATE, OPT, 1, CD4);

@@ -2,12 +2,16 @@
  * test_codec_gpu --fixtures DIR [--cpu] [--out DIR]: the chunks h5py +
  * hdf5plugin wrote (tests/codec/h5_fixtures.py make DIR), decoded on the GPU
  * (--cpu: with the CPU references) and compared with what HDF5 read; their
- * data encoded into OUT/<name>.<gpu|cpu>.enc for h5_fixtures.py verify.
+ * data encoded into OUT/<name>.<gpu|cpu>.enc for h5_fixtures.py verify
+ * (--cpu, blosc: also by the GPU encoder's code run on the host, into
+ * OUT/<name>.model.enc: hdf5plugin's c-blosc reads its frames without a GPU).
  */
 #include <string.h>
 #include <sys/stat.h>
 
 #include "gpu_test_common.h"
+
+#include "blosc_encode_model.h"
 
 /* ---- fixtures written by h5py + hdf5plugin ---- */
 
@@ -189,6 +193,24 @@ static void fixture_run(const char *dir, const char *name, const char *out, bool
         }
         for (size_t i = 0; i < x.n; i++)
             free(enc[i].p);
+        /* the GPU's blosc frames, made on the host */
+        gds_codec_step_t bs;
+        if (cpu && blosc && blosc_encode_step(&x.p, &bs)) {
+            size_t raw;
+            for (size_t i = 0; i < x.n && ok; i++) {
+                bytes_t in = {x.expected.p + i * cb, cb};
+                int how = blosc_encode_model(&bs, &in, false, &enc[i], &raw);
+                CHECK_MSG(how >= 0, "%s: chunk %zu: the blosc encoder's model failed", name, i);
+                mask[i] = how == GDS_BLOSC_STORE_SKIPPED ? 1 : 0;
+                ok = how >= 0;
+            }
+            if (ok) {
+                snprintf(path, sizeof path, "%s/%s.model.enc", out, name);
+                write_encoded(path, x.n, enc, mask);
+            }
+            for (size_t i = 0; i < x.n; i++)
+                free(enc[i].p);
+        }
         free(enc);
         free(mask);
     }
@@ -203,7 +225,7 @@ void fixtures(const char *dir, const char *out, bool cpu)
         "lz4_u8",               "lz4_64k_mixed",                 "bslz4_f32",         "bszstd_f64",
         "bslz4_u16_1024",       "bitshuffle_plain_i32",          "masked_deflate_f32", "fletcher_swapped_i32",
         "blosc_lz4_f32",        "blosc_lz4hc_bitshuffle_u16",    "blosc_zstd_f64",    "blosc_memcpyed_i32",
-        "blosc_blosclz_f32"};
+        "blosc_blosclz_f32",    "blosc_lz4_bitshuffle_f64",      "blosc_lz4_random_u8", "blosc_lz4_shuffle_3byte"};
     ref_load(); /* this file's copy of codec_ref.h's table (a static): the CPU decoding and encoding */
     if (out)
         mkdir(out, 0755);

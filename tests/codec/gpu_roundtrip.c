@@ -8,6 +8,8 @@
 
 #include "gpu_test_common.h"
 
+#include "codec_shared.h"
+
 static const char *kind_name(data_kind_t k)
 {
     static const char *const names[] = {"float field", "image u8", "sparse int32", "random bytes", "double field"};
@@ -40,6 +42,35 @@ static void decode_case(const char *name, const gds_codec_pipeline_t *p, data_ki
 }
 
 /* ---- encode: GPU -> CPU reference decoding, and GPU decoding ---- */
+
+/* A GPU-encoded blosc chunk (a pipeline of blosc alone) as the encoder
+ * writes it: c-blosc 1.x's header (version 2, LZ4's format, the typesize,
+ * the chunk's size, cbytes the stored size); random data, clevel 0 and
+ * chunks under 128 bytes MEMCPYED (or the optional filter skipped), sparse
+ * labels compressed. */
+static bool blosc_frame_ok(const gds_codec_pipeline_t *p, CUdeviceptr enc, size_t bytes, unsigned mask,
+                           data_kind_t kind)
+{
+    size_t nbytes = p->chunk_bytes;
+    if (mask)
+        return mask == 1 && bytes == nbytes && (p->filter[0].flags & OPT) && kind != DATA_SPARSE_INT;
+    unsigned char h[16];
+    if (bytes < 16)
+        return false;
+    GPU_OK(cu->MemcpyDtoH(h, enc, 16));
+    unsigned ts = p->filter[0].cd[2] && p->filter[0].cd[2] <= 255 ? p->filter[0].cd[2] : 1;
+    bool memcpyed = (h[2] & GDS_BLOSC_MEMCPYED) != 0;
+    bool ok = h[0] == 2 && h[1] == 1 && h[2] >> 5 == GDS_BLOSC_FORMAT_LZ4 && h[3] == ts && get_le32(h + 4) == nbytes &&
+              get_le32(h + 12) == bytes && get_le32(h + 8) <= nbytes;
+    if (kind == DATA_RANDOM || nbytes < 128 || p->filter[0].cd[4] == 0)
+        ok = ok && memcpyed && bytes == nbytes + 16;
+    else if (kind == DATA_SPARSE_INT)
+        ok = ok && !memcpyed && bytes < nbytes;
+    if (!ok)
+        fprintf(stderr, "  blosc frame: header %02x %02x %02x %02x, nbytes %u, blocksize %u, cbytes %u; %zu B\n", h[0],
+                h[1], h[2], h[3], get_le32(h + 4), get_le32(h + 8), get_le32(h + 12), bytes);
+    return ok;
+}
 
 static void encode_case(const char *name, const gds_codec_pipeline_t *p, data_kind_t kind, size_t n,
                         bool expect_skipped)
@@ -87,6 +118,10 @@ static void encode_case(const char *name, const gds_codec_pipeline_t *p, data_ki
         free(dec.p);
     }
     CHECK_MSG(bad_cpu == 0, "%s: %zu chunks not decoded by the CPU", name, bad_cpu);
+    size_t bad_frame = 0;
+    for (size_t i = 0; rc == 0 && p->nfilters == 1 && p->filter[0].id == GDS_FILTER_BLOSC && i < n; i++)
+        bad_frame += !blosc_frame_ok(p, (CUdeviceptr)(uintptr_t)dst[i], out_bytes[i], out_mask[i], kind);
+    CHECK_MSG(bad_frame == 0, "%s: %zu blosc frames not as expected", name, bad_frame);
     if (expect_skipped)
         CHECK_MSG(skipped == n, "%s: %zu of %zu chunks with the optional filter skipped", name, skipped, n);
     /* and back through the GPU */
@@ -281,4 +316,64 @@ void roundtrip_tests(void)
     p = pipe_new(300 * 301 * 4, 4);
     pipe_add(&p, GDS_FILTER_BITSHUFFLE, OPT, 3, bs_plain);
     encode_case("bitshuffle (no compression)", &p, DATA_SPARSE_INT, 4, false);
+
+    /* blosc lz4 / lz4hc: each shuffle, element sizes 1 to 17, chunks that
+     * are no whole number of blocks (and of elements), incompressible data
+     * (MEMCPYED when mandatory, skipped when optional), clevel 0, tiny
+     * chunks, with filters before and after */
+    const unsigned bl_lz4_none1[] = {2, 2, 1, 0, 5, 0, 1}, bl_lz4_bit4[] = {2, 2, 4, 0, 5, 2, 1};
+    const unsigned bl_lz4_shuf4[] = {2, 2, 4, 0, 5, 1, 1}, bl_lz4_bit8[] = {2, 2, 8, 0, 9, 2, 1};
+    const unsigned bl_lz4_shuf17[] = {2, 2, 17, 0, 5, 1, 1}, bl_lz4_bit3[] = {2, 2, 3, 0, 5, 2, 1};
+    const unsigned bl_lz4_shuf8_c0[] = {2, 2, 8, 0, 0, 1, 1};
+    p = pipe_new(MB, 4);
+    pipe_add(&p, GDS_FILTER_BLOSC, OPT, 7, bl_lz4_shuf);
+    encode_case("blosc lz4 shuffle f32", &p, DATA_FLOAT_FIELD, 8, false);
+    p = pipe_new(MB, 4);
+    pipe_add(&p, GDS_FILTER_BLOSC, OPT, 7, bl_lz4_bit4);
+    encode_case("blosc lz4 bitshuffle i32", &p, DATA_SPARSE_INT, 8, false);
+    p = pipe_new(640 * 480, 1);
+    pipe_add(&p, GDS_FILTER_BLOSC, OPT, 7, bl_lz4_none1);
+    encode_case("blosc lz4 noshuffle u8", &p, DATA_IMAGE_U8, 12, false);
+    p = pipe_new(MB + 6 * 2048 + 2, 2); /* blocks of 128 KiB and a partial one of 12290 bytes */
+    pipe_add(&p, GDS_FILTER_BLOSC, OPT, 7, bl_lz4hc_bit);
+    encode_case("blosc lz4hc bitshuffle u16 partial", &p, DATA_IMAGE_U8, 5, false);
+    p = pipe_new(333 * 61 * 8, 8);
+    pipe_add(&p, GDS_FILTER_BLOSC, OPT, 7, bl_lz4_bit8);
+    encode_case("blosc lz4 bitshuffle f64 partial", &p, DATA_DOUBLE_FIELD, 6, false);
+    p = pipe_new(700001 * 4, 4);
+    pipe_add(&p, GDS_FILTER_BLOSC, OPT, 7, bl_lz4_shuf4);
+    encode_case("blosc lz4 shuffle i32 2.7 MiB", &p, DATA_SPARSE_INT, 3, false);
+    p = pipe_new(5003 * 17, 17); /* typesize > 16: streams not split */
+    pipe_add(&p, GDS_FILTER_BLOSC, OPT, 7, bl_lz4_shuf17);
+    encode_case("blosc lz4 shuffle 17-byte elements", &p, DATA_SPARSE_INT, 4, false);
+    p = pipe_new(3001 * 3, 3);
+    pipe_add(&p, GDS_FILTER_BLOSC, OPT, 7, bl_lz4_bit3);
+    encode_case("blosc lz4 bitshuffle 3-byte elements", &p, DATA_IMAGE_U8, 4, false);
+    p = pipe_new(300000, 4);
+    pipe_add(&p, GDS_FILTER_BLOSC, OPT, 7, bl_lz4_shuf4);
+    encode_case("blosc lz4 random (skipped)", &p, DATA_RANDOM, 4, true);
+    p = pipe_new(300000, 4);
+    pipe_add(&p, GDS_FILTER_BLOSC, 0, 7, bl_lz4_bit4);
+    encode_case("blosc lz4 random, mandatory (memcpyed)", &p, DATA_RANDOM, 4, false);
+    p = pipe_new(200000, 1);
+    pipe_add(&p, GDS_FILTER_BLOSC, 0, 7, bl_lz4_1);
+    encode_case("blosc lz4 random u8, mandatory", &p, DATA_RANDOM, 3, false);
+    p = pipe_new(256 * 1024, 8);
+    pipe_add(&p, GDS_FILTER_BLOSC, OPT, 7, bl_lz4_shuf8_c0);
+    encode_case("blosc lz4 clevel 0 (skipped)", &p, DATA_DOUBLE_FIELD, 3, true);
+    p = pipe_new(256 * 1024, 8);
+    pipe_add(&p, GDS_FILTER_BLOSC, 0, 7, bl_lz4_shuf8_c0);
+    encode_case("blosc lz4 clevel 0, mandatory (memcpyed)", &p, DATA_DOUBLE_FIELD, 3, false);
+    p = pipe_new(100, 4);
+    pipe_add(&p, GDS_FILTER_BLOSC, 0, 7, bl_lz4_shuf4);
+    encode_case("blosc lz4 100-byte chunk (memcpyed)", &p, DATA_SPARSE_INT, 5, false);
+    p = pipe_new(65536 * 8, 8); /* blosc sees 4 bytes more: half an element after the last whole one */
+    pipe_add(&p, GDS_FILTER_FLETCHER32, 0, 0, NULL);
+    pipe_add(&p, GDS_FILTER_BLOSC, OPT, 7, bl_lz4_shuf8);
+    encode_case("fletcher32+blosc lz4 shuffle f64", &p, DATA_DOUBLE_FIELD, 6, false);
+    p = pipe_new(256 * 1024, 4);
+    pipe_add(&p, GDS_FILTER_SHUFFLE, OPT, 1, CD4);
+    pipe_add(&p, GDS_FILTER_BLOSC, OPT, 7, bl_lz4_bit4);
+    pipe_add(&p, GDS_FILTER_FLETCHER32, 0, 0, NULL);
+    encode_case("shuffle+blosc lz4 bitshuffle+fletcher32", &p, DATA_FLOAT_FIELD, 8, false);
 }

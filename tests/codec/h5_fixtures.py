@@ -59,6 +59,15 @@ def random_bytes(shape, seed):
     return np.random.default_rng(seed).integers(0, 256, shape, dtype=np.uint8)
 
 
+def triples(shape, seed):
+    """Packed 3-byte records (u1, u2) from a smooth field."""
+    v = field(shape, np.float64, seed)
+    out = np.zeros(shape, dtype=[("a", "u1"), ("b", "<u2")])
+    out["a"] = (np.abs(v) * 40).astype(np.uint8)
+    out["b"] = ((v + 4) * 2000).astype(np.uint16)
+    return out
+
+
 # name: (data, chunks, dataset keyword arguments)
 def configs():
     f32 = field((8, 128, 256), np.float32, 1)
@@ -95,6 +104,16 @@ def configs():
         "blosc_memcpyed_i32": (sparse((256, 1000), 17), (64, 1000),
                                dict(**hdf5plugin.Blosc(cname="lz4", shuffle=hdf5plugin.Blosc.NOSHUFFLE))),
         "blosc_blosclz_f32": (f32, (1, 128, 256), dict(**hdf5plugin.Blosc(cname="blosclz"))),
+        # for the GPU's blosc encoder (blocks of typesize x 64 KiB): 4 whole blocks and a partial one of
+        # 8756 elements (no multiple of 8: not bit-shuffled)
+        "blosc_lz4_bitshuffle_f64": (field((6, 300, 301), np.float64, 18), (3, 300, 301),
+                                     dict(**hdf5plugin.Blosc(cname="lz4", shuffle=hdf5plugin.Blosc.BITSHUFFLE))),
+        # incompressible: hdf5plugin's filter gives up (the optional filter skipped)
+        "blosc_lz4_random_u8": (random_bytes((4, 100000), 19), (2, 100000),
+                                dict(**hdf5plugin.Blosc(cname="lz4", shuffle=hdf5plugin.Blosc.NOSHUFFLE))),
+        # 3-byte elements (a packed compound: blosc's typesize 3), two blocks and a partial one
+        "blosc_lz4_shuffle_3byte": (triples((1000, 333), 20), (500, 333),
+                                    dict(**hdf5plugin.Blosc(cname="lz4", shuffle=hdf5plugin.Blosc.SHUFFLE))),
     }
 
 

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "blosc_chunks.h"
+#include "blosc_encode_model.h"
 #include "codec_plan.h"
 #include "codec_ref.h"
 #include "codec_shared.h"
@@ -66,23 +67,59 @@ static void test_can_decode(void)
         CHECK_MSG(gds_codec_can_encode(&p, NULL, 0), "filter %u", good[i].id);
     }
 
-    /* blosc: lz4, lz4hc and zstd (cd_values[6]) decode on the GPU; the
-     * others are named, so the caller's message says what sends them to the CPU */
+    /* blosc: lz4, lz4hc and zstd (cd_values[6]) decode on the GPU, lz4 and
+     * lz4hc encode (zstd's compression stays on the CPU: nvCOMP's measured
+     * 8x slower); the others are named, so the caller's message says what
+     * sends them to the CPU */
     const struct {
         unsigned code;
-        bool gpu;
-        const char *name;
-    } blosc[] = {{0, false, "blosclz"}, {1, true, "lz4"},  {2, true, "lz4hc"}, {3, false, "snappy"},
-                 {4, false, "zlib"},    {5, true, "zstd"}, {9, false, "unknown"}};
-    for (size_t i = 0; i < sizeof blosc / sizeof blosc[0]; i++) {
-        p = pipeline(1 << 20, 4);
-        const unsigned cd_blosc[] = {2, 2, 4, 1 << 20, 5, 1, blosc[i].code};
-        pipe_add(&p, GDS_FILTER_BLOSC, 1, 7, cd_blosc);
-        CHECK_MSG(decodable(&p, blosc[i].name) == blosc[i].gpu, "blosc %s", blosc[i].name);
-        char why[300];
-        CHECK(!gds_codec_can_encode(&p, why, sizeof why) && strstr(why, "blosc") && strstr(why, "encoder"));
-        CHECK(gds_codec_max_encoded_bytes(&p) == 0);
-    }
+        bool gpu, encode;
+        const char *name, *encode_why;
+    } blosc[] = {{0, false, false, "blosclz", "no GPU encoder"}, {1, true, true, "lz4", NULL},
+                 {2, true, true, "lz4hc", NULL},                 {3, false, false, "snappy", "no GPU encoder"},
+                 {4, false, false, "zlib", "no GPU encoder"},    {5, true, false, "zstd", "8x slower"},
+                 {9, false, false, "unknown", "no GPU encoder"}};
+    for (size_t i = 0; i < sizeof blosc / sizeof blosc[0]; i++)
+        for (unsigned shuffle = 0; shuffle <= 2; shuffle++) {
+            p = pipeline(1 << 20, 4);
+            const unsigned cd_blosc[] = {2, 2, 4, 1 << 20, 5, shuffle, blosc[i].code};
+            pipe_add(&p, GDS_FILTER_BLOSC, 1, 7, cd_blosc);
+            CHECK_MSG(decodable(&p, blosc[i].name) == blosc[i].gpu, "blosc %s", blosc[i].name);
+            char why[300] = "x";
+            bool enc = gds_codec_can_encode(&p, why, sizeof why);
+            CHECK_MSG(enc == blosc[i].encode, "blosc %s shuffle %u: encode %d (%s)", blosc[i].name, shuffle, enc, why);
+            if (enc)
+                CHECK_MSG(why[0] == 0 && gds_codec_max_encoded_bytes(&p) == (1u << 20) + 16, "blosc %s: %zu",
+                          blosc[i].name, gds_codec_max_encoded_bytes(&p));
+            else
+                CHECK_MSG(strstr(why, "filter 0 (blosc)") && strstr(why, blosc[i].encode_why) &&
+                              strstr(why, blosc[i].name) && strstr(why, "CPU") &&
+                              gds_codec_max_encoded_bytes(&p) == 0,
+                          "blosc %s: %s", blosc[i].name, why);
+        }
+    /* parameters c-blosc's compressor refuses: HDF5's filter gives the error */
+    const unsigned cd_blosc_sh3[] = {2, 2, 4, 1 << 20, 5, 3, 1}, cd_blosc_cl10[] = {2, 2, 4, 1 << 20, 10, 1, 1};
+    p = pipeline(1 << 20, 4);
+    pipe_add(&p, GDS_FILTER_BLOSC, 1, 7, cd_blosc_sh3);
+    char why_enc[300];
+    CHECK(decodable(&p, NULL) && !gds_codec_can_encode(&p, why_enc, sizeof why_enc) && strstr(why_enc, "shuffle 3"));
+    p = pipeline(1 << 20, 4);
+    pipe_add(&p, GDS_FILTER_BLOSC, 1, 7, cd_blosc_cl10);
+    CHECK(!gds_codec_can_encode(&p, why_enc, sizeof why_enc) && strstr(why_enc, "clevel 10"));
+    /* lz4 blosc after a shuffle and before a checksum encodes; the chunk's
+     * largest int32 frame is c-blosc's limit */
+    const unsigned cd_blosc_lz4[] = {2, 2, 4, 0, 5, 2, 1};
+    p = pipeline(1 << 20, 4);
+    pipe_add(&p, GDS_FILTER_SHUFFLE, 1, 1, CD_SHUF4);
+    pipe_add(&p, GDS_FILTER_BLOSC, 1, 7, cd_blosc_lz4);
+    pipe_add(&p, GDS_FILTER_FLETCHER32, 0, 0, NULL);
+    CHECK(gds_codec_can_encode(&p, NULL, 0) && gds_codec_max_encoded_bytes(&p) == (1u << 20) + 16 + 4);
+    p = pipeline(0x7fffffffu - 15, 1);
+    pipe_add(&p, GDS_FILTER_BLOSC, 1, 7, cd_blosc_lz4);
+    CHECK(!gds_codec_can_encode(&p, why_enc, sizeof why_enc) && strstr(why_enc, "blosc takes at most"));
+    p = pipeline(0x7fffffffu - 16, 1);
+    pipe_add(&p, GDS_FILTER_BLOSC, 1, 7, cd_blosc_lz4);
+    CHECK(gds_codec_can_encode(&p, NULL, 0));
     /* fewer values (h5py's compression=32001): c-blosc's default, blosclz */
     p = pipeline(1 << 20, 4);
     const unsigned cd_blosc4[] = {2, 2, 4, 1 << 20};
@@ -198,8 +235,13 @@ static void test_bounds(void)
     pipe_add(&p, GDS_FILTER_BITSHUFFLE, 1, 5, CD_BS_LZ4);
     CHECK(gds_codec_max_encoded_bytes(&p) > n + 12 + 4 * (n / 8192));
     p = pipeline(n, 4);
-    pipe_add(&p, GDS_FILTER_BLOSC, 1, 0, NULL);
+    pipe_add(&p, GDS_FILTER_BLOSC, 1, 0, NULL); /* blosclz: no GPU encoder */
     CHECK(gds_codec_max_encoded_bytes(&p) == 0);
+    /* blosc lz4: a frame only where smaller than the MEMCPYED form */
+    const unsigned cd_blosc_lz4[] = {2, 2, 4, 0, 5, 1, 1};
+    p = pipeline(n + 3, 4);
+    pipe_add(&p, GDS_FILTER_BLOSC, 1, 7, cd_blosc_lz4);
+    CHECK(gds_codec_max_encoded_bytes(&p) == n + 3 + 16);
 }
 
 static void be(unsigned char *p, uint64_t v, int n) { put_be(p, v, n); }
@@ -304,7 +346,7 @@ static uint32_t adler_model(const unsigned char *p, size_t len)
 static void test_checksums(void)
 {
     size_t big = 3 << 20;
-    unsigned char *buf = malloc(big);
+    unsigned char *buf = calloc(1, big); /* zeroed: gcc cannot tell make_data fills what is read */
     int bad = 0;
     for (size_t len = 0; len < 3000; len += 1 + len / 7) {
         make_data(DATA_RANDOM, buf, len, (unsigned)len);
@@ -697,6 +739,210 @@ static void test_blosc_roundtrip(void)
     CHECK(memcpyed > 0);
 }
 
+/* ---- blosc encoding: the GPU encoder's code on the host ---- */
+
+/* The blosc step gds_codec_encode plans for a pipeline of blosc alone. */
+static gds_codec_step_t blosc_step(unsigned ts, unsigned clevel, unsigned shuffle, unsigned code, bool optional,
+                                   size_t n)
+{
+    gds_codec_pipeline_t p = pipeline(n, ts);
+    const unsigned cd[] = {2, 2, ts, (unsigned)n, clevel, shuffle, code};
+    pipe_add(&p, GDS_FILTER_BLOSC, optional ? GDS_FILTER_FLAG_OPTIONAL : 0, 7, cd);
+    gds_codec_step_t s;
+    memset(&s, 0, sizeof s);
+    CHECK(blosc_encode_step(&p, &s));
+    return s;
+}
+
+/* The encoder's block size, flags and streams. */
+static void test_blosc_encode_plan(void)
+{
+    const size_t MB = 1 << 20;
+    gds_codec_step_t s = blosc_step(4, 5, 1, 1, false, MB);
+    CHECK(s.elem == 4 && s.shuffle == 1 && s.level == 5);
+    CHECK(gds_blosc_encode_blocksize(&s, MB) == 4 * 65536); /* 4 streams of 64 KiB */
+    CHECK(gds_blosc_encode_flags(&s, 4 * 65536) == (GDS_BLOSC_DOSHUFFLE | (GDS_BLOSC_FORMAT_LZ4 << 5)));
+    size_t nstreams, longest;
+    gds_blosc_encode_streams(&s, MB, &nstreams, &longest);
+    CHECK(nstreams == 16 && longest == 65536);
+    /* an edge: 3 whole blocks and a partial one of 1000 bytes in one stream */
+    gds_blosc_encode_streams(&s, 3 * 4 * 65536 + 1000, &nstreams, &longest);
+    CHECK(nstreams == 13 && longest == 65536);
+    CHECK(gds_blosc_encode_blocksize(&s, 1000) == 992 && gds_blosc_encode_blocksize(&s, 20) == 20);
+    gds_blosc_encode_streams(&s, 1000, &nstreams, &longest); /* one block of 992: 4 streams of 248; 8 bytes */
+    CHECK(nstreams == 5 && longest == 248);
+    /* 200 bytes of f4: one block of 192 bytes, 48 elements: not split */
+    CHECK(gds_blosc_encode_blocksize(&s, 200) == 192 && (gds_blosc_encode_flags(&s, 192) & GDS_BLOSC_DONT_SPLIT));
+    s = blosc_step(17, 5, 2, 2, false, MB); /* lz4hc: LZ4 streams too; typesize > 16: not split */
+    CHECK(gds_blosc_encode_blocksize(&s, MB) == 65536 / 136 * 136);
+    CHECK(gds_blosc_encode_flags(&s, 65416) ==
+          (GDS_BLOSC_DOBITSHUFFLE | GDS_BLOSC_DONT_SPLIT | (GDS_BLOSC_FORMAT_LZ4 << 5)));
+    s = blosc_step(300, 5, 0, 1, false, MB); /* c-blosc's typesize for more than 255 bytes: 1 */
+    CHECK(s.elem == 1 && gds_blosc_encode_blocksize(&s, MB) == 65536 && gds_blosc_encode_flags(&s, 65536) == 0x20);
+    s = blosc_step(0, 5, 0, 1, false, MB);
+    CHECK(s.elem == 1);
+    s = blosc_step(8, 0, 1, 1, false, MB);
+    CHECK(gds_blosc_encode_memcpy_only(&s, MB)); /* clevel 0 */
+    s = blosc_step(8, 1, 1, 1, false, MB);
+    CHECK(!gds_blosc_encode_memcpy_only(&s, MB) && !gds_blosc_encode_memcpy_only(&s, 128) &&
+          gds_blosc_encode_memcpy_only(&s, 127));
+}
+
+/* Each block's shuffle as the encoder's units do it, against c-blosc's
+ * (codec_ref.h) and undone by the decoder's gds_blosc_block_byte. */
+static void test_blosc_shuffle_units(void)
+{
+    const unsigned tss[] = {1, 2, 3, 4, 8, 12, 16, 17, 255};
+    const unsigned sizes[] = {1, 7, 64, 100, 1000, 2040, 4096, 4099, 65536, 65541};
+    const unsigned flag_sets[] = {0, GDS_BLOSC_DOSHUFFLE, GDS_BLOSC_DOBITSHUFFLE};
+    int bad = 0, cases = 0;
+    for (size_t f = 0; f < 3; f++)
+        for (size_t t = 0; t < sizeof tss / sizeof tss[0]; t++)
+            for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++) {
+                unsigned flags = flag_sets[f], ts = tss[t], bsize = sizes[z];
+                unsigned char *in = malloc(bsize), *got = malloc(bsize), *want = malloc(bsize);
+                make_data(DATA_RANDOM, in, bsize, bsize + ts);
+                memset(got, 0xee, bsize);
+                for (gds_u32 u = 0; u < gds_blosc_shuffle_units(flags, ts, bsize); u++)
+                    gds_blosc_shuffle_unit(in, got, flags, ts, bsize, u);
+                ref_blosc_block_shuffle(in, want, bsize, flags, ts, false);
+                bool ok = memcmp(got, want, bsize) == 0;
+                for (unsigned o = 0; ok && o < bsize; o++)
+                    ok = gds_blosc_block_byte(got, flags, ts, bsize, o) == in[o];
+                if (!ok && bad++ < 5)
+                    fprintf(stderr, "blosc shuffle units: flags %u, typesize %u, %u bytes\n", flags, ts, bsize);
+                cases++;
+                free(in);
+                free(got);
+                free(want);
+            }
+    CHECK_MSG(bad == 0, "%d of %d blosc block shuffles differ", bad, cases);
+    /* a chunk's units: whole blocks, then a partial one with more units (not transformed) */
+    const unsigned ts = 4, bs = 4 * 65536;
+    const size_t n = 2 * (size_t)bs + 4 * 1001 + 3;
+    unsigned char *in = malloc(n), *got = malloc(n), *want = malloc(n);
+    make_data(DATA_FLOAT_FIELD, in, n, 5);
+    for (gds_u64 u = 0; u < gds_blosc_shuffle_total(GDS_BLOSC_DOBITSHUFFLE, ts, n, bs); u++)
+        gds_blosc_shuffle_at(in, got, GDS_BLOSC_DOBITSHUFFLE, ts, n, bs, u);
+    for (size_t k = 0; k * bs < n; k++)
+        ref_blosc_block_shuffle(in + k * bs, want + k * bs, n - k * bs < bs ? n - k * bs : bs, GDS_BLOSC_DOBITSHUFFLE,
+                                ts, false);
+    CHECK(gds_blosc_shuffle_total(GDS_BLOSC_DOBITSHUFFLE, ts, n, bs) == 2 * 65536 / 8 + 4 * 1001 + 3);
+    CHECK(memcmp(got, want, n) == 0);
+    free(in);
+    free(got);
+    free(want);
+}
+
+/* The data as c-blosc (ref_unblosc), a c-blosc from before the DONT_SPLIT
+ * flag (the flag cleared: it splits by the old rule alone) and the GPU
+ * decoder's model read it back. */
+static bool blosc_reads_back(const bytes_t *enc, const bytes_t *want)
+{
+    bytes_t dec = {NULL, 0}, old = bytes_new(enc->n), old_dec = {NULL, 0};
+    memcpy(old.p, enc->p, enc->n);
+    old.p[2] &= (unsigned char)~GDS_BLOSC_DONT_SPLIT;
+    unsigned char *got = malloc(want->n);
+    uint64_t d;
+    bool ok = ref_unblosc(enc, &dec) && dec.n == want->n && !memcmp(dec.p, want->p, want->n) &&
+              ref_unblosc(&old, &old_dec) && old_dec.n == want->n && !memcmp(old_dec.p, want->p, want->n) &&
+              blosc_model(enc->p, enc->n, want->n, got, &d) == 0 && !memcmp(got, want->p, want->n);
+    free(dec.p);
+    free(old.p);
+    free(old_dec.p);
+    free(got);
+    return ok;
+}
+
+/* The encoder's frames for each shuffle, typesize and size (edges: not a
+ * whole number of elements or blocks, under 128 bytes), compressible,
+ * incompressible and mixed data, mandatory and optional filters, read back
+ * by c-blosc's rules and the GPU decoder's model. */
+static void test_blosc_encode_frames(void)
+{
+    if (!ref.lz4) {
+        printf("liblz4 not found: blosc encoding model skipped\n");
+        return;
+    }
+    const unsigned tss[] = {1, 2, 3, 4, 8, 16, 17, 255};
+    const size_t sizes[] = {100, 128, 1000, 4096 + 3, 3 * 65536 + 5, (1 << 20) + 6 * 2048 + 2};
+    const data_kind_t kinds[] = {DATA_FLOAT_FIELD, DATA_SPARSE_INT, DATA_RANDOM};
+    int bad = 0, cases = 0, count[3] = {0, 0, 0};
+    for (size_t t = 0; t < sizeof tss / sizeof tss[0]; t++)
+        for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++)
+            for (unsigned sh = 0; sh <= 2; sh++)
+                for (size_t k = 0; k < 3; k++)
+                    for (int optional = 0; optional <= 1; optional++) {
+                        size_t n = sizes[z];
+                        gds_codec_step_t s = blosc_step(tss[t], 5, sh, 1 + (unsigned)(z % 2), optional, n);
+                        bytes_t in = bytes_new(n), enc = {NULL, 0};
+                        make_data(kinds[k], in.p, n, (unsigned)(t * 7 + z));
+                        size_t raw = 0;
+                        int how = blosc_encode_model(&s, &in, false, &enc, &raw);
+                        bool ok = how >= 0;
+                        if (how == GDS_BLOSC_STORE_SKIPPED)
+                            ok = optional && enc.n == n && !memcmp(enc.p, in.p, n);
+                        else {
+                            size_t bs = gds_blosc_encode_blocksize(&s, n);
+                            ok = ok && blosc_reads_back(&enc, &in) && enc.p[0] == 2 && enc.p[1] == 1 &&
+                                 enc.p[2] >> 5 == GDS_BLOSC_FORMAT_LZ4 && enc.p[3] == s.elem &&
+                                 get_le32(enc.p + 4) == n && get_le32(enc.p + 8) == bs &&
+                                 get_le32(enc.p + 12) == enc.n && (optional ? enc.n < n : enc.n <= n + 16) &&
+                                 ((enc.p[2] & GDS_BLOSC_MEMCPYED) != 0) == (how == GDS_BLOSC_STORE_MEMCPYED);
+                        }
+                        /* random data is never compressed, sparse labels always
+                         * (but under 128 bytes: MEMCPYED); the float field
+                         * depends on the typesize and shuffle */
+                        int none = optional ? GDS_BLOSC_STORE_SKIPPED : GDS_BLOSC_STORE_MEMCPYED;
+                        if (kinds[k] == DATA_RANDOM || n < GDS_BLOSC_MIN_COMPRESS)
+                            ok = ok && how == none;
+                        else if (kinds[k] == DATA_SPARSE_INT && n >= 4096)
+                            ok = ok && how == GDS_BLOSC_STORE_STREAMS;
+                        count[how >= 0 ? how : 0]++;
+                        if (!ok && bad++ < 5)
+                            fprintf(stderr,
+                                    "blosc encode model: %zu bytes, typesize %u, shuffle %u, kind %d, optional %d: "
+                                    "stored %d (%zu bytes)\n",
+                                    n, tss[t], sh, (int)kinds[k], optional, how, enc.n);
+                        cases++;
+                        free(in.p);
+                        free(enc.p);
+                    }
+    CHECK_MSG(bad == 0, "%d of %d blosc encodings wrong", bad, cases);
+    CHECK(count[GDS_BLOSC_STORE_STREAMS] && count[GDS_BLOSC_STORE_MEMCPYED] && count[GDS_BLOSC_STORE_SKIPPED]);
+
+    /* blocks that do not compress among ones that do: stored raw inside a frame */
+    const size_t n = 4 << 20;
+    bytes_t in = bytes_new(n), enc = {NULL, 0};
+    make_data(DATA_FLOAT_FIELD, in.p, n / 2, 1);
+    make_data(DATA_RANDOM, in.p + n / 2, n / 2, 2);
+    for (unsigned sh = 0; sh <= 2; sh++) {
+        gds_codec_step_t s = blosc_step(4, 5, sh, 1, true, n);
+        size_t raw = 0;
+        int how = blosc_encode_model(&s, &in, false, &enc, &raw);
+        CHECK_MSG(how == GDS_BLOSC_STORE_STREAMS && raw >= n / 2 / 65536 && enc.n < n && blosc_reads_back(&enc, &in),
+                  "mixed data, shuffle %u: stored %d, %zu raw streams, %zu bytes", sh, how, raw, enc.n);
+        free(enc.p);
+        /* a stream whose LZ4 form is as long as it is: stored raw (its size field its length) */
+        bytes_t small = {in.p, 300000};
+        how = blosc_encode_model(&s, &small, true, &enc, &raw);
+        CHECK_MSG(how == GDS_BLOSC_STORE_STREAMS && raw >= 1 && blosc_reads_back(&enc, &small) &&
+                      get_le32(enc.p + get_le32(enc.p + 16)) == 65536,
+                  "forced raw stream, shuffle %u: stored %d, %zu raw", sh, how, raw);
+        free(enc.p);
+    }
+    /* clevel 0: MEMCPYED (mandatory) or skipped (optional), as hdf5plugin's filter gives up */
+    gds_codec_step_t s0 = blosc_step(4, 0, 1, 1, false, n);
+    size_t raw;
+    CHECK(blosc_encode_model(&s0, &in, false, &enc, &raw) == GDS_BLOSC_STORE_MEMCPYED && enc.n == n + 16 &&
+          blosc_reads_back(&enc, &in));
+    free(enc.p);
+    s0 = blosc_step(4, 0, 1, 1, true, n);
+    CHECK(blosc_encode_model(&s0, &in, false, &enc, &raw) == GDS_BLOSC_STORE_SKIPPED && enc.n == n);
+    free(enc.p);
+    free(in.p);
+}
+
 static void test_error_texts(void)
 {
     gds_codec_pipeline_t p = pipeline(1 << 20, 4);
@@ -761,6 +1007,9 @@ int main(void)
     test_blosc_real_chunks();
     test_blosc_corrupt();
     test_blosc_roundtrip();
+    test_blosc_encode_plan();
+    test_blosc_shuffle_units();
+    test_blosc_encode_frames();
     test_error_texts();
     test_absent();
     return test_finish("test_codec_unit");
