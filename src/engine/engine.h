@@ -204,10 +204,10 @@ typedef struct gds_request {
      * pieces of one allocation can be merged). Saves asking CUDA twice. */
     const gds_buffer_info_t *known;
     /* Reads of bytes read once (compressed chunks decoded on the GPU): with
-     * direct=auto, device reads go O_DIRECT when the request's first and
-     * last pages are not in the page cache. Cold batches of chunks read
-     * 17-30% faster so than buffered; cached ones stay buffered (the page
-     * cache is faster than the disk). */
+     * direct=auto, device reads go O_DIRECT when most of the request is
+     * not in the page cache (three pages inside it asked). Cold batches of
+     * chunks read 17-30% faster so than buffered; cached ones stay
+     * buffered (the page cache is faster than the disk). */
     bool read_once;
 } gds_request_t;
 

@@ -344,6 +344,26 @@ bool gds_page_cached(int fd, uint64_t offset)
     return r >= 0 || errno != EAGAIN; /* EOPNOTSUPP, an old kernel: as before, buffered */
 }
 
+/* Whether a read-once request's bytes are mostly out of the page cache:
+ * three pages inside it are asked (at a quarter, half and three quarters of
+ * its bytes), not its first and last, which it may share with metadata HDF5
+ * just read or with the batch read before it. */
+static bool mostly_uncached(int fd, const gds_segment_t *segs, size_t nseg, size_t total)
+{
+    int uncached = 0;
+    for (size_t q = 1; q <= 3; q++) {
+        size_t want = total / 4 * q, i = 0;
+        while (i + 1 < nseg && want >= segs[i].size) {
+            want -= segs[i].size;
+            i++;
+        }
+        if (want >= segs[i].size)
+            want = segs[i].size ? segs[i].size - 1 : 0;
+        uncached += !gds_page_cached(fd, segs[i].offset + want);
+    }
+    return uncached >= 2;
+}
+
 static void staged_job_finish(void *state)
 {
     staged_job_t *job = state;
@@ -392,11 +412,8 @@ int gds_staged_submit(gds_file_t *file, bool write, const gds_segment_t *segs, s
     bool direct = direct_use != GDS_DIRECT_NEVER &&
                   (file->device_cfg.direct == GDS_ON || (write && file->device_cfg.direct == GDS_AUTO));
     if (!direct && !write && direct_use == GDS_DIRECT_IF_UNCACHED && file->device_cfg.direct == GDS_AUTO && nseg > 0 &&
-        total > 0) {
-        const gds_segment_t *last = &segs[nseg - 1];
-        direct = !gds_page_cached(file->fd, segs[0].offset) &&
-                 !gds_page_cached(file->fd, last->offset + (last->size ? last->size - 1 : 0));
-    }
+        total > 0)
+        direct = mostly_uncached(file->fd, segs, nseg, total);
     if (direct)
         job->direct_fd = gds_file_direct_fd(file);
     if (gds_task_map_init(&job->tasks, segs, nseg, gds_block_for(&file->device_cfg, total, nworkers)) != 0) {

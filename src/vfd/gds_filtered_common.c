@@ -96,3 +96,25 @@ void gds_filtered_chunk_text(const box_t *b, const hsize_t *lo, char *out, size_
     if (at < size)
         snprintf(out + at, size - at, ")");
 }
+
+/* The end of the batch that starts at chunk `from`. Batches hold
+ * BATCH_DECODED_BYTES decoded, except the first and the last, a quarter of
+ * that: the first batch's read and the last batch's decode overlap nothing
+ * (writes: the first encode and the last write),
+ * so a cold read costs max(reading, decoding) plus those two; small ones
+ * keep that small, while the batches between stay wide for nvCOMP. */
+size_t gds_filtered_batch_end(const read_state_t *s, size_t from)
+{
+    size_t per_batch = gds_filtered_batch_decoded_bytes() / s->pipe.chunk_bytes;
+    if (per_batch == 0)
+        per_batch = 1;
+    size_t edge = per_batch >= 8 ? per_batch / 4 : per_batch;
+    size_t left = s->nchunks - from;
+    if (left <= edge)
+        return s->nchunks;
+    if (from == 0)
+        return edge;
+    if (left <= per_batch + edge) /* the rest: one batch, then the small last one */
+        return s->nchunks - edge;
+    return from + per_batch;
+}

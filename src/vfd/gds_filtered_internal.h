@@ -93,6 +93,8 @@ void gds_filtered_error(const char *func, int line, hid_t major, hid_t minor, co
     __attribute__((format(printf, 5, 6)));
 
 size_t gds_filtered_batch_decoded_bytes(void);
+/* The end of the batch of a read or write that starts at chunk `from`. */
+size_t gds_filtered_batch_end(const read_state_t *s, size_t from);
 double gds_filtered_seconds_now(void);
 gds_codec_t *gds_filtered_codec_for(CUcontext ctx, gds_status_t *st);
 void gds_filtered_chunk_text(const box_t *b, const hsize_t *lo, char *out, size_t size);

@@ -157,28 +157,7 @@ static herr_t wait_read(read_state_t *s, gds_io_t *io)
     return 0;
 }
 
-/* The end of the batch that starts at chunk `from`. Batches hold
- * BATCH_DECODED_BYTES decoded, except the first and the last, a quarter of
- * that: the first batch's read and the last batch's decode overlap nothing,
- * so a cold read costs max(reading, decoding) plus those two; small ones
- * keep that small, while the batches between stay wide for nvCOMP. */
-static size_t batch_end(const read_state_t *s, size_t from)
-{
-    size_t per_batch = gds_filtered_batch_decoded_bytes() / s->pipe.chunk_bytes;
-    if (per_batch == 0)
-        per_batch = 1;
-    size_t edge = per_batch >= 8 ? per_batch / 4 : per_batch;
-    size_t left = s->nchunks - from;
-    if (left <= edge)
-        return s->nchunks;
-    if (from == 0)
-        return edge;
-    if (left <= per_batch + edge) /* the rest: one batch, then the small last one */
-        return s->nchunks - edge;
-    return from + per_batch;
-}
-
-/* The batches (batch_end): batches k + 1 .. k + READ_AHEAD are read while
+/* The batches (gds_filtered_batch_end): batches k + 1 .. k + READ_AHEAD are read while
  * batch k decodes, each into a stored-bytes slot of its own. */
 herr_t gds_filtered_read_all(read_state_t *s)
 {
@@ -191,7 +170,7 @@ herr_t gds_filtered_read_all(read_state_t *s)
     while (rc == 0 && issued < READ_AHEAD + 1 && next < s->nchunks) {
         int k = issued % SLOTS;
         from[k] = next;
-        to[k] = next = batch_end(s, next);
+        to[k] = next = gds_filtered_batch_end(s, next);
         if (start_batch_read(s, from[k], to[k], k, &io[k], &nread) < 0)
             rc = -1;
         else
@@ -208,7 +187,7 @@ herr_t gds_filtered_read_all(read_state_t *s)
         if (next < s->nchunks) { /* the slot after the ones in flight is free: the batch READ_AHEAD on */
             int j = issued % SLOTS;
             from[j] = next;
-            to[j] = next = batch_end(s, next);
+            to[j] = next = gds_filtered_batch_end(s, next);
             if (start_batch_read(s, from[j], to[j], j, &io[j], &nread) < 0) {
                 rc = -1;
                 break;

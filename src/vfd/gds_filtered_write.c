@@ -151,14 +151,11 @@ herr_t gds_filtered_write_all(read_state_t *s)
         FILTERED_ERROR(H5E_DATASET, H5E_WRITEERROR, "dataset '%s': cannot hold the driver's writes", s->name);
         return -1;
     }
-    size_t per_batch = gds_filtered_batch_decoded_bytes() / s->pipe.chunk_bytes;
-    if (per_batch == 0)
-        per_batch = 1;
     herr_t rc = 0;
     gds_status_t st;
     unsigned slot = 0;
-    for (size_t from = 0; rc == 0 && from < s->nchunks; from += per_batch, slot = (slot + 1) % GDS_HELD_SLOTS) {
-        size_t to = from + per_batch < s->nchunks ? from + per_batch : s->nchunks;
+    for (size_t from = 0, to; rc == 0 && from < s->nchunks; from = to, slot = (slot + 1) % GDS_HELD_SLOTS) {
+        to = gds_filtered_batch_end(s, from);
         double t0 = gds_filtered_seconds_now();
         if (gds_vfd_held_wait(held, slot, &st) < 0) {
             rc = held_failed(s, &st);
