@@ -292,7 +292,7 @@ typedef struct H5FD_gds_encode_stats_t {
     uint64_t chunks;        /* chunks encoded */
     uint64_t decoded_bytes; /* bytes before encoding */
     uint64_t stored_bytes;  /* bytes stored */
-    double encode_s;        /* encoding on the GPU */
+    double encode_s;        /* encoding on the GPU (not the packing copies before the writes) */
     double store_wait_s;    /* waiting for stored bytes still being written */
     double total_s;
 } H5FD_gds_encode_stats_t;
