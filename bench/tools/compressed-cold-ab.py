@@ -30,7 +30,7 @@ import h5py
 import h5gds
 from h5gds._sizes import parse_size
 from h5gds.bench._common import ceiling_seconds, drop_cache
-from h5gds.bench.compressed import last_decode_stats, write_dataset
+from h5gds.bench.compressed import write_dataset
 
 
 def parse_variant(text: str) -> dict[str, str]:
@@ -90,7 +90,7 @@ def main() -> None:
                         x = h5gds.read(f["x"], like="cupy")
                         cupy.cuda.runtime.deviceSynchronize()
                         secs = time.perf_counter() - t0
-                        st = last_decode_stats()
+                        st = h5gds.last_decode_stats()
                         route = h5gds.last_route()
                     del x
                 finally:

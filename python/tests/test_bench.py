@@ -268,8 +268,8 @@ def test_compressed_write_rows_with_host_arrays(tmp_path, monkeypatch, capsys):
     src = tmp_path / "src.h5"
     ratio = compressed.write_dataset(src, "field", "gzip-shuffle", 2 << 20)
     assert ratio is not None
-    made_up = compressed.EncodeStats(chunks=2, decoded_bytes=2 << 20, stored_bytes=1 << 20, encode_s=0.001,
-                                     store_wait_s=0.002, total_s=0.004)
+    made_up = compressed.h5gds.EncodeStats(chunks=2, decoded_bytes=2 << 20, stored_bytes=1 << 20, encode_s=0.001,
+                                           store_wait_s=0.002, total_s=0.004)
     monkeypatch.setattr(compressed, "last_encode_stats", lambda: made_up)
     monkeypatch.setattr(compressed.h5gds, "last_route", lambda: compressed.GPU_ENCODE_ROUTE)
     got = []

@@ -6,14 +6,11 @@ flushed in the middle of the write (a tiny metadata cache) never reaches
 the file before the chunks it indexes. Marker `gpu`; the GPU-encode
 assertions need nvCOMP."""
 
-import ctypes
-
 import h5py
 import numpy as np
 import pytest
 
 import h5gds
-from h5gds._lib import native
 from support import nvcomp_missing
 
 pytestmark = pytest.mark.gpu
@@ -21,18 +18,6 @@ pytestmark = pytest.mark.gpu
 cupy = pytest.importorskip("cupy")
 
 NVCOMP = nvcomp_missing()
-
-
-class EncodeStats(ctypes.Structure):
-    _fields_ = [("chunks", ctypes.c_uint64), ("decoded_bytes", ctypes.c_uint64), ("stored_bytes", ctypes.c_uint64),
-                ("encode_s", ctypes.c_double), ("store_wait_s", ctypes.c_double), ("total_s", ctypes.c_double)]
-
-
-def last_encode_stats() -> EncodeStats:
-    st = EncodeStats()
-    native.H5FD_gds_last_encode_stats.argtypes = [ctypes.POINTER(EncodeStats)]
-    assert native.H5FD_gds_last_encode_stats(ctypes.byref(st)) == 0
-    return st
 
 
 def field(shape, seed=11):
@@ -63,7 +48,7 @@ def test_gpu_compressed_write_in_many_batches(tmp_path, monkeypatch, tiny_metada
         d = f.create_dataset("x", shape=arr.shape, dtype="f4", chunks=(8, 1024), compression="gzip", shuffle=True)
         h5gds.write(d, cupy.asarray(arr))
         assert h5gds.last_route() == "gpu-encode"
-        st = last_encode_stats()
+        st = h5gds.last_encode_stats()
         storage = d.id.get_storage_size()
     assert st.chunks == 256
     assert st.decoded_bytes == arr.nbytes

@@ -125,3 +125,33 @@ def test_no_warning_for_host_arrays_on_sec2(tmp_h5):
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             np.testing.assert_array_equal(h5gds.read(d, like="numpy"), np.arange(5))
+
+
+def test_codec_statistics_of_a_thread_that_did_no_gpu_codec_work(tmp_h5):
+    """last_decode_stats / last_encode_stats describe this thread's last
+    GPU-decoded read and GPU-encoded write: a host read and write (HDF5's
+    filters) change neither, and a fresh thread has all zeros."""
+    import dataclasses
+    import threading
+
+    with h5py.File(tmp_h5, "w", driver="gds") as f:
+        h5gds.create_dataset(f, "z", data=np.arange(4096, dtype="i4"), chunks=(512,), compression="gzip")
+        assert h5gds.last_route() == "host"
+        np.testing.assert_array_equal(h5gds.read(f["z"]), np.arange(4096))
+    got = {}
+
+    def fresh_thread() -> None:
+        got["decode"], got["encode"] = h5gds.last_decode_stats(), h5gds.last_encode_stats()
+
+    t = threading.Thread(target=fresh_thread)
+    t.start()
+    t.join()
+    for stats, cls in ((got["decode"], h5gds.DecodeStats), (got["encode"], h5gds.EncodeStats)):
+        assert isinstance(stats, cls)
+        assert all(v == 0 for v in dataclasses.asdict(stats).values()), stats
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            stats.chunks = 1  # type: ignore[misc]
+    assert set(dataclasses.asdict(got["decode"])) == {"chunks", "stored_bytes", "decoded_bytes", "read_wait_s",
+                                                      "decode_s", "total_s"}
+    assert set(dataclasses.asdict(got["encode"])) == {"chunks", "decoded_bytes", "stored_bytes", "encode_s",
+                                                      "store_wait_s", "total_s"}

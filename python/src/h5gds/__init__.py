@@ -17,7 +17,8 @@ from __future__ import annotations
 from . import _lib
 from ._arrays import gpu_available, set_array_module
 from ._build_info import version as __version__
-from ._io import NotGdsWarning, create_dataset, driver_id, fapl_config, gds_dcpl, last_route, read, register, write
+from ._io import (DecodeStats, EncodeStats, NotGdsWarning, create_dataset, driver_id, fapl_config, gds_dcpl,
+                  last_decode_stats, last_encode_stats, last_route, read, register, write)
 from ._checkpoint import CheckpointHandle, save
 from ._checkpoint_load import load
 from ._checkpoint_memory import CheckpointMemory, checkpoint_memory_info, release_checkpoint_memory
@@ -34,6 +35,7 @@ hdf5_compiled: tuple[int, int, int] = tuple(_lib._build_info.hdf5_compiled)  # t
 __all__ = [
     "CheckpointHandle", "CheckpointMemory", "Loader", "NotGdsWarning", "Ragged", "TorchLoader", "load", "save", "create_dataset", "driver_id", "fapl_config", "gds_dcpl",
     "checkpoint_memory_info", "prepare_checkpoint", "release_checkpoint_memory",
-    "gpu_available", "hdf5_compiled", "hdf5_version", "last_route", "read", "set_array_module", "write",
+    "gpu_available", "hdf5_compiled", "hdf5_version", "last_route", "last_decode_stats", "last_encode_stats",
+    "DecodeStats", "EncodeStats", "read", "set_array_module", "write",
     "__version__",
 ]

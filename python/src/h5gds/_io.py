@@ -6,6 +6,7 @@ device memory."""
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import warnings
 from typing import Any
 
@@ -15,10 +16,11 @@ from h5py import h5d, h5p, h5s, h5t
 from h5py._hl import selections as _selections
 from h5py._objects import phil
 
-from . import _arrays
+from . import _arrays, _lib
 from ._lib import hdf5_error_text, native
 
-__all__ = ["read", "write", "create_dataset", "driver_id", "last_route", "NotGdsWarning"]
+__all__ = ["read", "write", "create_dataset", "driver_id", "last_route", "last_decode_stats", "last_encode_stats",
+           "DecodeStats", "EncodeStats", "NotGdsWarning"]
 
 
 class NotGdsWarning(UserWarning):
@@ -39,8 +41,50 @@ def driver_id() -> int:
 
 def last_route() -> str:
     """How this thread's last h5gds.read/write moved its data: ``host``,
-    ``passthrough`` (device buffer handed to the driver) or ``host-staged``."""
+    ``passthrough`` (device buffer handed to the driver), ``host-staged``
+    (through pinned host memory, HDF5's filters), ``gpu-decode`` (filtered
+    chunks decoded on the GPU) or ``gpu-encode`` (encoded on the GPU)."""
     return native.H5FD_gds_route_name(native.H5FD_gds_last_route()).decode()
+
+
+@dataclasses.dataclass(frozen=True)
+class DecodeStats:
+    """What this thread's last read decoded on the GPU (route
+    ``gpu-decode``) did; all zeros before the first one."""
+    chunks: int          # chunks decoded (never-written ones not counted)
+    stored_bytes: int    # bytes read from the file
+    decoded_bytes: int   # bytes the chunks decoded to
+    read_wait_s: float   # waiting for stored bytes still being read
+    decode_s: float      # decoding and placing on the GPU
+    total_s: float
+
+
+@dataclasses.dataclass(frozen=True)
+class EncodeStats:
+    """What this thread's last write encoded on the GPU (route
+    ``gpu-encode``) did; all zeros before the first one."""
+    chunks: int          # chunks encoded
+    decoded_bytes: int   # bytes before encoding
+    stored_bytes: int    # bytes stored
+    encode_s: float      # the GPU compression alone
+    store_wait_s: float  # waiting for stored bytes still being written
+    total_s: float
+
+
+def last_decode_stats() -> DecodeStats:
+    """Statistics of this thread's last GPU-decoded read (``gpu-decode``):
+    its decode rate alone is ``decoded_bytes / decode_s``."""
+    st = _lib.DecodeStatsC()
+    native.H5FD_gds_last_decode_stats(ctypes.byref(st))
+    return DecodeStats(**{f.name: getattr(st, f.name) for f in dataclasses.fields(DecodeStats)})
+
+
+def last_encode_stats() -> EncodeStats:
+    """Statistics of this thread's last GPU-encoded write (``gpu-encode``):
+    its compression rate alone is ``decoded_bytes / encode_s``."""
+    st = _lib.EncodeStatsC()
+    native.H5FD_gds_last_encode_stats(ctypes.byref(st))
+    return EncodeStats(**{f.name: getattr(st, f.name) for f in dataclasses.fields(EncodeStats)})
 
 
 # ---- h5py driver registry -------------------------------------------------

@@ -182,6 +182,24 @@ native.H5FD_gds_last_route.argtypes = []
 native.H5FD_gds_last_route.restype = ctypes.c_int
 native.H5FD_gds_route_name.argtypes = [ctypes.c_int]
 native.H5FD_gds_route_name.restype = _c_char_p
+
+
+class DecodeStatsC(ctypes.Structure):
+    """H5FD_gds_decode_stats_t (H5FDgds.h)."""
+    _fields_ = [("chunks", ctypes.c_uint64), ("stored_bytes", ctypes.c_uint64), ("decoded_bytes", ctypes.c_uint64),
+                ("read_wait_s", ctypes.c_double), ("decode_s", ctypes.c_double), ("total_s", ctypes.c_double)]
+
+
+class EncodeStatsC(ctypes.Structure):
+    """H5FD_gds_encode_stats_t (H5FDgds.h)."""
+    _fields_ = [("chunks", ctypes.c_uint64), ("decoded_bytes", ctypes.c_uint64), ("stored_bytes", ctypes.c_uint64),
+                ("encode_s", ctypes.c_double), ("store_wait_s", ctypes.c_double), ("total_s", ctypes.c_double)]
+
+
+native.H5FD_gds_last_decode_stats.argtypes = [ctypes.POINTER(DecodeStatsC)]
+native.H5FD_gds_last_decode_stats.restype = ctypes.c_int
+native.H5FD_gds_last_encode_stats.argtypes = [ctypes.POINTER(EncodeStatsC)]
+native.H5FD_gds_last_encode_stats.restype = ctypes.c_int
 native.H5Pset_dxpl_gds_stream.argtypes = [_c_int64, _c_void_p]
 native.H5Pset_dxpl_gds_stream.restype = ctypes.c_int
 

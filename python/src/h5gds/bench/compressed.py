@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
-import ctypes
 import os
 import sys
 import time
@@ -49,7 +48,6 @@ import h5py
 import numpy as np
 
 import h5gds
-from h5gds._lib import native
 from h5gds._sizes import SizeError, parse_size
 
 CHUNK_BYTES = 1 << 20
@@ -61,35 +59,13 @@ CEILING_BLOCK = 16 << 20  # the O_DIRECT ceilings: 16 MiB blocks from 16 threads
 CEILING_THREADS = 16
 
 
-class DecodeStats(ctypes.Structure):
-    _fields_ = [("chunks", ctypes.c_uint64), ("stored_bytes", ctypes.c_uint64), ("decoded_bytes", ctypes.c_uint64),
-                ("read_wait_s", ctypes.c_double), ("decode_s", ctypes.c_double), ("total_s", ctypes.c_double)]
+# The codec statistics through module names of their own: the tests replace them.
+def last_decode_stats() -> h5gds.DecodeStats:
+    return h5gds.last_decode_stats()
 
 
-def last_decode_stats() -> DecodeStats:
-    st = DecodeStats()
-    native.H5FD_gds_last_decode_stats.argtypes = [ctypes.POINTER(DecodeStats)]
-    native.H5FD_gds_last_decode_stats(ctypes.byref(st))
-    return st
-
-
-class EncodeStats(ctypes.Structure):
-    """H5FD_gds_encode_stats_t (H5FDgds.h)."""
-    _fields_ = [("chunks", ctypes.c_uint64), ("decoded_bytes", ctypes.c_uint64), ("stored_bytes", ctypes.c_uint64),
-                ("encode_s", ctypes.c_double), ("store_wait_s", ctypes.c_double), ("total_s", ctypes.c_double)]
-
-
-def last_encode_stats() -> EncodeStats | None:
-    """The calling thread's last GPU-encoded H5Dwrite_gds; None where the
-    library has no H5FD_gds_last_encode_stats (older builds) or it fails."""
-    if not hasattr(native, "H5FD_gds_last_encode_stats"):
-        return None
-    st = EncodeStats()
-    native.H5FD_gds_last_encode_stats.argtypes = [ctypes.POINTER(EncodeStats)]
-    native.H5FD_gds_last_encode_stats.restype = ctypes.c_int
-    if native.H5FD_gds_last_encode_stats(ctypes.byref(st)) < 0:
-        return None
-    return st
+def last_encode_stats() -> h5gds.EncodeStats:
+    return h5gds.last_encode_stats()
 
 
 # ---- data that compresses like real data does (never zeros) ----
@@ -229,7 +205,7 @@ def bench_writes(src: Path, kind: str, fname: str, ratio: float, rep: int, metho
         if out.exists():
             out.unlink()
         os.sync()
-        encode: EncodeStats | None = None
+        encode: h5gds.EncodeStats | None = None
         t0 = time.perf_counter()
         if method == "h5gds-write":
             with h5py.File(out, "w", driver="gds") as f:
@@ -248,8 +224,7 @@ def bench_writes(src: Path, kind: str, fname: str, ratio: float, rep: int, metho
             # the encode statistics are of the thread's last GPU-encoded write: not this one
             print(f"# {method} route {route}", flush=True)
         elif encode is None:
-            print(f"# h5gds-write route {route}; no encode statistics (H5FD_gds_last_encode_stats: not in "
-                  "this library)", flush=True)
+            print(f"# h5gds-write route {route}; no encode statistics", flush=True)
         else:
             print(f"# h5gds-write route {route}; encode {encode.encode_s:.3f} s, waiting for writes "
                   f"{encode.store_wait_s:.3f} s, total {encode.total_s:.3f} s", flush=True)
