@@ -77,7 +77,7 @@ void gds_filtered_free_state(read_state_t *s)
         free(s->chunks);
         return;
     }
-    for (int i = 0; i < READ_AHEAD + 1; i++)
+    for (int i = 0; i < STORED_BUFFERS; i++)
         if (s->stored[i])
             s->cu->MemFree(s->stored[i]);
     if (s->scratch)

@@ -39,6 +39,12 @@
  * about as long. */
 #define READ_AHEAD 2
 
+/* Device buffers of stored bytes: a read's batch decoding and READ_AHEAD
+ * being read; a write's GDS_HELD_SLOTS batches being written and its
+ * encode area (gds_filtered_write.c). */
+#define STORED_BUFFERS 4
+_Static_assert(STORED_BUFFERS >= READ_AHEAD + 1, "a read's batches need their stored-bytes buffers");
+
 typedef struct box {
     int rank;
     hsize_t lo[H5S_MAX_RANK], n[H5S_MAX_RANK];
@@ -66,8 +72,8 @@ typedef struct read_state {
     chunk_t *chunks;
     size_t nchunks;
     void *out;
-    CUdeviceptr stored[READ_AHEAD + 1], scratch, fill; /* stored bytes: one slot decoding, READ_AHEAD reading */
-    size_t stored_cap[READ_AHEAD + 1], scratch_cap;
+    CUdeviceptr stored[STORED_BUFFERS], scratch, fill; /* stored bytes (STORED_BUFFERS says whose) */
+    size_t stored_cap[STORED_BUFFERS], scratch_cap;
     H5FD_gds_decode_stats_t stats;
     H5FD_gds_encode_stats_t wstats;
     bool cpu_decode; /* a chunk the GPU cannot decode, whose data is fine: HDF5's filters read it all */

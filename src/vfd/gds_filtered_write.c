@@ -5,7 +5,7 @@
  * stored with direct chunk writes, the stored bytes going from device
  * memory to the driver untouched. The driver holds those writes
  * (gds_vfd_raw.h) and each batch is written as one engine request while
- * the next one encodes, in the other of two stored-bytes slots.
+ * the next ones encode, GDS_HELD_SLOTS batches in flight at most.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -16,7 +16,7 @@
 
 /* Encoded chunks land max_enc bytes apart in the encode area. */
 #define ENCODE_AREA GDS_HELD_SLOTS
-_Static_assert(ENCODE_AREA < READ_AHEAD + 1, "the encode area and the held slots are stored-bytes buffers");
+_Static_assert(ENCODE_AREA < STORED_BUFFERS, "the encode area and the held slots are stored-bytes buffers");
 
 /* The batch's encoded chunks copied end to end into the slot's buffer, in
  * the order they are stored: HDF5 gives consecutive chunks consecutive
@@ -136,9 +136,9 @@ static herr_t held_failed(read_state_t *s, const gds_status_t *st)
     return -1;
 }
 
-/* Batch k is encoded into slot k % 2 once that slot's previous batch is
- * written, and started as one engine request; batch k + 1 encodes while it
- * is written. */
+/* Batch k is encoded into slot k % GDS_HELD_SLOTS once that slot's
+ * previous batch is written, and started as one engine request; the next
+ * batches encode while it is written. */
 herr_t gds_filtered_write_all(read_state_t *s)
 {
     size_t max_enc = gds_codec_max_encoded_bytes(&s->pipe);

@@ -25,7 +25,10 @@ int gds_vfd_submit_raw_read(hid_t file_id, const gds_segment_t *segs, size_t nse
  * with `st`). gds_vfd_hold_end writes what is left, waits for everything
  * and ends the hold; NULL from gds_vfd_hold_writes: an error pushed (not a
  * gds file, out of memory, a hold already open on the thread). */
-#define GDS_HELD_SLOTS 2
+/* Three batches in flight: a batch of 80-130 MB of stored bytes is 5-8
+ * engine blocks of 16 MiB, and the disk's write ceiling was reached with 16
+ * such writes at once (two slots kept about 10 in flight). */
+#define GDS_HELD_SLOTS 3
 typedef struct gds_held_writes gds_held_writes_t;
 gds_held_writes_t *gds_vfd_hold_writes(hid_t file_id);
 int gds_vfd_held_submit(gds_held_writes_t *h, unsigned slot, uint64_t ahead, gds_status_t *st);
