@@ -88,3 +88,22 @@ def test_stats_of_a_small_file_over_eight_ranks(tmp_path):
     # 6 orders each: 6 KiB at two world sizes and two batches (256, 2730), 64 KiB at two world sizes, one batch
     assert len(rows) == 6 * (2 * 2 + 2 * 1)
 
+
+
+def test_median_rows_keeps_each_order_statistics_row():
+    """loader-epoch-median.csv: rates become one median per configuration,
+    while order statistics (one row per world size and batch) and
+    accuracies (one per seed) stay row by row instead of collapsing into
+    one arbitrary row."""
+    from h5gds.bench.loader_epoch_rows import median_rows, row
+
+    rates = [row("loader-epoch", "h5gds-loader", "windowed", "64KiB", 65536, "cold", 1 << 30, 16384, s, 1.0, i)
+             for i, s in enumerate((1.0, 2.0, 4.0))]
+    stats = [{"bench": "loader-randomness", "method": "order-statistics", "order": "windowed", "sample": "64KiB",
+              "cache": "-", "GBps": float("nan"), "samples_per_s": float("nan"), "seconds": float("nan"),
+              "repeat": 0, "note": f"world={w};batch={b}"} for w in (1, 8) for b in (256, 2730)]
+    out = median_rows(rates + stats)
+    epoch = [r for r in out if r["bench"] == "loader-epoch"]
+    assert len(epoch) == 1 and epoch[0]["repeat"] == 3 and epoch[0]["seconds"] == 2.0
+    kept = [r["note"] for r in out if r["bench"] == "loader-randomness"]
+    assert kept == [s["note"] for s in stats]

@@ -35,11 +35,21 @@ def print_row(r: Row) -> None:
           f"{r['GBps']:8.3f} GB/s {r['seconds']:8.3f} s  x{r['epoch_fraction']:.3f}  {r['note']}", flush=True)
 
 
+# Rows that are not repeated measurements of a rate: each one a configuration
+# of its own (world size, batch, seed in the note), kept as they are.
+UNREPEATED_BENCHES = ("loader-randomness", "loader-accuracy")
+
+
 def median_rows(rows: list[Row]) -> list[Row]:
+    """One row per (bench, method, order, sample, cache): the medians over
+    repeats; order statistics and accuracies kept row by row."""
     groups: dict[tuple[Any, ...], list[Row]] = {}
-    for r in rows:
-        groups.setdefault((r["bench"], r["method"], r["order"], r["sample"], r["cache"]), []).append(r)
     out = []
+    for r in rows:
+        if r["bench"] in UNREPEATED_BENCHES:
+            out.append(dict(r))
+        else:
+            groups.setdefault((r["bench"], r["method"], r["order"], r["sample"], r["cache"]), []).append(r)
     for rs in groups.values():
         m = dict(rs[len(rs) // 2])
         for k in ("GBps", "samples_per_s", "seconds"):
