@@ -520,18 +520,6 @@ __global__ void codec_blosc_finish(const gds_kjob_t *jobs, const u32 *err)
     }
 }
 
-// 8x8 bit transpose of a little-endian word: bit t of byte k <-> bit k of byte t.
-__device__ __forceinline__ u64 trans_bit_8x8(u64 x)
-{
-    u64 t;
-    t = (x ^ (x >> 7)) & 0x00AA00AA00AA00AAull;
-    x = x ^ t ^ (t << 7);
-    t = (x ^ (x >> 14)) & 0x0000CCCC0000CCCCull;
-    x = x ^ t ^ (t << 14);
-    t = (x ^ (x >> 28)) & 0x00000000F0F0F0F0ull;
-    x = x ^ t ^ (t << 28);
-    return x;
-}
 
 // Bit unshuffle (bitshuffle's layout): per block of S elements (S a
 // multiple of 8), bit k of byte b of element i is bit i % 8 of byte i / 8
@@ -564,7 +552,7 @@ __global__ void codec_bitunshuffle(const gds_kjob_t *jobs, const u64 *tail, cons
             u64 x = 0;
             for (u32 kk = 0; kk < 8; kk++)
                 x |= (u64)blk[(jj * 8 + kk) * row + gl] << (8 * kk);
-            x = trans_bit_8x8(x);
+            x = gds_bit_transpose8(x);
             for (u32 t = 0; t < 8; t++)
                 out[(e0 + t) * elem + jj] = (u8)(x >> (8 * t));
         }
@@ -597,7 +585,7 @@ __global__ void codec_bitshuffle(const gds_kjob_t *jobs)
             u64 x = 0;
             for (u32 t = 0; t < 8; t++)
                 x |= (u64)in[(e0 + t) * elem + jj] << (8 * t);
-            x = trans_bit_8x8(x);
+            x = gds_bit_transpose8(x);
             for (u32 kk = 0; kk < 8; kk++)
                 blk[(jj * 8 + kk) * row + gl] = (u8)(x >> (8 * kk));
         }

@@ -393,24 +393,14 @@ static void test_checksums(void)
     free(buf);
 }
 
-/* The kernels' bit transpose (trans_bit_8x8, per group of 8 elements) against bitshuffle's definition. */
-static uint64_t trans_bit_8x8(uint64_t x)
-{
-    uint64_t t;
-    t = (x ^ (x >> 7)) & 0x00AA00AA00AA00AAull;
-    x = x ^ t ^ (t << 7);
-    t = (x ^ (x >> 14)) & 0x0000CCCC0000CCCCull;
-    x = x ^ t ^ (t << 14);
-    t = (x ^ (x >> 28)) & 0x00000000F0F0F0F0ull;
-    x = x ^ t ^ (t << 28);
-    return x;
-}
+/* The kernels' bit transpose (gds_bit_transpose8 of codec_shared.h, per
+ * group of 8 elements) against bitshuffle's definition. */
 
 static void test_bit_transpose(void)
 {
     int bad = 0;
     for (int r = 0; r < 1000; r++) {
-        uint64_t x = rng(), y = trans_bit_8x8(x);
+        uint64_t x = rng(), y = gds_bit_transpose8(x);
         for (int k = 0; k < 8; k++)
             for (int t = 0; t < 8; t++)
                 bad += ((x >> (8 * k + t)) & 1) != ((y >> (8 * t + k)) & 1);
@@ -426,7 +416,7 @@ static void test_bit_transpose(void)
             uint64_t x = 0;
             for (int t = 0; t < 8; t++)
                 x |= (uint64_t)in[(8 * g + t) * E + j] << (8 * t);
-            x = trans_bit_8x8(x);
+            x = gds_bit_transpose8(x);
             for (int k = 0; k < 8; k++)
                 got[(j * 8 + k) * (S / 8) + g] = (unsigned char)(x >> (8 * k));
         }
