@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "engine.h"
+#include "file_internal.h"
 #include "strategy.h"
 #include "worker_pool.h"
 #include "cuda_loader.h"
@@ -457,6 +458,27 @@ static void test_page_cached(const char *dir)
     unlink(path);
 }
 
+/* The O_DIRECT descriptor is opened by path: once another file has been
+ * renamed over that path, it is refused (buffered I/O instead), never a
+ * descriptor of the other file. */
+static void test_direct_fd_of_a_replaced_path(const char *dir)
+{
+    char path[4096], other[4096];
+    snprintf(path, sizeof path, "%s/engine_direct_replaced.bin", dir);
+    snprintf(other, sizeof other, "%s/engine_direct_other.bin", dir);
+    gds_file_t *f = NULL;
+    int fd = open_file(path, &f);
+    int ofd = open(other, O_RDWR | O_CREAT | O_TRUNC, 0644);
+    if (ofd < 0 || rename(other, path) != 0)
+        FAIL("replacing %s", path);
+    close(ofd);
+    if (gds_file_direct_fd(f) >= 0)
+        FAIL("an O_DIRECT descriptor of the file now at %s, not of the open one", path);
+    gds_file_close(f);
+    close(fd);
+    unlink(path);
+}
+
 int main(int argc, char **argv)
 {
     use_device = argc > 1 && !strcmp(argv[1], "--gpu");
@@ -478,6 +500,7 @@ int main(int argc, char **argv)
     test_nested_wait();
     test_small_jobs_spread();
     test_page_cached(dir);
+    test_direct_fd_of_a_replaced_path(dir);
 
     char path[4096];
     snprintf(path, sizeof path, "%s/engine_shared.bin", dir);

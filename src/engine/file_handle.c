@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "file_internal.h"
@@ -91,9 +92,19 @@ int gds_file_direct_fd(gds_file_t *file)
         file->direct_decided = true;
         if (file->cfg.direct != GDS_OFF) {
             file->direct_fd = open(file->path, (file->writable ? O_RDWR : O_RDONLY) | O_DIRECT | O_CLOEXEC);
+            /* The path may name another file by now (renamed over, a
+             * relative path after chdir): only the same inode will do. */
+            struct stat a, b;
+            if (file->direct_fd >= 0 && (fstat(file->direct_fd, &a) != 0 || fstat(file->fd, &b) != 0 ||
+                                         a.st_dev != b.st_dev || a.st_ino != b.st_ino)) {
+                close(file->direct_fd);
+                file->direct_fd = -1;
+                errno = ESTALE;
+            }
             if (file->direct_fd < 0) {
                 gds_stat_add(&file->stats.direct_fallbacks, 1);
-                gds_file_log(file, "O_DIRECT unavailable (%s); using buffered I/O", strerror(errno));
+                gds_file_log(file, "O_DIRECT unavailable (%s); using buffered I/O",
+                             errno == ESTALE ? "the path names another file now" : strerror(errno));
             }
         }
     }

@@ -347,7 +347,9 @@ bool gds_page_cached(int fd, uint64_t offset)
 /* Whether a read-once request's bytes are mostly out of the page cache:
  * three pages inside it are asked (at a quarter, half and three quarters of
  * its bytes), not its first and last, which it may share with metadata HDF5
- * just read or with the batch read before it. */
+ * just read or with the batch read before it. (An uncached page asked so
+ * may start the kernel's read-ahead there: three windows beside a request
+ * of tens of MB.) */
 static bool mostly_uncached(int fd, const gds_segment_t *segs, size_t nseg, size_t total)
 {
     int uncached = 0;

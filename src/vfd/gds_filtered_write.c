@@ -146,10 +146,17 @@ herr_t gds_filtered_write_all(read_state_t *s)
         FILTERED_ERROR(H5E_PLINE, H5E_WRITEERROR, "dataset '%s': the GPU cannot encode this pipeline", s->name);
         return -1;
     }
-    gds_held_writes_t *held = gds_vfd_hold_writes(s->fid);
-    if (!held) {
-        FILTERED_ERROR(H5E_DATASET, H5E_WRITEERROR, "dataset '%s': cannot hold the driver's writes", s->name);
-        return -1;
+    /* A thread-safe libhdf5 lets other threads use the file between our
+     * H5Dwrite_chunk calls (a flush would write the index before the held
+     * chunks): there each chunk is written as it is stored, as HDF5 does. */
+    hbool_t threadsafe = 0;
+    gds_held_writes_t *held = NULL;
+    if (H5is_library_threadsafe(&threadsafe) < 0 || !threadsafe) {
+        held = gds_vfd_hold_writes(s->fid);
+        if (!held) {
+            FILTERED_ERROR(H5E_DATASET, H5E_WRITEERROR, "dataset '%s': cannot hold the driver's writes", s->name);
+            return -1;
+        }
     }
     herr_t rc = 0;
     gds_status_t st;

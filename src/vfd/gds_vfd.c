@@ -311,11 +311,12 @@ static herr_t gds_truncate(H5FD_t *_file, hid_t dxpl, hbool_t closing)
     /* After a failure the size is still set: a file shorter than the end of
      * allocation HDF5 recorded cannot be opened at all, where sec2 leaves one
      * that opens without the bytes that did not fit. The end of file counted
-     * bytes that were taken (window, write-behind) but never landed, so it
+     * bytes that were taken (window, write-behind, held writes) but never landed, so it
      * is asked of the file system. (Before this, a background write failing
      * after the last H5Dwrite had returned left eof == eoa, the extension
      * was skipped and the file stayed short: unopenable.) */
-    if (lost) {
+    if (lost || file->held_lost) {
+        file->held_lost = false;
         struct stat sb;
         if (fstat(file->fd, &sb) == 0)
             file->eof = (haddr_t)sb.st_size;

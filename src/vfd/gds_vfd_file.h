@@ -40,6 +40,7 @@ typedef struct gds_vfd_file {
     gds_file_t *engine;
     gds_sieve_t sieve;      /* small host-memory raw data (gds_sieve.h) */
     uint64_t device_memcpys; /* H5FD_CTL_MEM_COPY requests with device memory */
+    bool held_lost;         /* a held raw write failed: eof counts bytes that never landed */
     char *name;
 } gds_vfd_file_t;
 

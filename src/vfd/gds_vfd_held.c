@@ -32,6 +32,7 @@ static _Thread_local gds_held_writes_t *held;
 
 static void keep_failure(gds_held_writes_t *h, const gds_status_t *st)
 {
+    h->file->held_lost = true; /* the end of file counted them: truncate asks the file system */
     if (!h->failed) {
         h->first = *st;
         h->failed = true;
@@ -126,6 +127,8 @@ void gds_vfd_held_before_metadata(gds_vfd_file_t *file)
 
 int gds_vfd_held_submit(gds_held_writes_t *h, unsigned slot, uint64_t ahead, gds_status_t *st)
 {
+    if (!h)
+        return 0;
     wait_slot(h, slot);
     if (h->failed) {
         *st = h->first;
@@ -155,13 +158,18 @@ int gds_vfd_held_submit(gds_held_writes_t *h, unsigned slot, uint64_t ahead, gds
     }
     gds_request_t req = {.write = true, .data = GDS_DATA_RAW, .nseg = h->nseg, .segs = h->seg,
                          .order = GDS_ORDER_NONE};
-    int rc = gds_file_submit(file->engine, &req, &h->io[slot], st); /* segments copied: reusable */
-    h->nseg = 0;
-    return rc;
+    if (gds_file_submit(file->engine, &req, &h->io[slot], st) < 0) {
+        keep_failure(h, st); /* kept recorded: the end writes them in this thread, or says why not */
+        return -1;
+    }
+    h->nseg = 0; /* the request copied the segments */
+    return 0;
 }
 
 int gds_vfd_held_wait(gds_held_writes_t *h, unsigned slot, gds_status_t *st)
 {
+    if (!h)
+        return 0;
     wait_slot(h, slot);
     if (h->failed) {
         *st = h->first;

@@ -24,7 +24,8 @@ int gds_vfd_submit_raw_read(hid_t file_id, const gds_segment_t *segs, size_t nse
  * every slot first. Each returns the first failure of any held write (-1
  * with `st`). gds_vfd_hold_end writes what is left, waits for everything
  * and ends the hold; NULL from gds_vfd_hold_writes: an error pushed (not a
- * gds file, out of memory, a hold already open on the thread). */
+ * gds file, out of memory, a hold already open on the thread). The others
+ * take a NULL hold too (nothing held: 0). */
 /* Three batches in flight: a batch of 80-130 MB of stored bytes is 5-8
  * engine blocks of 16 MiB, and the disk's write ceiling was reached with 16
  * such writes at once (two slots kept about 10 in flight). */

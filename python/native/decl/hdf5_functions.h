@@ -10,6 +10,7 @@
 /* library */
 herr_t H5open(void);
 herr_t H5get_libversion(unsigned *majnum, unsigned *minnum, unsigned *relnum);
+herr_t H5is_library_threadsafe(hbool_t *is_ts);
 
 /* global ids (hdf5.h's H5P_* and H5E_* macros) */
 extern hid_t H5P_CLS_FILE_ACCESS_ID_g;
