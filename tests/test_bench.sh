@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Tests of h5gds-bench itself (CPU only): a wrong argument gets one line
 # saying what is wrong and exit status 2, sizes are those of the driver's
-# configuration, the CSV has the documented schema, verification catches a
+# configuration, the CSV has the documented schema, --filter writes
+# compressed datasets through HDF5's CPU filters, verification catches a
 # corrupted byte, and failures (unwritable directory, full disk) give a
 # clear error and leave no files behind. The other CLIs of tools/ (the C
 # ones built beside BENCH, the Python scripts) get the same argument checks.
@@ -53,7 +54,7 @@ wrong_arg "unexpected argument 'extra'" "$bench" extra
 mkdir -p runs
 expect_rc 0 "small run" "$bench" --sizes 1MiB,3MiB --repeat 2 --methods SEC2,GDS --memory host --dir runs --csv r.csv
 header=$(head -1 r.csv)
-want="method,phase,memory,size_bytes,threads,block_bytes,repeat,seconds,rate_GBps,gpu,cpus,filesystem,kernel,hdf5_version,driver_config,cold_cache"
+want="method,phase,memory,size_bytes,threads,block_bytes,repeat,seconds,rate_GBps,gpu,cpus,filesystem,kernel,hdf5_version,driver_config,cold_cache,filter,ratio"
 [ "$header" = "$want" ] && ok "CSV header" || bad "CSV header: $header"
 # 2 sizes x 2 repeats x (3 ceiling rows + 2 methods x 3 phases)
 rows=$(($(wc -l < r.csv) - 1))
@@ -62,7 +63,7 @@ python3 - r.csv <<'PY' && ok "CSV values" || bad "CSV values"
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
 phases = {"write", "cold_read", "warm_read"}
-assert all(len(r) == 16 for r in rows)
+assert all(len(r) == 18 and r["filter"] == "none" and r["ratio"] == "" for r in rows)
 assert all(r["phase"] in phases and float(r["rate_GBps"]) > 0 and float(r["seconds"]) > 0 for r in rows)
 assert {r["method"] for r in rows} == {"SEC2", "GDS", "CEIL-ODIRECT", "CEIL-PAGECACHE"}
 assert {r["size_bytes"] for r in rows} == {str(1 << 20), str(3 << 20)}
@@ -70,6 +71,51 @@ assert all(r["memory"] == "host" for r in rows if r["method"] in ("SEC2", "GDS")
 assert all("mode=auto" in r["driver_config"] for r in rows if r["method"] == "GDS")
 PY
 [ "$(leftovers runs)" -eq 0 ] && ok "no files left after a run" || bad "files left after a run"
+
+# --filter: compressed float32 datasets (host memory here: HDF5's CPU filters,
+# route "host"); the data compresses as real data does (not random bytes, not
+# zeros); every row names the filter and the file's ratio; the ceilings are
+# unchanged (raw bytes, no filter).
+wrong_arg "--filter needs --chunk SIZE" "$bench" --filter gzip --sizes 8MiB
+wrong_arg "unknown filter 'gz'" "$bench" --chunk 1MiB --filter gz
+wrong_arg "not a whole number of float32 elements" "$bench" --chunk 1001 --filter gzip
+plugin_msg="filter lz4 (32004) is not available: set HDF5_PLUGIN_PATH to hdf5plugin's plugin folder"
+wrong_arg "$plugin_msg" env HDF5_PLUGIN_PATH=/nonexistent "$bench" --chunk 1MiB --filter lz4 --sizes 8MiB \
+  --memory host --repeat 1 --dir runs --csv nolz4.csv
+[ ! -e nolz4.csv ] && [ "$(leftovers runs)" -eq 0 ] && ok "unavailable filter: no CSV, no files" \
+  || bad "unavailable filter: a CSV or files left"
+rm -rf kept && mkdir -p kept
+expect_rc 0 "--filter gzip run" "$bench" --chunk 1MiB --filter gzip --sizes 8MiB --memory host --repeat 1 \
+  --methods SEC2,GDS --dir kept --keep --csv z.csv
+python3 - z.csv <<'PY' && ok "--filter gzip: filter, ratio and route in the CSV" || bad "--filter gzip: CSV"
+import csv, sys
+reader = csv.DictReader(open(sys.argv[1]))
+assert reader.fieldnames[-2:] == ["filter", "ratio"], reader.fieldnames
+rows = list(reader)
+ceil = [r for r in rows if r["method"].startswith("CEIL")]
+meth = [r for r in rows if not r["method"].startswith("CEIL")]
+assert len(ceil) == 3 and len(meth) == 2 * 3, (len(ceil), len(meth))
+assert all(r["filter"] == "none" and r["ratio"] == "" for r in ceil), ceil
+for r in meth:
+    assert r["filter"] == "gzip", r
+    # gzip + shuffle of the rounded field: about 1.9; random bytes give <= 1, zeros hundreds
+    assert 1.2 < float(r["ratio"]) < 10, r["ratio"]
+    assert "chunk=1048576" in r["driver_config"] and "route=host" in r["driver_config"], r["driver_config"]
+    assert int(r["size_bytes"]) == 8 << 20 and float(r["rate_GBps"]) > 0
+for m in ("SEC2", "GDS"):  # the reads have their write's ratio
+    assert len({r["ratio"] for r in meth if r["method"] == m}) == 1, m
+PY
+kept_file=$(find kept -name bench.h5 | head -1)
+if command -v h5dump >/dev/null && [ -n "$kept_file" ]; then
+  h5dump -p -H -d /data "$kept_file" >dump.txt 2>&1
+  grep -q "H5T_IEEE_F32LE" dump.txt && grep -q "PREPROCESSING SHUFFLE" dump.txt && grep -q "DEFLATE { LEVEL 4 }" dump.txt \
+    && ok "--filter gzip: a float32 dataset with shuffle + deflate 4" || bad "--filter gzip: the file's pipeline: $(grep -A3 FILTERS dump.txt | tr -s ' \n' ' ')"
+elif [ -z "$kept_file" ]; then
+  bad "--filter gzip: no file kept"
+else
+  echo "SKIP --filter gzip: the pipeline check needs h5dump, which is not installed here"
+fi
+rm -rf kept
 
 # Decimal and binary units as the configuration takes them: 100KB is 100000 bytes.
 expect_rc 0 "sizes in KB and K" "$bench" --sizes 100KB,4K --repeat 1 --methods GDS --memory host --no-ceilings \

@@ -7,6 +7,7 @@
  *   bench_ceilings.c  the machine's ceilings
  *   bench_report.c    results: CSV, per-rank and aggregate table
  *   bench_util.c      work directory, failure exit, page cache, buffers
+ *   bench_filter.c    --filter: the compressed datasets' pipelines and data
  *   bench_mpi.c       ranks under mpirun, collections through libh5gds_mpi
  *   bench_shared.c    under mpirun, one shared file through parallel HDF5
  *                     (gds_mpio from device memory, mpio from a host copy)
@@ -82,6 +83,19 @@ static inline bool have_shared(void)
 #endif
 }
 
+/* --filter: one compression pipeline of the compressed benchmark (as
+ * h5py + hdf5plugin write it); bench_filter.c has the table. */
+typedef struct bench_filter {
+    const char *name;     /* as on the command line and in the CSV */
+    H5Z_filter_t id;      /* the compressor's filter id */
+    const char *what;     /* for the banner */
+    bool byte_shuffle;    /* HDF5's shuffle filter before the compressor */
+    size_t ncd;           /* the compressor's cd_values */
+    unsigned cd[8];
+} bench_filter_t;
+extern const bench_filter_t bench_filters[];
+extern const size_t n_bench_filters;
+
 typedef struct bench_options {
     size_t sizes[MAX_LIST];
     int nsizes;
@@ -107,12 +121,18 @@ typedef struct bench_options {
     bool tune;              /* --tune: print the autotuning grid and exit */
     int inject_failure_rank; /* for the bench's own tests: this rank's file cannot be created (-1: none) */
     size_t chunk; /* 0: contiguous dataset */
+    const bench_filter_t *filter; /* --filter (with --chunk): float32 data compressed; NULL: raw bytes */
     /* Shared-file methods: 0, each rank one 1-D slab of the dataset; N, a
      * 2-D dataset of rows of ranks x N elements, each rank an N-column block
      * of every row (rank boundaries every N elements in the file). */
     size_t boundary;
 } bench_options_t;
 extern bench_options_t opt;
+
+/* The dataset's elements: float32 with --filter (the shuffles and the GPU
+ * codecs work per element, and the data is a float field), else bytes. */
+static inline hid_t bench_type(void) { return opt.filter ? H5T_NATIVE_FLOAT : H5T_NATIVE_UCHAR; }
+static inline size_t bench_element_size(void) { return opt.filter ? sizeof(float) : 1; }
 
 /* ---- ranks (bench_mpi.c) ---- */
 
@@ -164,7 +184,16 @@ typedef struct result {
     double bytes;    /* moved: size, or size x ranks for the aggregate */
     int rank;        /* -1: the aggregate (the only row without MPI) */
     char config[200];
+    const char *filter; /* "none", or the --filter of the dataset this row wrote or read */
+    double ratio;       /* decoded bytes / file bytes of that dataset; 0: no filter */
+    const char *route;  /* H5FD_gds_last_route of the row's H5Dwrite_gds/H5Dread_gds; NULL: none */
 } result_t;
+
+/* What a row of a filtered dataset adds to its CSV line (NULL: raw data). */
+typedef struct filter_note {
+    double ratio;
+    const char *route;
+} filter_note_t;
 
 extern result_t *results;
 extern size_t nresults, cap_results;
@@ -215,6 +244,11 @@ void bench_ceilings(size_t size, buffers_t *b, unsigned char *buf, size_t padded
 void print_table(void);
 void progress(const char *what, size_t size, int phase, int rep);
 void record(const char *method, int phase, memory_t memory, size_t size, unsigned threads, size_t block,
-            int repeat, double seconds, const char *config);
+            int repeat, double seconds, const char *config, const filter_note_t *filtered);
+/* --filter (bench_filter.c) */
+const bench_filter_t *find_filter(const char *name);
+bool check_filter(const bench_filter_t *f);
+void add_filter(hid_t dcpl, const bench_filter_t *f);
+void fill_field(float *values, size_t count);
 
 #endif

@@ -66,13 +66,16 @@ void bench_ceilings(size_t size, buffers_t *b, unsigned char *buf, size_t padded
     char cfg[32];
     snprintf(cfg, sizeof cfg, "threads=%u", T);
     progress("CEIL-ODIRECT", size, PH_WRITE, rep);
-    record("CEIL-ODIRECT", PH_WRITE, MEM_HOST, size, T, 16 * MiB, rep, parallel_io(path, true, true, buf, padded, T), cfg);
+    record("CEIL-ODIRECT", PH_WRITE, MEM_HOST, size, T, 16 * MiB, rep, parallel_io(path, true, true, buf, padded, T),
+           cfg, NULL);
     drop_cache(path);
     progress("CEIL-ODIRECT", size, PH_COLD, rep);
-    record("CEIL-ODIRECT", PH_COLD, MEM_HOST, size, T, 16 * MiB, rep, parallel_io(path, false, true, buf, padded, T), cfg);
+    record("CEIL-ODIRECT", PH_COLD, MEM_HOST, size, T, 16 * MiB, rep, parallel_io(path, false, true, buf, padded, T),
+           cfg, NULL);
     parallel_io(path, false, false, buf, padded, T); /* load the page cache */
     progress("CEIL-PAGECACHE", size, PH_WARM, rep);
-    record("CEIL-PAGECACHE", PH_WARM, MEM_HOST, size, T, 16 * MiB, rep, parallel_io(path, false, false, buf, padded, T), cfg);
+    record("CEIL-PAGECACHE", PH_WARM, MEM_HOST, size, T, 16 * MiB, rep, parallel_io(path, false, false, buf, padded, T),
+           cfg, NULL);
     if (cuda.ok && is_gpu_memory(b->memory)) {
         void *pinned = b->pinned;
         CUdeviceptr dev = (CUdeviceptr)(uintptr_t)b->data;
@@ -80,10 +83,10 @@ void bench_ceilings(size_t size, buffers_t *b, unsigned char *buf, size_t padded
         double t0 = now();
         cuda.api->MemcpyHtoD(dev, pinned, size);
         cuda.api->CtxSynchronize();
-        record("CEIL-H2D", PH_WARM, MEM_PINNED, size, 1, size, rep, now() - t0, "");
+        record("CEIL-H2D", PH_WARM, MEM_PINNED, size, 1, size, rep, now() - t0, "", NULL);
         par_barrier();
         t0 = now();
         cuda.api->MemcpyDtoH(pinned, dev, size);
-        record("CEIL-D2H", PH_WRITE, MEM_PINNED, size, 1, size, rep, now() - t0, "");
+        record("CEIL-D2H", PH_WRITE, MEM_PINNED, size, 1, size, rep, now() - t0, "", NULL);
     }
 }

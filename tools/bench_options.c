@@ -42,6 +42,12 @@ static void usage(FILE *to)
             "                        read) in --dir, print it and what auto picks, and exit\n"
             "  --config STR          extra gds configuration (key=value,...)\n"
             "  --chunk SIZE          chunked dataset with chunks of SIZE (chunk cache off), e.g. 8MiB\n"
+            "  --filter NAME         with --chunk: a compressed float32 dataset of a smooth field rounded to\n"
+            "                        3 decimals, written and read with H5Dwrite_gds/H5Dread_gds (from device\n"
+            "                        memory: encoded/decoded on the GPU with nvCOMP). NAME: gzip (deflate 4 +\n"
+            "                        shuffle), lz4, zstd, bitshuffle-lz4, blosc-lz4 (plugins: HDF5_PLUGIN_PATH\n"
+            "                        = hdf5plugin's plugin folder). CSV: filter, ratio (decoded / file bytes);\n"
+            "                        route=... (gpu-encode, gpu-decode, host-staged, host) in driver_config\n"
             "  --repeat N            repeats per measurement (median, min, max are reported)\n"
             "  --no-ceilings         skip the O_DIRECT / page-cache / PCIe ceilings\n"
             "  --ceiling-threads N   threads of the ceiling measurements (default 16)\n"
@@ -159,7 +165,8 @@ static void add_phase(const char *s, const char *what)
 void parse_args(int argc, char **argv)
 {
     enum { O_QUICK = 256, O_FULL, O_SIZES, O_METHODS, O_PHASES, O_MEMORY, O_BUFMODE, O_THREADS, O_BLOCKS,
-           O_CONFIG, O_REPEAT, O_NOCEIL, O_CEILT, O_DIR, O_CSV, O_PLOT, O_KEEP, O_INJECT, O_INJECT_RANK, O_CHUNK, O_TUNE, O_BOUNDARY };
+           O_CONFIG, O_REPEAT, O_NOCEIL, O_CEILT, O_DIR, O_CSV, O_PLOT, O_KEEP, O_INJECT, O_INJECT_RANK, O_CHUNK, O_TUNE, O_BOUNDARY,
+           O_FILTER };
     static const struct option longopts[] = {
         {"quick", no_argument, 0, O_QUICK},         {"full", no_argument, 0, O_FULL},
         {"sizes", required_argument, 0, O_SIZES},   {"methods", required_argument, 0, O_METHODS},
@@ -172,6 +179,7 @@ void parse_args(int argc, char **argv)
         {"keep", no_argument, 0, O_KEEP},           {"inject-corruption", no_argument, 0, O_INJECT},
         {"inject-failure-rank", required_argument, 0, O_INJECT_RANK},
         {"chunk", required_argument, 0, O_CHUNK},   {"boundary", required_argument, 0, O_BOUNDARY},
+        {"filter", required_argument, 0, O_FILTER},
         {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
     bool full = false;
     opt.repeat = 0;
@@ -216,6 +224,10 @@ void parse_args(int argc, char **argv)
         case O_INJECT: opt.inject_corruption = true; break;
         case O_INJECT_RANK: opt.inject_failure_rank = (int)count_option("--inject-failure-rank", optarg, 0, 1 << 20); break;
         case O_CHUNK: opt.chunk = size_option("--chunk", optarg); break;
+        case O_FILTER:
+            if (!(opt.filter = find_filter(optarg)))
+                die_usage("unknown filter '%s' (gzip, lz4, zstd, bitshuffle-lz4, blosc-lz4)", optarg);
+            break;
         case O_BOUNDARY: opt.boundary = size_option("--boundary (elements per rank and row, e.g. 4099)", optarg); break;
         case 'h': usage(stdout); exit(0);
         case ':': die_usage("option '%s' needs a value", argv[optind - 1]);
@@ -226,6 +238,15 @@ void parse_args(int argc, char **argv)
         die_usage("unexpected argument '%s'", argv[optind]);
     if (opt.boundary && opt.chunk)
         die_usage("--boundary and --chunk together are not supported (the 2-D block decomposition is contiguous)");
+    if (opt.filter && !opt.chunk)
+        die_usage("--filter needs --chunk SIZE (HDF5 filters apply to chunked datasets), e.g. --chunk 1MiB --filter %s",
+                  opt.filter->name);
+    if (opt.filter && opt.chunk % sizeof(float))
+        die_usage("--chunk %zu with --filter: not a whole number of float32 elements (4 bytes)", opt.chunk);
+    for (int si = 0; opt.filter && si < opt.nsizes; si++)
+        if (opt.sizes[si] % sizeof(float))
+            die_usage("--sizes: %zu bytes with --filter is not a whole number of float32 elements (4 bytes)",
+                      opt.sizes[si]);
     if (opt.nsizes == 0) {
         static const size_t quick[] = {64 * MiB, 256 * MiB};
         static const size_t paper[] = {64 * MiB, 128 * MiB, 256 * MiB, 512 * MiB, GiB, 2 * GiB};

@@ -86,13 +86,13 @@ def main(argv=None):
     w = csv.writer(out)
     if not args.append:
         w.writerow("method,phase,memory,size_bytes,threads,block_bytes,repeat,seconds,rate_GBps,gpu,cpus,"
-                   "filesystem,kernel,hdf5_version,driver_config,cold_cache".split(","))
+                   "filesystem,kernel,hdf5_version,driver_config,cold_cache,filter,ratio".split(","))
     cold = "none"
 
     def row(method, phase, size, threads, block, rep, seconds, hdf5="", config=""):
         w.writerow([method, phase, "device", size, threads, block, rep, f"{seconds:.6f}",
                     f"{size / seconds / 1e9:.4f}", machine["gpu"], machine["cpus"], fs, machine["kernel"],
-                    hdf5, config, cold])
+                    hdf5, config, cold, "none", ""])  # raw data: no filter, no ratio
         out.flush()
         print(f"  {method:12s} {phase:10s} {size / (1 << 20):9.2f} MiB  threads {threads:3d}  "
               f"{size / seconds / 1e9:7.2f} GB/s", flush=True)

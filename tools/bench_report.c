@@ -10,14 +10,16 @@ size_t nresults, cap_results;
 bench_machine_t machine;
 
 static void store(const char *method, int phase, memory_t memory, size_t size, unsigned threads, size_t block,
-                  int repeat, double seconds, double bytes, int rank, const char *config)
+                  int repeat, double seconds, double bytes, int rank, const char *config, const filter_note_t *filtered)
 {
     if (nresults == cap_results) {
         cap_results = cap_results ? 2 * cap_results : 256;
         results = realloc(results, cap_results * sizeof *results);
     }
     result_t *r = &results[nresults++];
-    *r = (result_t){method, phase, memory, size, threads, block, repeat, seconds, bytes, rank, ""};
+    *r = (result_t){method, phase, memory, size, threads, block, repeat, seconds, bytes, rank, "",
+                    filtered ? opt.filter->name : "none", filtered ? filtered->ratio : 0,
+                    filtered ? filtered->route : NULL};
     snprintf(r->config, sizeof r->config, "%s", config ? config : "");
     if (opt.boundary && (!strcmp(method, "GDS-SHARED") || !strcmp(method, "MPIO-HOST")))
         snprintf(r->config + strlen(r->config), sizeof r->config - strlen(r->config), "%sboundary=%zu",
@@ -25,11 +27,18 @@ static void store(const char *method, int phase, memory_t memory, size_t size, u
     if (opt.chunk && strncmp(method, "CEIL", 4)) /* the layout, in the same column */
         snprintf(r->config + strlen(r->config), sizeof r->config - strlen(r->config), "%schunk=%zu",
                  r->config[0] ? ";" : "", opt.chunk);
-    /* Under MPI two more columns: ranks, and the rank ("all": the aggregate). */
-    fprintf(csv, "%s,%s,%s,%.0f,%u,%zu,%d,%.6f,%.4f,\"%s\",%ld,%s,\"%s\",%u.%u.%u,\"%s\",%s", method,
+    if (r->route) /* the checked call's route, in the same column (no CSV column of its own) */
+        snprintf(r->config + strlen(r->config), sizeof r->config - strlen(r->config), "%sroute=%s",
+                 r->config[0] ? ";" : "", r->route);
+    /* filter and ratio (empty without a filter); under MPI two more columns:
+     * ranks, and the rank ("all": the aggregate). */
+    char ratio[32] = "";
+    if (r->ratio > 0)
+        snprintf(ratio, sizeof ratio, "%.4f", r->ratio);
+    fprintf(csv, "%s,%s,%s,%.0f,%u,%zu,%d,%.6f,%.4f,\"%s\",%ld,%s,\"%s\",%u.%u.%u,\"%s\",%s,%s,%s", method,
             phase_names[phase], memory_names[memory], bytes, threads, block, repeat, seconds, bytes / seconds / 1e9,
             machine.gpu, machine.cpus, machine.fs, machine.kernel, H5_VERS_MAJOR, H5_VERS_MINOR, H5_VERS_RELEASE,
-            r->config, cold_method);
+            r->config, cold_method, r->filter, ratio);
     if (par.on && rank >= 0)
         fprintf(csv, ",%d,%d", par.size, rank);
     else if (par.on)
@@ -41,7 +50,7 @@ static void store(const char *method, int phase, memory_t memory, size_t size, u
 /* Called by every rank with its own time: rank 0 records each rank's row
  * and the aggregate, all bytes over the slowest rank (they start together). */
 void record(const char *method, int phase, memory_t memory, size_t size, unsigned threads, size_t block,
-                   int repeat, double seconds, const char *config)
+            int repeat, double seconds, const char *config, const filter_note_t *filtered)
 {
     double *all = &seconds;
 #ifdef H5GDS_BENCH_MPI
@@ -58,10 +67,11 @@ void record(const char *method, int phase, memory_t memory, size_t size, unsigne
     double slowest = 0;
     for (int r = 0; r < par.size; r++) {
         if (par.on)
-            store(method, phase, memory, size, threads, block, repeat, all[r], (double)size, r, config);
+            store(method, phase, memory, size, threads, block, repeat, all[r], (double)size, r, config, filtered);
         slowest = all[r] > slowest ? all[r] : slowest;
     }
-    store(method, phase, memory, size, threads, block, repeat, slowest, (double)size * par.size, -1, config);
+    store(method, phase, memory, size, threads, block, repeat, slowest, (double)size * par.size, -1, config,
+          filtered);
 }
 
 void progress(const char *what, size_t size, int phase, int rep)
@@ -120,10 +130,24 @@ static double ceiling_for(int phase, size_t size, memory_t memory)
     return pc;
 }
 
+/* The last aggregate row of a line of the table (its ratio and route). */
+static const result_t *last_row(const char *method, int phase, size_t size, unsigned threads, size_t block)
+{
+    const result_t *last = NULL;
+    for (size_t i = 0; i < nresults; i++) {
+        const result_t *r = &results[i];
+        if (!strcmp(r->method, method) && r->phase == phase && r->size == size && r->rank == -1 &&
+            r->threads == threads && r->block == block)
+            last = r;
+    }
+    return last;
+}
+
 void print_table(void)
 {
-    printf("\n%-14s %-10s %9s %7s %8s  %-22s %s\n", "method", "phase", "size", "threads", "block", "GB/s median (min-max)",
-           "of ceiling");
+    int pct_width = opt.filter ? 10 : 0; /* (no trailing blanks without the filter's columns) */
+    printf("\n%-14s %-10s %9s %7s %8s  %-22s %-*s%s\n", "method", "phase", "size", "threads", "block",
+           "GB/s median (min-max)", pct_width, "of ceiling", opt.filter ? " ratio  route (last call)" : "");
     const char *seen[64];
     int nseen = 0;
     for (size_t i = 0; i < nresults; i++) {
@@ -164,8 +188,12 @@ void print_table(void)
                     char blk[32] = "-", sz[32];
                     if (bl[c])
                         cli_format_size(bl[c], blk, sizeof blk);
-                    printf("%-14s %-10s %9s %7u %8s  %-22s %s\n", seen[k], phase_names[ph],
-                           cli_format_size(opt.sizes[si], sz, sizeof sz), tl[c], blk, range, pct);
+                    char filtered[64] = "";
+                    const result_t *last = opt.filter ? last_row(seen[k], ph, opt.sizes[si], tl[c], bl[c]) : NULL;
+                    if (last && last->ratio > 0)
+                        snprintf(filtered, sizeof filtered, " %5.2f  %s", last->ratio, last->route ? last->route : "-");
+                    printf("%-14s %-10s %9s %7u %8s  %-22s %-*s%s\n", seen[k], phase_names[ph],
+                           cli_format_size(opt.sizes[si], sz, sizeof sz), tl[c], blk, range, pct_width, pct, filtered);
                 }
             }
     if (par.on) {
@@ -188,4 +216,7 @@ void print_table(void)
     }
     printf("\nrates are bytes / wall-clock (GB = 1e9 bytes); cold reads: page cache dropped with %s%s\n", cold_method,
            strcmp(cold_method, "drop_caches") ? " (only this file's clean pages; run as root for drop_caches)" : "");
+    if (opt.filter)
+        printf("filter %s: rates are of decoded bytes; ratio = decoded bytes / file bytes of the write\n",
+               opt.filter->name);
 }
