@@ -40,6 +40,7 @@ stage_table=(
   "bench-sweep|900|threads x I/O block size for GDS (the paper's Fig. 5-6)"
   "bench-host|900|host memory: SEC2 vs DIRECT vs GDS"
   "bench-chunked|900|chunked datasets (1 MiB and 16 MiB chunks), GDS vs SEC2"
+  "bench-compressed-c|900|compressed datasets through h5gds-bench --filter (GPU decode/encode vs HDF5's CPU filters)"
   "bench-calls|600|per-call cost of small host requests, sec2 vs gds, without and with CUDA"
   "bench-autotune|900|the autotuning grid, and GDS at threads x block with auto"
   "bench-engine|600|the engine under concurrent callers, and a read ordered 'none' during a kernel"
@@ -88,6 +89,7 @@ Options and settings (environment):
   LOADER_REPEAT, LOADER_READ   bench-loader(-ab) repeats (3) and cold bytes read (512MiB)
   CKPT_ARGS            bench-checkpoint options (--states fp16 --repeat 2 --loop-repeat 1 --verify)
   COMPRESSED_ARGS      bench-compressed options
+  FILTERS              bench-compressed-c filters (gzip lz4 zstd bitshuffle-lz4 blosc-lz4)
   PROFILE_COMPRESSED_ARGS  profile-compressed options
   PROFILE_ARGS         profile-loader options (e.g. --cold, --train)
   MPI_SIZE             bench-mpi bytes per rank (2GiB)
@@ -604,6 +606,14 @@ c_bench_part() {  # the C bench's other parts
       x "$bin" --sizes "$sizes" --repeat 3 --methods GDS,SEC2 --chunk $chunk --csv "$out/chunked-$chunk.csv" \
         || fail "h5gds-bench --chunk $chunk"
     done ;;
+  compressed-c)
+    # hdf5plugin's filters carried in .device-carry/ (prepare-codecs): plugins HDF5 loads by itself
+    [ -d "$root/.device-carry/site/hdf5plugin/plugins" ] &&
+      export HDF5_PLUGIN_PATH="$root/.device-carry/site/hdf5plugin/plugins"
+    for f in ${FILTERS:-gzip lz4 zstd bitshuffle-lz4 blosc-lz4}; do
+      x "$bin" --sizes "${SIZES:-1GiB}" --chunk 1MiB --filter "$f" --repeat 2 --methods GDS,SEC2,SEC2+PINNED \
+        --csv "$out/compressed-$f.csv" || fail "h5gds-bench --filter $f"
+    done ;;
   calls)
     calls=${SIZES:-4KiB,64KiB,256KiB,1MiB,4MiB}
     x "$b/tools/h5gds-calls" --sizes "$calls" --rounds 9 --calls 2000 --dir "$root/build" --csv "$out/calls.csv" || fail h5gds-calls
@@ -627,7 +637,7 @@ c_bench_part() {  # the C bench's other parts
 run_stage() {  # in the stage's own process
   local name=$1
   case $name in
-  bench-paper | bench-sweep | bench-host | bench-chunked | bench-calls | bench-autotune | bench-engine)
+  bench-paper | bench-sweep | bench-host | bench-chunked | bench-compressed-c | bench-calls | bench-autotune | bench-engine)
     c_bench_part "${name#bench-}" ;;
   *) "stage_${name//-/_}" ;;
   esac
