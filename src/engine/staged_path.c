@@ -19,7 +19,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include "strategy.h"
 
@@ -336,8 +338,24 @@ static int staged_worker(gds_job_t *gjob, void *arg, gds_worker_t *worker, gds_s
     return rc;
 }
 
+/* cachestat(2) (Linux >= 6.5; the same number on every architecture), with
+ * its structs, which older kernel headers lack. */
+#define GDS_SYS_CACHESTAT 451
+struct gds_cachestat_range {
+    uint64_t off, len;
+};
+struct gds_cachestat {
+    uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_recently_evicted;
+};
+
 bool gds_page_cached(int fd, uint64_t offset)
 {
+    /* cachestat only counts pages; a read that must not wait (RWF_NOWAIT)
+     * may start the kernel's read-ahead where the page is missing. */
+    struct gds_cachestat_range range = {offset / 4096 * 4096, 1};
+    struct gds_cachestat cs;
+    if (syscall(GDS_SYS_CACHESTAT, fd, &range, &cs, 0) == 0)
+        return cs.nr_cache > 0;
     char byte;
     struct iovec iov = {&byte, 1};
     ssize_t r = preadv2(fd, &iov, 1, (off_t)offset, RWF_NOWAIT);
@@ -347,9 +365,7 @@ bool gds_page_cached(int fd, uint64_t offset)
 /* Whether a read-once request's bytes are mostly out of the page cache:
  * three pages inside it are asked (at a quarter, half and three quarters of
  * its bytes), not its first and last, which it may share with metadata HDF5
- * just read or with the batch read before it. (An uncached page asked so
- * may start the kernel's read-ahead there: three windows beside a request
- * of tens of MB.) */
+ * just read or with the batch read before it. */
 static bool mostly_uncached(int fd, const gds_segment_t *segs, size_t nseg, size_t total)
 {
     int uncached = 0;
