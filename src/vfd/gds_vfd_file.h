@@ -75,11 +75,14 @@ herr_t gds_vfd_write_vector(H5FD_t *file, hid_t dxpl, uint32_t count, H5FD_mem_t
 
 /* ---- held raw writes (gds_vfd_held.c; the callers' side in gds_vfd_raw.h) ---- */
 typedef struct gds_held_writes gds_held_writes_t;
-/* Opens a hold on the calling thread (NULL: one is open, or no memory). */
-gds_held_writes_t *gds_vfd_hold_begin(gds_vfd_file_t *file);
-/* A raw write of device memory: 1 when recorded by the thread's hold of
- * `file`, 0 when no such hold is open, -1 with `st`. */
-int gds_vfd_held_record(gds_vfd_file_t *file, haddr_t addr, size_t size, const void *buf, gds_status_t *st);
+/* Opens a hold on the calling thread (NULL: one is open, or no memory);
+ * host_too: host buffers are held too (tests; the GPU write holds device
+ * memory only). */
+gds_held_writes_t *gds_vfd_hold_begin(gds_vfd_file_t *file, bool host_too);
+/* A raw write (of device memory when `device`): 1 when recorded by the
+ * thread's hold of `file`, 0 when no such hold takes it, -1 with `st`. */
+int gds_vfd_held_record(gds_vfd_file_t *file, haddr_t addr, size_t size, const void *buf, bool device,
+                        gds_status_t *st);
 /* Before a metadata write of `file`: what its hold recorded is written and
  * what it started is waited for (failures kept for the hold's owner). */
 void gds_vfd_held_before_metadata(gds_vfd_file_t *file);

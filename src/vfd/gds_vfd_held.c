@@ -26,6 +26,7 @@ struct gds_held_writes {
     uint64_t reserved_to; /* file space reserved up to here (0: none yet) */
     gds_status_t first;   /* the first failure, reported by the next wait or the end */
     bool failed;
+    bool host_too;        /* tests: host buffers are held too */
 };
 
 static _Thread_local gds_held_writes_t *held;
@@ -39,22 +40,24 @@ static void keep_failure(gds_held_writes_t *h, const gds_status_t *st)
     }
 }
 
-gds_held_writes_t *gds_vfd_hold_begin(gds_vfd_file_t *file)
+gds_held_writes_t *gds_vfd_hold_begin(gds_vfd_file_t *file, bool host_too)
 {
     if (held) /* one hold per thread: a nested one would reorder the outer's writes */
         return NULL;
     gds_held_writes_t *h = calloc(1, sizeof *h);
     if (h) {
         h->file = file;
+        h->host_too = host_too;
         held = h;
     }
     return h;
 }
 
-int gds_vfd_held_record(gds_vfd_file_t *file, haddr_t addr, size_t size, const void *buf, gds_status_t *st)
+int gds_vfd_held_record(gds_vfd_file_t *file, haddr_t addr, size_t size, const void *buf, bool device,
+                        gds_status_t *st)
 {
     gds_held_writes_t *h = held;
-    if (!h || h->file != file)
+    if (!h || h->file != file || (!device && !h->host_too))
         return 0;
     /* A dirty window of small host writes overlapping the range goes first. */
     if (gds_sieve_before_other(&file->sieve, file->engine, addr, size, true, st) < 0)

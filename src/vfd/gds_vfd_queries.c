@@ -5,6 +5,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "gds_transfer.h"
 #include "gds_vfd_file.h"
@@ -111,11 +112,46 @@ gds_held_writes_t *gds_vfd_hold_writes(hid_t file_id)
     gds_vfd_file_t *file = vfd_file_of(file_id);
     if (!file)
         return NULL;
-    gds_held_writes_t *h = gds_vfd_hold_begin(file);
+    gds_held_writes_t *h = gds_vfd_hold_begin(file, false);
     if (!h)
         GDS_ERROR(H5E_RESOURCE, H5E_NOSPACE, "file '%s': cannot hold its raw writes (out of memory, or held already)",
                   file->name);
     return h;
+}
+
+/* ---- test hooks (gds_vfd_raw.h) ---- */
+
+static _Thread_local gds_held_writes_t *test_hold;
+
+static int test_failed(const gds_status_t *st, char *err, size_t errlen)
+{
+    snprintf(err, errlen, "%s%s%s", st->msg, st->err ? ": " : "", st->err ? strerror(st->err) : "");
+    return -1;
+}
+
+int gds_test_hold_begin(hid_t file_id)
+{
+    gds_vfd_file_t *file = vfd_file_of(file_id);
+    if (!file || test_hold)
+        return -1;
+    test_hold = gds_vfd_hold_begin(file, true);
+    return test_hold ? 0 : -1;
+}
+
+int gds_test_hold_submit(unsigned slot, char *err, size_t errlen)
+{
+    gds_status_t st;
+    if (!test_hold || slot >= GDS_HELD_SLOTS)
+        return snprintf(err, errlen, "no hold, or slot %u out of range", slot), -1;
+    return gds_vfd_held_submit(test_hold, slot, 0, &st) < 0 ? test_failed(&st, err, errlen) : 0;
+}
+
+int gds_test_hold_end(char *err, size_t errlen)
+{
+    gds_status_t st;
+    int rc = gds_vfd_hold_end(test_hold, &st);
+    test_hold = NULL;
+    return rc < 0 ? test_failed(&st, err, errlen) : 0;
 }
 
 static herr_t sync_file(hid_t file_id)

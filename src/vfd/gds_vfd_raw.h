@@ -36,4 +36,12 @@ int gds_vfd_held_submit(gds_held_writes_t *h, unsigned slot, uint64_t ahead, gds
 int gds_vfd_held_wait(gds_held_writes_t *h, unsigned slot, gds_status_t *st);
 int gds_vfd_hold_end(gds_held_writes_t *h, gds_status_t *st);
 
+/* For tests/test_held_writes.c only (exported, not public API): a hold of
+ * the calling thread's raw writes to `file_id` that takes host buffers
+ * too, so that the held path runs without a GPU. 0, or -1 (begin: an
+ * HDF5 error pushed; the others: the reason in `err`). */
+__attribute__((visibility("default"))) int gds_test_hold_begin(hid_t file_id);
+__attribute__((visibility("default"))) int gds_test_hold_submit(unsigned slot, char *err, size_t errlen);
+__attribute__((visibility("default"))) int gds_test_hold_end(char *err, size_t errlen);
+
 #endif

@@ -113,8 +113,8 @@ herr_t gds_vfd_write(H5FD_t *_file, H5FD_mem_t type, hid_t dxpl, haddr_t addr, s
     if (raw && gds_sieve_takes(&file->sieve, true, size, answered ? &info : NULL) && may_defer(file, addr, size)) {
         rc = gds_sieve_write(&file->sieve, file->engine, addr, size, buf, &st);
     }
-    else if (raw && answered && !gds_memory_is_host(info.kind) &&
-             (rc = gds_vfd_held_record(file, addr, size, buf, &st)) != 0) {
+    else if (raw && answered &&
+             (rc = gds_vfd_held_record(file, addr, size, buf, !gds_memory_is_host(info.kind), &st)) != 0) {
         /* recorded by the thread's hold (1), started later as one request */
     }
     else {
