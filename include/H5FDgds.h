@@ -286,8 +286,9 @@ H5GDS_API herr_t H5FD_gds_last_decode_stats(H5FD_gds_decode_stats_t *stats);
 /* What the calling thread's last H5Dwrite_gds that encoded on the GPU
  * (route H5FD_GDS_ROUTE_GPU_ENCODE) did: chunks and bytes, the seconds its
  * encode batches took (gathering, nvCOMP and the filters' kernels), and the
- * seconds it waited for stored bytes still being written. Batch k + 1 is
- * encoded while batch k is written. */
+ * seconds it waited for stored bytes still being written. Later batches
+ * are encoded while earlier ones are written (not with a thread-safe
+ * libhdf5: there each chunk is written as it is stored). */
 typedef struct H5FD_gds_encode_stats_t {
     uint64_t chunks;        /* chunks encoded */
     uint64_t decoded_bytes; /* bytes before encoding */

@@ -65,7 +65,7 @@ static bool chunk_in_file(const char *path, hid_t d, int k)
 static void test_held_then_written(void)
 {
     const char *path = test_path("held.h5");
-    hid_t fapl = gds_fapl(NULL);
+    hid_t fapl = gds_fapl("write_behind=off"); /* what is tested, whatever H5GDS_CONFIG says */
     hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
     CHECK(f >= 0);
     hid_t d = make_dataset(f, "x");
@@ -130,7 +130,7 @@ static int child_fsize(const char *path)
     struct rlimit lim = {(rlim_t)3 << 19, (rlim_t)3 << 19};
     if (setrlimit(RLIMIT_FSIZE, &lim) < 0)
         return 77;
-    hid_t fapl = gds_fapl(NULL);
+    hid_t fapl = gds_fapl("write_behind=off");
     hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
     hid_t d = f >= 0 ? make_dataset(f, "x") : -1;
     if (d < 0 || gds_test_hold_begin(f) < 0)

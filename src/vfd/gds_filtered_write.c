@@ -117,6 +117,7 @@ static herr_t encode_batch(read_state_t *s, size_t from, size_t to, size_t max_e
             FILTERED_ERROR(H5E_DATASET, H5E_WRITEERROR, "dataset '%s': storing the chunk at %s failed", s->name,
                            where);
             ret = -1;
+            break;
         }
         s->wstats.chunks++;
         s->wstats.stored_bytes += bytes[k - from];
@@ -151,7 +152,7 @@ herr_t gds_filtered_write_all(read_state_t *s)
      * chunks): there each chunk is written as it is stored, as HDF5 does. */
     hbool_t threadsafe = 0;
     gds_held_writes_t *held = NULL;
-    if (H5is_library_threadsafe(&threadsafe) < 0 || !threadsafe) {
+    if (H5is_library_threadsafe(&threadsafe) >= 0 && !threadsafe) {
         held = gds_vfd_hold_writes(s->fid);
         if (!held) {
             FILTERED_ERROR(H5E_DATASET, H5E_WRITEERROR, "dataset '%s': cannot hold the driver's writes", s->name);

@@ -105,7 +105,10 @@ static void wait_slot(gds_held_writes_t *h, unsigned k)
     h->io[k] = NULL;
 }
 
-/* Writes what is recorded now, in this thread (metadata is about to follow). */
+/* Writes what is recorded now and waits for it (metadata is about to
+ * follow). Submitted and waited for, not gds_file_transfer: with
+ * write-behind that would return before the bytes land, as a batch never
+ * does. */
 static void write_recorded(gds_held_writes_t *h)
 {
     if (h->nseg == 0)
@@ -113,7 +116,8 @@ static void write_recorded(gds_held_writes_t *h)
     gds_request_t req = {.write = true, .data = GDS_DATA_RAW, .nseg = h->nseg, .segs = h->seg,
                          .order = GDS_ORDER_NONE};
     gds_status_t st;
-    if (gds_file_transfer(h->file->engine, &req, &st) < 0)
+    gds_io_t *io = NULL;
+    if (gds_file_submit(h->file->engine, &req, &io, &st) < 0 || gds_io_wait(io, &st) < 0)
         keep_failure(h, &st);
     h->nseg = 0;
 }
