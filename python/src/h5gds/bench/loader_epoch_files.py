@@ -4,7 +4,6 @@ an h5gds.Loader of either order, a torch DataLoader over h5py."""
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +13,7 @@ import numpy as np
 import h5gds
 
 from .._sizes import parse_size
+from ._common import fsync_path
 from .loader import RowDataset
 
 
@@ -37,7 +37,7 @@ def sample_file(directory: Path, label: str, file_bytes: int, var_range: tuple[i
                     d[i:i + len(block)] = block[: min(len(block), total - i)]
                 f["o"] = offsets
                 f["y"] = (np.arange(n) * 10 // n).astype(np.int64)
-            _sync(path)
+            fsync_path(path)
         return path, n, total
     sample = parse_size(label)
     n = file_bytes // sample
@@ -49,7 +49,7 @@ def sample_file(directory: Path, label: str, file_bytes: int, var_range: tuple[i
             for i in range(0, n, step):
                 d[i:i + step] = block[: min(step, n - i)]
             f["y"] = (np.arange(n) * 10 // n).astype(np.int64)
-        _sync(path)
+        fsync_path(path)
     return path, n, n * sample
 
 
@@ -61,14 +61,6 @@ def _made(path: Path, name: str, shape: tuple[int, ...]) -> bool:
             return name in f and f[name].shape == shape
     except OSError:
         return False
-
-
-def _sync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def data_region(path: Path, label: str) -> tuple[int, int]:
