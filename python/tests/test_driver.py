@@ -137,7 +137,7 @@ def test_codec_statistics_of_a_thread_that_did_no_gpu_codec_work(tmp_h5):
     with h5py.File(tmp_h5, "w", driver="gds") as f:
         h5gds.create_dataset(f, "z", data=np.arange(4096, dtype="i4"), chunks=(512,), compression="gzip")
         assert h5gds.last_route() == "host"
-        np.testing.assert_array_equal(h5gds.read(f["z"]), np.arange(4096))
+        np.testing.assert_array_equal(h5gds.read(f["z"], like="numpy"), np.arange(4096))
     got = {}
 
     def fresh_thread() -> None:

@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "gds_filtered_internal.h"
@@ -43,6 +44,12 @@ void gds_filtered_error(const char *func, int line, hid_t major, hid_t minor, co
     va_start(ap, fmt);
     vsnprintf(gds_filtered_pending.msg, sizeof gds_filtered_pending.msg, fmt, ap);
     va_end(ap);
+}
+
+bool gds_filtered_trace_on(void)
+{
+    const char *e = getenv("H5GDS_CODEC_DEBUG");
+    return e && *e && strcmp(e, "0") != 0;
 }
 
 double gds_filtered_seconds_now(void)

@@ -102,6 +102,8 @@ size_t gds_filtered_batch_decoded_bytes(void);
 /* The end of the batch of a read or write that starts at chunk `from`. */
 size_t gds_filtered_batch_end(const read_state_t *s, size_t from);
 double gds_filtered_seconds_now(void);
+/* H5GDS_CODEC_DEBUG set: GPU writes print each batch's timeline to stderr. */
+bool gds_filtered_trace_on(void);
 gds_codec_t *gds_filtered_codec_for(CUcontext ctx, gds_status_t *st);
 void gds_filtered_chunk_text(const box_t *b, const hsize_t *lo, char *out, size_t size);
 

@@ -8,6 +8,7 @@
  * the next ones encode, GDS_HELD_SLOTS batches in flight at most.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -162,6 +163,8 @@ herr_t gds_filtered_write_all(read_state_t *s)
     herr_t rc = 0;
     gds_status_t st;
     unsigned slot = 0;
+    bool trace = gds_filtered_trace_on();
+    double start = gds_filtered_seconds_now();
     for (size_t from = 0, to; rc == 0 && from < s->nchunks; from = to, slot = (slot + 1) % GDS_HELD_SLOTS) {
         to = gds_filtered_batch_end(s, from);
         double t0 = gds_filtered_seconds_now();
@@ -169,17 +172,36 @@ herr_t gds_filtered_write_all(read_state_t *s)
             rc = held_failed(s, &st);
             break;
         }
-        s->wstats.store_wait_s += gds_filtered_seconds_now() - t0;
+        double t1 = gds_filtered_seconds_now(), enc0 = s->wstats.encode_s;
+        s->wstats.store_wait_s += t1 - t0;
+        uint64_t stored0 = s->wstats.stored_bytes;
         rc = encode_batch(s, from, to, max_enc, slot);
+        double t2 = gds_filtered_seconds_now();
         /* Space for what is left, at the ratio so far (a quarter more). */
         double ratio = s->wstats.decoded_bytes ? (double)s->wstats.stored_bytes / (double)s->wstats.decoded_bytes : 1;
         uint64_t ahead = (uint64_t)(1.25 * ratio * (double)((s->nchunks - to) * s->pipe.chunk_bytes));
         if (rc == 0 && gds_vfd_held_submit(held, slot, ahead, &st) < 0)
             rc = held_failed(s, &st);
+        if (trace)
+            fprintf(stderr,
+                    "h5gds write '%s': chunks [%zu, %zu) slot %u at %.1f ms: waited %.1f ms, encoded %.1f ms, "
+                    "packed and stored %.1f ms (%llu bytes), submitted %.1f ms\n",
+                    s->name, from, to, slot, 1e3 * (t0 - start), 1e3 * (t1 - t0), 1e3 * (s->wstats.encode_s - enc0),
+                    1e3 * (t2 - t1 - (s->wstats.encode_s - enc0)),
+                    (unsigned long long)(s->wstats.stored_bytes - stored0), 1e3 * (gds_filtered_seconds_now() - t2));
     }
     double t0 = gds_filtered_seconds_now();
+    gds_held_counts_t counts;
+    gds_vfd_held_get_counts(held, &counts);
     if (gds_vfd_hold_end(held, &st) < 0 && rc == 0) /* after a failure too: nothing in flight uses the slots */
         rc = held_failed(s, &st);
     s->wstats.store_wait_s += gds_filtered_seconds_now() - t0;
+    if (trace)
+        fprintf(stderr,
+                "h5gds write '%s': end waited %.1f ms at %.1f ms; %u requests of %zu pieces, %u metadata writes "
+                "waited %.1f ms for held writes%s\n",
+                s->name, 1e3 * (gds_filtered_seconds_now() - t0), 1e3 * (gds_filtered_seconds_now() - start),
+                counts.submits, counts.pieces, counts.metadata_waits, 1e3 * counts.metadata_wait_s,
+                held ? "" : " (nothing held)");
     return rc;
 }

@@ -14,6 +14,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "gds_vfd_file.h"
 #include "gds_vfd_raw.h"
@@ -27,6 +28,7 @@ struct gds_held_writes {
     gds_status_t first;   /* the first failure, reported by the next wait or the end */
     bool failed;
     bool host_too;        /* tests: host buffers are held too */
+    gds_held_counts_t counts;
 };
 
 static _Thread_local gds_held_writes_t *held;
@@ -122,14 +124,34 @@ static void write_recorded(gds_held_writes_t *h)
     h->nseg = 0;
 }
 
+static double seconds_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 void gds_vfd_held_before_metadata(gds_vfd_file_t *file)
 {
     gds_held_writes_t *h = held;
     if (!h || h->file != file)
         return;
+    bool busy = h->nseg > 0;
+    for (unsigned k = 0; k < GDS_HELD_SLOTS; k++)
+        busy = busy || h->io[k];
+    if (!busy)
+        return;
+    double t0 = seconds_now();
     for (unsigned k = 0; k < GDS_HELD_SLOTS; k++)
         wait_slot(h, k);
     write_recorded(h);
+    h->counts.metadata_waits++;
+    h->counts.metadata_wait_s += seconds_now() - t0;
+}
+
+void gds_vfd_held_get_counts(const gds_held_writes_t *h, gds_held_counts_t *out)
+{
+    *out = h ? h->counts : (gds_held_counts_t){0};
 }
 
 int gds_vfd_held_submit(gds_held_writes_t *h, unsigned slot, uint64_t ahead, gds_status_t *st)
@@ -169,6 +191,8 @@ int gds_vfd_held_submit(gds_held_writes_t *h, unsigned slot, uint64_t ahead, gds
         keep_failure(h, st); /* kept recorded: the end writes them in this thread, or says why not */
         return -1;
     }
+    h->counts.submits++;
+    h->counts.pieces += h->nseg;
     h->nseg = 0; /* the request copied the segments */
     return 0;
 }

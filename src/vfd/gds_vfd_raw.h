@@ -35,6 +35,14 @@ gds_held_writes_t *gds_vfd_hold_writes(hid_t file_id);
 int gds_vfd_held_submit(gds_held_writes_t *h, unsigned slot, uint64_t ahead, gds_status_t *st);
 int gds_vfd_held_wait(gds_held_writes_t *h, unsigned slot, gds_status_t *st);
 int gds_vfd_hold_end(gds_held_writes_t *h, gds_status_t *st);
+/* What a hold has done so far (for H5GDS_CODEC_DEBUG's trace). */
+typedef struct gds_held_counts {
+    unsigned submits;          /* engine requests started by gds_vfd_held_submit */
+    size_t pieces;             /* their pieces after merging adjacent ones */
+    unsigned metadata_waits;   /* metadata writes that found held writes to finish first */
+    double metadata_wait_s;    /* the time those spent on them */
+} gds_held_counts_t;
+void gds_vfd_held_get_counts(const gds_held_writes_t *h, gds_held_counts_t *out);
 
 /* For tests/test_held_writes.c only (exported, not public API): a hold of
  * the calling thread's raw writes to `file_id` that takes host buffers
