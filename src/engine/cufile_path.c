@@ -324,7 +324,7 @@ static void cufile_job_finish(void *state)
 }
 
 int gds_cufile_submit(gds_file_t *file, bool write, const gds_segment_t *segs, size_t nseg, void *ctx,
-                      const gds_device_order_t *order, size_t max_block, gds_part_t *part, gds_status_t *st)
+                      const gds_device_order_t *order, gds_part_t *part, gds_status_t *st)
 {
     const char *why = NULL;
     const gds_cufile_api_t *cf = gds_cufile_load(&why);
@@ -346,7 +346,7 @@ int gds_cufile_submit(gds_file_t *file, bool write, const gds_segment_t *segs, s
         job->reg = calloc(nseg, sizeof *job->reg);
     }
     if (!job || !job->base || !job->reg ||
-        gds_task_map_init(&job->tasks, segs, nseg, gds_block_for(&file->device_cfg, total, file->device_cfg.threads, max_block)) != 0) {
+        gds_task_map_init(&job->tasks, segs, nseg, gds_block_for(&file->device_cfg, total, file->device_cfg.threads)) != 0) {
         if (job) {
             free(job->base);
             free(job->reg);

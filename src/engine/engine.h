@@ -209,10 +209,6 @@ typedef struct gds_request {
      * chunks read 17-30% faster so than buffered; cached ones stay
      * buffered (the page cache is faster than the disk). */
     bool read_once;
-    /* Blocks at most this large (0: the engine's choice). Small blocks
-     * spread a request over every worker, so that its last blocks do not
-     * leave the disk to one or two threads. */
-    size_t max_block;
 } gds_request_t;
 
 /* Synchronous: returns when every byte has moved (0), or -1 with `st`.

@@ -376,7 +376,7 @@ static void staged_job_finish(void *state)
 
 int gds_staged_submit(gds_file_t *file, bool write, const gds_segment_t *segs, size_t nseg, void *ctx,
                       const gds_device_order_t *order, unsigned nworkers, unsigned ring_depth,
-                      gds_direct_use_t direct_use, size_t max_block, gds_part_t *part, gds_status_t *st)
+                      gds_direct_use_t direct_use, gds_part_t *part, gds_status_t *st)
 {
     const char *why = NULL;
     const gds_cuda_api_t *cu = gds_cuda_load(&why);
@@ -419,7 +419,7 @@ int gds_staged_submit(gds_file_t *file, bool write, const gds_segment_t *segs, s
         direct = mostly_uncached(file->fd, segs, nseg, total);
     if (direct)
         job->direct_fd = gds_file_direct_fd(file);
-    if (gds_task_map_init(&job->tasks, segs, nseg, gds_block_for(&file->device_cfg, total, nworkers, max_block)) != 0) {
+    if (gds_task_map_init(&job->tasks, segs, nseg, gds_block_for(&file->device_cfg, total, nworkers)) != 0) {
         free(job);
         gds_status_set(st, ENOMEM, "out of memory splitting a request of %zu pieces", nseg);
         return -1;

@@ -40,13 +40,13 @@ typedef enum gds_direct_use { GDS_DIRECT_NEVER, GDS_DIRECT_CONFIG, GDS_DIRECT_IF
 /* Device (or managed) memory of context `ctx`, through pinned staging rings. */
 int gds_staged_submit(gds_file_t *file, bool write, const gds_segment_t *segs, size_t nseg, void *ctx,
                       const gds_device_order_t *order, unsigned nworkers, unsigned ring_depth,
-                      gds_direct_use_t direct_use, size_t max_block, gds_part_t *part, gds_status_t *st);
+                      gds_direct_use_t direct_use, gds_part_t *part, gds_status_t *st);
 /* Whether the page holding `offset` is in the page cache (a read that must
  * not wait: RWF_NOWAIT); true where that cannot be asked. */
 bool gds_page_cached(int fd, uint64_t offset);
 /* The same through cuFile; the file must be registered (gds_cufile_register). */
 int gds_cufile_submit(gds_file_t *file, bool write, const gds_segment_t *segs, size_t nseg, void *ctx,
-                      const gds_device_order_t *order, size_t max_block, gds_part_t *part, gds_status_t *st);
+                      const gds_device_order_t *order, gds_part_t *part, gds_status_t *st);
 /* The cuFile registration cache (register=on): entries overlapping memory
  * about to be freed are deregistered first; at engine shutdown, all. */
 void gds_cufile_forget_range(const void *ptr, size_t size);
@@ -59,9 +59,8 @@ size_t gds_staged_pinned_bytes(void);
 
 /* ---- blocks (task_map.c) ---- */
 
-/* Block size for a request of `size` bytes over `workers` workers, at
- * most `max_block` (gds_request_t.max_block; 0: no limit). */
-size_t gds_block_for(const gds_engine_settings_t *cfg, size_t size, unsigned workers, size_t max_block);
+/* Block size for a request of `size` bytes over `workers` workers. */
+size_t gds_block_for(const gds_engine_settings_t *cfg, size_t size, unsigned workers);
 
 /* Requests are cut into blocks aligned to multiples of `block` in the file,
  * so that interior block boundaries are O_DIRECT-aligned. Task t covers the

@@ -4,18 +4,13 @@
 #include "strategy.h"
 
 /* The block each worker claims: io_block_size, halved (down to the staging
- * size, or to the request's limit) until every worker has at least one
- * block, so that mid-sized requests still use the whole pool; then at most
- * the request's limit. Stays a multiple of fs_block_size. */
-size_t gds_block_for(const gds_engine_settings_t *cfg, size_t size, unsigned workers, size_t max_block)
+ * size) until every worker has at least one block, so that mid-sized
+ * requests still use the whole pool. Stays a multiple of fs_block_size. */
+size_t gds_block_for(const gds_engine_settings_t *cfg, size_t size, unsigned workers)
 {
     size_t block = cfg->io_block_size;
     size_t floor = cfg->staging_size > cfg->fs_block_size ? cfg->staging_size : cfg->fs_block_size;
-    if (max_block && max_block < floor)
-        floor = max_block < cfg->fs_block_size ? cfg->fs_block_size : max_block;
     while (block / 2 >= floor && (block / 2) % cfg->fs_block_size == 0 && size / block < workers)
-        block /= 2;
-    while (max_block && block > max_block && block / 2 >= cfg->fs_block_size && (block / 2) % cfg->fs_block_size == 0)
         block /= 2;
     return block;
 }

@@ -177,14 +177,14 @@ static int start_device_group(gds_io_t *io, io_group_t *g, const gds_request_t *
     g->route = device_route(file);
     int rc;
     if (g->route == GDS_ROUTE_CUFILE)
-        rc = gds_cufile_submit(file, io->write, segs, g->count, g->info.context, &order, req->max_block, &g->part, st);
+        rc = gds_cufile_submit(file, io->write, segs, g->count, g->info.context, &order, &g->part, st);
     else if (g->route == GDS_ROUTE_POSIX_BOUNCE)
-        rc = gds_staged_submit(file, io->write, segs, g->count, g->info.context, &order, 1, 1, GDS_DIRECT_NEVER, 0,
+        rc = gds_staged_submit(file, io->write, segs, g->count, g->info.context, &order, 1, 1, GDS_DIRECT_NEVER,
                                &g->part, st);
     else
         rc = gds_staged_submit(file, io->write, segs, g->count, g->info.context, &order, file->device_cfg.threads,
                                file->device_cfg.staging_count, req->read_once ? GDS_DIRECT_IF_UNCACHED : GDS_DIRECT_CONFIG,
-                               req->max_block, &g->part, st);
+                               &g->part, st);
     g->started = rc == 0;
     return rc;
 }

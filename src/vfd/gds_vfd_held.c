@@ -185,9 +185,8 @@ int gds_vfd_held_submit(gds_held_writes_t *h, unsigned slot, uint64_t ahead, gds
         if (set > file->eof)
             file->eof = set;
     }
-    const char *e = getenv("H5GDS_HELD_BLOCK_MIB");
     gds_request_t req = {.write = true, .data = GDS_DATA_RAW, .nseg = h->nseg, .segs = h->seg,
-                         .order = GDS_ORDER_NONE, .max_block = e ? (size_t)atol(e) << 20 : 0};
+                         .order = GDS_ORDER_NONE};
     if (gds_file_submit(file->engine, &req, &h->io[slot], st) < 0) {
         keep_failure(h, st); /* kept recorded: the end writes them in this thread, or says why not */
         return -1;
