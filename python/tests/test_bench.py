@@ -209,12 +209,12 @@ def test_compressed_summary_ratios(tmp_path):
             + rows("nvcomp-decode", "field", "zstd", 3.0, "device", 5.0, 6.0)  # 5.5
             + rows("h5gds", "field", "zstd", 3.0, "warm", 4.4)
             + rows("h5py", "field", "zstd", 3.0, "cold", 0.3)
-            + rows("h5gds-write", "field", "zstd", 3.0, "write", 1.0, 2.0)  # 1.5
+            + rows("h5gds-write", "field", "zstd", 2.0, "write", 1.0, 2.0)  # 1.5; the GPU's ratio 2
             + rows("ceiling-odirect-write", "field", "zstd", 3.0, "write", 0.5, 0.5)  # x ratio: 1.5
-            + rows("nvcomp-compress", "field", "zstd", 3.0, "device", 1.0, 1.2, 0.8)  # 1.0
+            + rows("nvcomp-compress", "field", "zstd", 2.0, "device", 2.0, 2.4, 1.6)  # 2.0
             + rows("h5py-write", "field", "zstd", 3.0, "write", 0.5)
             + rows("h5gds", "image", "lz4", 2.0, "cold", 2.0)
-            + rows("h5gds-write", "image", "lz4", 2.0, "write", 1.0)
+            + rows("h5gds-write", "image", "lz4", 1.5, "write", 1.0)
             + rows("ceiling-odirect-write", "image", "lz4", 2.0, "write", 2.0))
     path = compressed.write_summary(hand, tmp_path / "compressed-summary.md")
     lines = path.read_text().splitlines()
@@ -230,12 +230,15 @@ def test_compressed_summary_ratios(tmp_path):
     assert image["cold: h5gds"] == "2.00"
     assert image["h5gds / min(ceiling x ratio, decode)"] == image["warm h5gds / decode"] == "-"
     w = writes[("field", "zstd")]
-    assert w["h5gds-write"] == "1.50" and w["ceiling x ratio"] == "1.50" and w["GPU compress alone"] == "1.00"
-    assert w["h5gds-write / min(ceiling x ratio, compress)"] == "1.50"  # 1.5 / min(1.5, 1.0)
+    assert w["CPU ratio"] == "3.00" and w["GPU ratio"] == "2.00"  # the file read's, and what the GPU reached
+    assert w["h5gds-write"] == "1.50" and w["ceiling x GPU ratio"] == "1.00" and w["GPU compress alone"] == "2.00"
+    assert w["h5gds-write / min(ceiling x GPU ratio, compress)"] == "1.50"  # 1.5 / min(0.5 x 2, 2.0)
+    assert w["h5gds-write / min(ceiling x CPU ratio, compress)"] == "1.00"  # 1.5 / min(0.5 x 3, 2.0)
     assert w["h5gds-write / h5py-write"] == "3.0x"
     wi = writes[("image", "lz4")]
-    assert wi["ceiling x ratio"] == "4.00" and wi["GPU compress alone"] == "-"
-    assert wi["h5gds-write / min(ceiling x ratio, compress)"] == "-"  # no compress rate: no goal ratio
+    assert wi["CPU ratio"] == "2.00" and wi["GPU ratio"] == "1.50"
+    assert wi["ceiling x GPU ratio"] == "3.00" and wi["GPU compress alone"] == "-"
+    assert wi["h5gds-write / min(ceiling x GPU ratio, compress)"] == "-"  # no compress rate: no goal ratio
     # reads only: no write table
     only_reads = compressed.summary_lines([r for r in hand if not r["method"].endswith(("write", "compress"))])
     assert "## Durable writes from device memory" not in only_reads
