@@ -22,6 +22,7 @@
  * gds_filtered_internal.h.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -229,6 +230,7 @@ static int filtered_io(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_s
             result = -1;
         }
         gds_chunk_locate_t located;
+        double t_locate = gds_filtered_seconds_now();
         if (result == 1 &&
             (write ? gds_filtered_list_chunks(&s) : gds_filtered_locate(&s, GDS_LOCATE_AUTO, &located)) < 0)
             result = -1;
@@ -256,6 +258,9 @@ static int filtered_io(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_s
         if (result == 1 && (write ? gds_filtered_write_all(&s) : gds_filtered_read_all(&s)) < 0)
             result = s.cpu_decode ? 0 : -1; /* 0: HDF5's filters read the whole selection again */
         s.stats.total_s = s.wstats.total_s = gds_filtered_seconds_now() - t0;
+        if (gds_filtered_trace_on())
+            fprintf(stderr, "h5gds %s '%s': %zu chunks located and prepared in %.1f ms, moved in %.1f ms\n",
+                    write ? "write" : "read", s.name, s.nchunks, 1e3 * (t0 - t_locate), 1e3 * s.stats.total_s);
         if (result == 1 && !write)
             last_stats = s.stats;
         if (result == 1 && write)

@@ -6,6 +6,7 @@
  * placed with strided copies, never-written chunks given the fill value.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "gds_filtered_internal.h"
@@ -167,6 +168,8 @@ herr_t gds_filtered_read_all(read_state_t *s)
     size_t next = 0; /* the first chunk not yet being read */
     int issued = 0, decoded = 0;
     herr_t rc = 0;
+    bool trace = gds_filtered_trace_on();
+    double start = gds_filtered_seconds_now();
     while (rc == 0 && issued < READ_AHEAD + 1 && next < s->nchunks) {
         int k = issued % SLOTS;
         from[k] = next;
@@ -180,6 +183,7 @@ herr_t gds_filtered_read_all(read_state_t *s)
     }
     while (rc == 0 && decoded < issued) {
         int k = decoded % SLOTS;
+        double w0 = gds_filtered_seconds_now();
         rc = wait_read(s, io[k]);
         io[k] = NULL;
         if (rc < 0)
@@ -196,8 +200,12 @@ herr_t gds_filtered_read_all(read_state_t *s)
         }
         double t0 = gds_filtered_seconds_now();
         rc = decode_batch(s, from[k], to[k], k);
-        s->stats.decode_s += gds_filtered_seconds_now() - t0;
+        double t1 = gds_filtered_seconds_now();
+        s->stats.decode_s += t1 - t0;
         decoded++;
+        if (trace)
+            fprintf(stderr, "h5gds read '%s': chunks [%zu, %zu) at %.1f ms: waited %.1f ms for its read, decoded %.1f ms\n",
+                    s->name, from[k], to[k], 1e3 * (w0 - start), 1e3 * (t0 - w0), 1e3 * (t1 - t0));
     }
     for (int k = 0; k < SLOTS; k++) /* after a failure: reads still in flight end before their buffers go */
         if (io[k])
