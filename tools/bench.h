@@ -221,6 +221,7 @@ void *alloc_memory(memory_t m, size_t size);
 void cleanup(void);
 void cleanup_files(void);
 void drop_cache(const char *path);
+void warm_cache(const char *path);
 void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 void fill_random(unsigned char *p, size_t n, uint64_t seed);
 void free_memory(memory_t m, void *p);

@@ -312,6 +312,8 @@ void bench_method(method_t m, buffers_t *b, size_t size, unsigned threads, size_
         to_data(b, b->check, true);
         if (ph == PH_COLD)
             drop_cache(path);
+        else
+            warm_cache(path);
         progress(method_names[m], size, ph, rep);
         double t = bench_read(m, b, cfg);
         verify(b, method_names[m], size, ph);
