@@ -209,6 +209,8 @@ static int filtered_io(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_s
             result = 0; /* no nvCOMP (or no CUDA, or its codec stopped): HDF5's own pipeline */
     }
     void *previous = NULL;
+    bool trace = false;
+    double moved_ms = 0, prepared_ms = 0;
     bool entered = false;
     if (result == 1) {
         CUresult erc;
@@ -258,9 +260,9 @@ static int filtered_io(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_s
         if (result == 1 && (write ? gds_filtered_write_all(&s) : gds_filtered_read_all(&s)) < 0)
             result = s.cpu_decode ? 0 : -1; /* 0: HDF5's filters read the whole selection again */
         s.stats.total_s = s.wstats.total_s = gds_filtered_seconds_now() - t0;
-        if (gds_filtered_trace_on())
-            fprintf(stderr, "h5gds %s '%s': %zu chunks located and prepared in %.1f ms, moved in %.1f ms\n",
-                    write ? "write" : "read", s.name, s.nchunks, 1e3 * (t0 - t_locate), 1e3 * s.stats.total_s);
+        trace = gds_filtered_trace_on();
+        moved_ms = 1e3 * s.stats.total_s;
+        prepared_ms = 1e3 * (t0 - t_locate);
         if (result == 1 && !write)
             last_stats = s.stats;
         if (result == 1 && write)
@@ -268,6 +270,10 @@ static int filtered_io(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_s
         pushed = result < 0;
     }
     gds_filtered_free_state(&s); /* in the buffers' context */
+    if (trace)
+        fprintf(stderr, "h5gds %s '%s': %zu chunks located and prepared in %.1f ms, moved in %.1f ms; device "
+                "memory allocated and freed in %.1f ms\n", write ? "write" : "read", s.name, s.nchunks, prepared_ms,
+                moved_ms, 1e3 * s.memory_s);
     if (entered)
         gds_cuda_restore(previous);
     if (dcpl >= 0)

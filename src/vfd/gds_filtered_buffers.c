@@ -77,6 +77,7 @@ void gds_filtered_free_state(read_state_t *s)
         free(s->chunks);
         return;
     }
+    double t0 = gds_filtered_seconds_now();
     for (int i = 0; i < STORED_BUFFERS; i++)
         if (s->stored[i])
             s->cu->MemFree(s->stored[i]);
@@ -85,6 +86,7 @@ void gds_filtered_free_state(read_state_t *s)
     if (s->fill)
         s->cu->MemFree(s->fill);
     free(s->chunks);
+    s->memory_s += gds_filtered_seconds_now() - t0;
 }
 
 /* A chunk-sized device buffer holding the fill value, for chunks never
@@ -115,11 +117,13 @@ herr_t gds_filtered_ensure(read_state_t *s, CUdeviceptr *p, size_t *cap, size_t 
 {
     if (*cap >= need)
         return 0;
+    double t0 = gds_filtered_seconds_now();
     if (*p)
         s->cu->MemFree(*p);
     *p = 0;
     *cap = 0;
     CUresult rc = s->cu->MemAlloc(p, need ? need : 1);
+    s->memory_s += gds_filtered_seconds_now() - t0;
     if (rc != CUDA_SUCCESS) {
         *p = 0;
         FILTERED_ERROR(H5E_RESOURCE, H5E_NOSPACE, "dataset '%s': cannot allocate %zu bytes of device memory for %s: %s",

@@ -78,6 +78,7 @@ typedef struct read_state {
     H5FD_gds_encode_stats_t wstats;
     bool cpu_decode; /* a chunk the GPU cannot decode, whose data is fine: HDF5's filters read it all */
     bool abandoned;  /* the codec's work never finished: the buffers it uses are never freed */
+    double memory_s; /* spent allocating and freeing the buffers (H5GDS_CODEC_DEBUG's trace) */
 } read_state_t;
 
 /* ---- gds_filtered_common.c ---- */
