@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import h5gds
+from h5gds import _loader_io
 from h5gds import _loader_order as orders
 
 import loader_fake_cupy
@@ -400,6 +401,51 @@ def test_break_out_of_windowed_iteration(f3000, fake_cupy):
             break
     x, y = next(iter(ld))
     np.testing.assert_array_equal(x.get(), data[y.get()])
+    ld.close()
+
+
+def test_pinned_reads_go_on_when_a_copy_finishes_between_polls(tmp_path, fake_cupy, monkeypatch):
+    """A GPU runs on while the host polls: every staging slot's copy may be
+    pending when the reader looks for a free slot and done when it looks
+    again. Modelled deterministically: an event found pending is passed
+    just after (the queue runs up to it), and every read is finished when
+    polled (the reads outrun the copies: all slots end up waiting on
+    copies, no read pending). The proportions of the benchmark run that
+    failed (16 MiB windows): 7 slots, 4 groups of 64 windows, a batch per
+    window; a first iteration of one batch, closed, then a whole epoch."""
+    q = fake_cupy.queue
+
+    class LateEvent(fake_cupy.cuda.Event):
+        @property
+        def done(self):
+            if q.ran >= self.at:
+                return True
+            q.run(self.at)
+            return False
+
+    monkeypatch.setattr(fake_cupy.cuda, "Event", LateEvent)
+    monkeypatch.setattr(_loader_io, "done", lambda ticket: True)  # the wait that follows collects it
+    p = tmp_path / "late.h5"
+    rows_per_window = 4
+    data = make_file(p, n=1024, row=(4096,))  # rows from file offset 2048: windows of 4 rows
+    with h5py.File(p, "r") as f:
+        ld = h5gds.Loader((f["x"], f["y"]), rows_per_window, seed=1, like="cupy", order="windowed", cache="off",
+                          window=rows_per_window * 4096)
+    ld._inflight_loads = 7  # slots of 16 MiB windows
+    _, plan = ld._plan()
+    assert ld.windows_per_buffer() == 64 and [g.rows for g in plan.groups] == [256] * 4
+    it = iter(ld)
+    x, y = next(it)
+    it.close()
+    np.testing.assert_array_equal(x.get(), data[y.get()])
+    kept = list(ld)
+    assert len(kept) == len(ld) == 256
+    seen = []
+    for x, y in kept:
+        yh = y.get()
+        np.testing.assert_array_equal(x.get(), data[yh])
+        seen += yh.tolist()
+    assert seen == plan.order.tolist() and sorted(seen) == list(range(1024))
     ld.close()
 
 

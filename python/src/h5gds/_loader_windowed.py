@@ -354,6 +354,7 @@ class WindowedReader:
         while True:
             while self._reap(block=False):
                 pass
+            slot_wanted = False  # the next load waits for a staging slot's copy
             while len(self.pending) < self.inflight:
                 if self.cur_group == self.next_group:  # every prepared group issued: prepare the next
                     if self.next_group >= len(self.groups) or not self._prepare(self.next_group,
@@ -367,22 +368,23 @@ class WindowedReader:
                 if self.staged:
                     slot = self._free_slot()
                     if slot is None:
+                        slot_wanted = True
                         break
                 self._issue(st.loads[st.issued], slot)
                 st.issued += 1
             if need < 0 or (need < self.next_group and self.states[need].outstanding == 0):
                 return
-            # something to wait for: the oldest read, else a staging slot's copy
+            # something to wait for: the oldest read, else the oldest copy out of a staging slot
             if self._reap(block=True):
                 continue
-            if self.staged and self.staging and not self._free_slot_exists():
+            if slot_wanted and self.staging:
+                # Every slot's copy was pending when polled above. Not polled
+                # again: the GPU may have finished one since, which is no
+                # reason to give up (the wait then returns at once).
                 self.staging[0].wait_copied()
                 continue
             raise RuntimeError(f"the windowed reader cannot make progress towards group {need} "
                                f"(prepared {self.next_group}, issuing {self.cur_group}): internal error")
-
-    def _free_slot_exists(self) -> bool:
-        return any(s.copy_done() for s in self.staging)
 
     # ---- batches --------------------------------------------------------------
 
