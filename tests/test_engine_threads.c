@@ -363,6 +363,28 @@ static void test_small_jobs_spread(void)
     gds_engine_shutdown();
 }
 
+/* Blocks: halved until every worker has one, not below the staging size,
+ * unless the caller gives a smaller floor (cached reads read once). */
+static void test_block_sizes(void)
+{
+    const size_t MiB = (size_t)1 << 20;
+    gds_engine_settings_t cfg = {.io_block_size = 32 * MiB, .fs_block_size = 4096, .staging_size = 16 * MiB};
+    struct { size_t size, floor, want; } cases[] = {
+        {1024 * MiB, 0, 32 * MiB},   /* large: the configured block */
+        {256 * MiB, 0, 16 * MiB},    /* 8 blocks of 32 MiB for 16 workers: halved once, to the staging size */
+        {47 * MiB, 0, 16 * MiB},     /* 3 blocks: the staging size is the floor */
+        {47 * MiB, 2 * MiB, 2 * MiB}, /* with a 2 MiB floor: 23 blocks, every worker busy */
+        {187 * MiB, 2 * MiB, 8 * MiB}, /* halved only until every worker has one (23 blocks) */
+        {47 * MiB, 1000, 2 * MiB},   /* a floor below the file-system block: halving still stops once every worker has one */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        size_t got = gds_block_for(&cfg, cases[i].size, 16, cases[i].floor);
+        if (got != cases[i].want)
+            FAIL("block for %zu MiB, floor %zu: %zu bytes, expected %zu", cases[i].size / MiB, cases[i].floor, got,
+                 cases[i].want);
+    }
+}
+
 static void test_restart(const char *dir)
 {
     char path[4096];
@@ -499,6 +521,7 @@ int main(int argc, char **argv)
 
     test_nested_wait();
     test_small_jobs_spread();
+    test_block_sizes();
     test_page_cached(dir);
     test_direct_fd_of_a_replaced_path(dir);
 

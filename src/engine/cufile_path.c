@@ -346,7 +346,7 @@ int gds_cufile_submit(gds_file_t *file, bool write, const gds_segment_t *segs, s
         job->reg = calloc(nseg, sizeof *job->reg);
     }
     if (!job || !job->base || !job->reg ||
-        gds_task_map_init(&job->tasks, segs, nseg, gds_block_for(&file->device_cfg, total, file->device_cfg.threads)) != 0) {
+        gds_task_map_init(&job->tasks, segs, nseg, gds_block_for(&file->device_cfg, total, file->device_cfg.threads, 0)) != 0) {
         if (job) {
             free(job->base);
             free(job->reg);

@@ -250,7 +250,7 @@ int gds_host_transfer(gds_file_t *file, bool write, uint64_t offset, size_t size
         if (n == (ssize_t)first_len) {
             host_job_t job = {.file = file, .write = write};
             gds_segment_t rest = {offset + first_len, size - first_len, (char *)buf + first_len};
-            if (gds_task_map_init(&job.tasks, &rest, 1, gds_block_for(&file->cfg, rest.size, workers)) != 0) {
+            if (gds_task_map_init(&job.tasks, &rest, 1, gds_block_for(&file->cfg, rest.size, workers, 0)) != 0) {
                 gds_status_set(st, ENOMEM, "out of memory splitting a read of %zu bytes", size);
                 return -1;
             }

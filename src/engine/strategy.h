@@ -59,8 +59,9 @@ size_t gds_staged_pinned_bytes(void);
 
 /* ---- blocks (task_map.c) ---- */
 
-/* Block size for a request of `size` bytes over `workers` workers. */
-size_t gds_block_for(const gds_engine_settings_t *cfg, size_t size, unsigned workers);
+/* Block size for a request of `size` bytes over `workers` workers; with
+ * `floor` > 0, halving may go down to it (below the staging size). */
+size_t gds_block_for(const gds_engine_settings_t *cfg, size_t size, unsigned workers, size_t floor);
 
 /* Requests are cut into blocks aligned to multiples of `block` in the file,
  * so that interior block boundaries are O_DIRECT-aligned. Task t covers the

@@ -4,12 +4,15 @@
 #include "strategy.h"
 
 /* The block each worker claims: io_block_size, halved (down to the staging
- * size) until every worker has at least one block, so that mid-sized
- * requests still use the whole pool. Stays a multiple of fs_block_size. */
-size_t gds_block_for(const gds_engine_settings_t *cfg, size_t size, unsigned workers)
+ * size, or to `floor` when the caller gives a smaller one) until every
+ * worker has at least one block, so that mid-sized requests still use the
+ * whole pool. Stays a multiple of fs_block_size. */
+size_t gds_block_for(const gds_engine_settings_t *cfg, size_t size, unsigned workers, size_t floor_hint)
 {
     size_t block = cfg->io_block_size;
     size_t floor = cfg->staging_size > cfg->fs_block_size ? cfg->staging_size : cfg->fs_block_size;
+    if (floor_hint && floor_hint < floor)
+        floor = floor_hint > cfg->fs_block_size ? floor_hint : cfg->fs_block_size;
     while (block / 2 >= floor && (block / 2) % cfg->fs_block_size == 0 && size / block < workers)
         block /= 2;
     return block;
