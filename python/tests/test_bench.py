@@ -245,6 +245,38 @@ def test_compressed_summary_ratios(tmp_path):
     assert "## Reads into device memory" in only_reads
 
 
+def test_compressed_plot_of_a_csv(tmp_path, capsys):
+    """--plot CSV: no GPU, nothing measured: the summary (and, with
+    matplotlib, the figure) written beside the CSV; a file that is not a
+    compressed.csv is one line and exit 2."""
+    from h5gds.bench import compressed
+
+    src = tmp_path / "compressed.csv"
+    rows = [dict(bench="compressed", method=m, data="field", filter="lz4", ratio=r, cache=c, GBps=g, repeat=0)
+            for m, r, c, g in (("h5gds", "1.94", "cold", "3.3"), ("ceiling-odirect", "1.94", "cold", "1.7"),
+                               ("nvcomp-decode", "1.94", "device", "6.5"), ("h5gds-write", "1.58", "write", "3.0"),
+                               ("ceiling-odirect-write", "1.94", "write", "2.0"),
+                               ("nvcomp-compress", "1.58", "device", "8.0"))]
+    with open(src, "w", newline="") as fh:
+        w = csv.DictWriter(fh, compressed.COLUMNS)
+        w.writeheader()
+        w.writerows(rows)
+    assert compressed.main(["--plot", str(src)]) == 0
+    summary = (tmp_path / "compressed-summary.md").read_text()
+    assert "| field | lz4 | 1.94 | 1.58 | **3.00** |" in summary  # the write row: CPU and GPU ratios
+    try:
+        import matplotlib  # noqa: F401
+        assert (tmp_path / "compressed.png").stat().st_size > 0
+    except ImportError:
+        assert "matplotlib not importable" in capsys.readouterr().out
+    (tmp_path / "other.csv").write_text("a,b\n1,2\n")
+    with pytest.raises(SystemExit) as done:
+        compressed.main(["--plot", str(tmp_path / "other.csv")])
+    assert done.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is not a compressed.csv" in err, err
+
+
 def test_compressed_unknown_method_is_one_line(capsys):
     from h5gds.bench import compressed
 

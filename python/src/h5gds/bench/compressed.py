@@ -26,7 +26,9 @@ one untimed write of the same data (the process's encode buffers and every
 I/O worker's pinned staging allocated). Filters: gzip-shuffle,
 zstd, lz4, bitshuffle-lz4, bitshuffle-zstd, blosc-lz4, blosc-zstd (all but
 gzip need hdf5plugin). CSV columns: bench,method,data,filter,ratio,cache,
-GBps,repeat; OUT/compressed-summary.md: the goals' ratios from the medians
+GBps,repeat; OUT/compressed.png: the medians as bars (with matplotlib;
+``--plot CSV`` redraws it and the summary from a CSV);
+OUT/compressed-summary.md: the goals' ratios from the medians
 (reads: cold h5gds / min(ceiling-odirect cold x ratio, nvcomp-decode), warm
 h5gds / nvcomp-decode, h5gds / h5py, h5gds / cpu16; writes: h5gds-write /
 min(ceiling-odirect-write x the ratio the GPU compression reached,
@@ -342,6 +344,78 @@ def write_summary(rows: Iterable[dict[str, Any]], path: Path) -> Path:
     return path
 
 
+# Panels of the figure: (title, cache of the rows, [(label, method, times the ratio)]).
+PLOT_PANELS = [
+    ("cold reads into device memory", "cold", [("h5gds", "h5gds", False), ("disk x ratio", "ceiling-odirect", True),
+                                               ("h5py", "h5py", False), ("cpu16", "cpu16", False)]),
+    ("warm reads", "warm", [("h5gds", "h5gds", False), ("h5py", "h5py", False)]),
+    ("durable writes from device memory", "write", [("h5gds-write", "h5gds-write", False),
+                                                    ("disk x GPU ratio", "ceiling-odirect-write", True),
+                                                    ("h5py-write", "h5py-write", False)]),
+]
+
+
+def plot(rows: list[dict[str, Any]], png: Path) -> bool:
+    """compressed.png: per data and filter, medians in GB/s of decoded
+    bytes: h5gds beside the disk's ceiling times the ratio (for writes the
+    ratio the GPU reached), the GPU's decode or compression alone, h5py and
+    cpu16; one panel per kind of measurement present. False (and a line
+    saying why) when there is nothing to plot or no matplotlib."""
+    keys: dict[tuple[str, str], None] = {}
+    values: dict[tuple[str, str, str, str], list[float]] = {}
+    ratios: dict[tuple[str, str, str], list[float]] = {}
+    for r in rows:
+        key = (str(r["data"]), str(r["filter"]))
+        keys.setdefault(key)
+        values.setdefault((str(r["method"]), *key, str(r["cache"])), []).append(float(r["GBps"]))
+        ratios.setdefault((str(r["method"]), *key), []).append(float(r["ratio"]))
+
+    def med(method: str, key: tuple[str, str], cache: str) -> float:
+        v = values.get((method, *key, cache))
+        return float(np.median(v)) if v else 0.0
+
+    def ratio_for(method: str, key: tuple[str, str]) -> float:
+        own = "h5gds-write" if method == "ceiling-odirect-write" else method
+        v = ratios.get((own, *key)) or ratios.get((method, *key))
+        return float(np.median(v)) if v else 0.0
+
+    panels = []
+    for title, cache, series in PLOT_PANELS:
+        alone = ("nvcomp-compress", "device") if cache == "write" else ("nvcomp-decode", "device")
+        label = "GPU compress alone" if cache == "write" else "GPU decode alone"
+        full = series[:2] + [(label, alone[0], False)] + series[2:]
+        got = [(lab, [med(m, k, alone[1] if m == alone[0] else cache) * (ratio_for(m, k) if x else 1)
+                      for k in keys]) for lab, m, x in full]
+        got = [(lab, ys) for lab, ys in got if any(ys)]
+        if any(lab.startswith("h5gds") for lab, _ in got):
+            panels.append((title, got))
+    if not panels:
+        print("plot skipped: no measurements to plot", flush=True)
+        return False
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("plot skipped: matplotlib not importable", flush=True)
+        return False
+    names = [f"{d}\n{f}" for d, f in keys]
+    fig, axes = plt.subplots(len(panels), 1, figsize=(max(8.0, 1.3 * len(names)), 3.4 * len(panels)), squeeze=False)
+    for ax, (title, got) in zip(axes[:, 0], panels):
+        w = 0.8 / len(got)
+        for i, (lab, ys) in enumerate(got):
+            ax.bar(np.arange(len(names)) + i * w, ys, w, label=lab)
+        ax.set_xticks(np.arange(len(names)) + 0.4 - w / 2, names, fontsize=7)
+        ax.set_ylabel("GB/s (decoded)")
+        ax.set_title(title)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(png, dpi=110)
+    plt.close(fig)
+    print(f"plot: {png}", flush=True)
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     from h5gds.bench import _common as common
     from h5gds.bench._common import Parser, ceiling_seconds, drop_cache, warm
@@ -369,7 +443,22 @@ def main(argv: list[str] | None = None) -> int:
                    help="loader part: filters")
     p.add_argument("--loader-dataloader-bytes", type=common.size_arg, default=256 << 20,
                    help="loader part: samples DataLoader + h5py reads per measurement (it is slow)")
+    p.add_argument("--plot", metavar="CSV", default=None,
+                   help="measure nothing: the figure and the summary of a compressed.csv, written beside it")
     args = p.parse_args(argv)
+    if args.plot:
+        import csv
+        src = Path(args.plot)
+        try:
+            with open(src, newline="") as fh:
+                old = list(csv.DictReader(fh))
+        except OSError as exc:
+            p.error(f"--plot: {exc.strerror}: {src}")
+        if not old or not set(COLUMNS) <= set(old[0]):
+            p.error(f"--plot: {src} is not a compressed.csv (columns {','.join(COLUMNS)})")
+        print(f"compressed: goals' ratios in {write_summary(old, src.with_name(src.stem + '-summary.md'))}")
+        plot(old, src.with_suffix(".png"))
+        return 0
     parts = set(args.parts.split(","))
     if not parts or not parts <= {"reads", "loader"}:
         p.error(f"--parts: {args.parts!r}: a comma list of reads, loader")
@@ -473,6 +562,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"compressed: {len(rows)} rows in {csv_path}")
     if rows:
         print(f"compressed: goals' ratios in {write_summary(rows, out_dir / 'compressed-summary.md')}", flush=True)
+        plot(rows, out_dir / "compressed.png")
     if "loader" in parts:
         return compressed_loader.run(args, nbytes, out_dir, work)
     return 0
