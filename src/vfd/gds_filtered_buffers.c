@@ -113,10 +113,13 @@ herr_t gds_filtered_make_fill(read_state_t *s, hid_t dcpl, hid_t type)
     return ret;
 }
 
-herr_t gds_filtered_ensure(read_state_t *s, CUdeviceptr *p, size_t *cap, size_t need, const char *what)
+herr_t gds_filtered_ensure(read_state_t *s, CUdeviceptr *p, size_t *cap, size_t need, size_t largest,
+                           const char *what)
 {
     if (*cap >= need)
         return 0;
+    if (largest > need)
+        need = largest;
     double t0 = gds_filtered_seconds_now();
     if (*p)
         s->cu->MemFree(*p);

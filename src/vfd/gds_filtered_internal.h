@@ -79,6 +79,7 @@ typedef struct read_state {
     bool cpu_decode; /* a chunk the GPU cannot decode, whose data is fine: HDF5's filters read it all */
     bool abandoned;  /* the codec's work never finished: the buffers it uses are never freed */
     double memory_s; /* spent allocating and freeing the buffers (H5GDS_CODEC_DEBUG's trace) */
+    size_t largest_stored; /* reads: the stored bytes of the largest batch */
 } read_state_t;
 
 /* ---- gds_filtered_common.c ---- */
@@ -115,7 +116,11 @@ CUresult gds_filtered_copy_box_part(const gds_cuda_api_t *cu, const box_t *b, co
                                     CUstream stream);
 void gds_filtered_free_state(read_state_t *s);
 herr_t gds_filtered_make_fill(read_state_t *s, hid_t dcpl, hid_t type);
-herr_t gds_filtered_ensure(read_state_t *s, CUdeviceptr *p, size_t *cap, size_t need, const char *what);
+/* *p holds at least `need` bytes; when it must grow, it takes at least
+ * `largest` (the most any later batch needs: one allocation, not one per
+ * growth; each cuMemFree waits for the whole device). */
+herr_t gds_filtered_ensure(read_state_t *s, CUdeviceptr *p, size_t *cap, size_t need, size_t largest,
+                           const char *what);
 
 /* ---- gds_filtered_locate.c ---- */
 

@@ -31,7 +31,7 @@ static herr_t start_batch_read(read_state_t *s, size_t from, size_t to, int slot
     *nread = nseg;
     if (nseg == 0)
         return 0;
-    if (gds_filtered_ensure(s, &s->stored[slot], &s->stored_cap[slot], need, "stored chunks") < 0)
+    if (gds_filtered_ensure(s, &s->stored[slot], &s->stored_cap[slot], need, s->largest_stored, "stored chunks") < 0)
         return -1;
     gds_segment_t *segs = malloc(nseg * sizeof *segs);
     if (!segs) {
@@ -68,7 +68,7 @@ static herr_t decode_batch(read_state_t *s, size_t from, size_t to, int slot)
     for (size_t k = from; k < to; k++)
         if (s->chunks[k].addr != HADDR_UNDEF && !s->chunks[k].in_place)
             aside++;
-    if (gds_filtered_ensure(s, &s->scratch, &s->scratch_cap, aside * s->pipe.chunk_bytes, "decoded chunks") < 0)
+    if (gds_filtered_ensure(s, &s->scratch, &s->scratch_cap, aside * s->pipe.chunk_bytes, 0, "decoded chunks") < 0)
         return -1;
     gds_codec_chunk_t *batch = malloc((to - from) * sizeof *batch);
     size_t *index = malloc((to - from) * sizeof *index);
@@ -169,6 +169,15 @@ herr_t gds_filtered_read_all(read_state_t *s)
     int issued = 0, decoded = 0;
     herr_t rc = 0;
     bool trace = gds_filtered_trace_on();
+    s->largest_stored = 0;
+    for (size_t a = 0, b; a < s->nchunks; a = b) {
+        b = gds_filtered_batch_end(s, a);
+        size_t bytes = 0;
+        for (size_t k = a; k < b; k++)
+            if (s->chunks[k].addr != HADDR_UNDEF)
+                bytes += ((size_t)s->chunks[k].stored + STORED_ALIGN - 1) / STORED_ALIGN * STORED_ALIGN;
+        s->largest_stored = bytes > s->largest_stored ? bytes : s->largest_stored;
+    }
     double start = gds_filtered_seconds_now();
     while (rc == 0 && issued < READ_AHEAD + 1 && next < s->nchunks) {
         int k = issued % SLOTS;
