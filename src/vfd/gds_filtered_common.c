@@ -104,7 +104,7 @@ void gds_filtered_chunk_text(const box_t *b, const hsize_t *lo, char *out, size_
         snprintf(out + at, size - at, ")");
 }
 
-long long gds_filtered_batches(size_t nchunks, size_t chunk_bytes, bool read, size_t *ends, size_t cap)
+long long gds_filtered_batches(size_t nchunks, size_t chunk_bytes, size_t *ends, size_t cap)
 {
     read_state_t s;
     memset(&s, 0, sizeof s);
@@ -112,7 +112,7 @@ long long gds_filtered_batches(size_t nchunks, size_t chunk_bytes, bool read, si
     s.pipe.chunk_bytes = chunk_bytes;
     size_t n = 0;
     for (size_t from = 0, to; from < nchunks; from = to, n++) {
-        to = gds_filtered_batch_end(&s, from, read);
+        to = gds_filtered_batch_end(&s, from);
         if (to <= from || to > nchunks)
             return -1;
         if (n < cap)
@@ -127,24 +127,20 @@ long long gds_filtered_batches(size_t nchunks, size_t chunk_bytes, bool read, si
  * (writes: the first encode and the last write),
  * so a read costs max(reading, decoding) plus those two; small ones
  * keep that small, while the batches between stay wide for nvCOMP.
- * Reads (`ramp`) start smaller still, a sixteenth, then a quarter: a warm
- * read's first batch comes out of the page cache in about a millisecond,
- * and each batch is read while the one before decodes. (An encode takes
- * about as long for 16 chunks as for 256: writes start at a quarter.) */
-size_t gds_filtered_batch_end(const read_state_t *s, size_t from, bool ramp)
+ * (Reads starting at a sixteenth, then a quarter, measured no faster on an
+ * H100: the smaller batches decode less efficiently.) */
+size_t gds_filtered_batch_end(const read_state_t *s, size_t from)
 {
     size_t per_batch = gds_filtered_batch_decoded_bytes() / s->pipe.chunk_bytes;
     if (per_batch == 0)
         per_batch = 1;
     size_t edge = per_batch >= 8 ? per_batch / 4 : per_batch;
-    size_t first = ramp && per_batch >= 16 ? per_batch / 16 : edge;
-    size_t want = from == 0 ? first : from == first && first < edge ? edge : per_batch;
     size_t left = s->nchunks - from;
     if (left <= edge)
         return s->nchunks;
-    if (left <= want + edge) /* the rest: this batch, then the small last one */
+    if (from == 0)
+        return edge;
+    if (left <= per_batch + edge) /* the rest: one batch, then the small last one */
         return s->nchunks - edge;
-    if (want < per_batch)
-        return from + want;
     return from + per_batch;
 }

@@ -102,7 +102,7 @@ void gds_filtered_error(const char *func, int line, hid_t major, hid_t minor, co
 
 size_t gds_filtered_batch_decoded_bytes(void);
 /* The end of the batch of a read or write that starts at chunk `from`. */
-size_t gds_filtered_batch_end(const read_state_t *s, size_t from, bool ramp);
+size_t gds_filtered_batch_end(const read_state_t *s, size_t from);
 double gds_filtered_seconds_now(void);
 /* H5GDS_CODEC_DEBUG set: GPU writes print each batch's timeline to stderr. */
 bool gds_filtered_trace_on(void);

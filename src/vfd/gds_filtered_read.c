@@ -171,7 +171,7 @@ herr_t gds_filtered_read_all(read_state_t *s)
     bool trace = gds_filtered_trace_on();
     s->largest_stored = 0;
     for (size_t a = 0, b; a < s->nchunks; a = b) {
-        b = gds_filtered_batch_end(s, a, true);
+        b = gds_filtered_batch_end(s, a);
         size_t bytes = 0;
         for (size_t k = a; k < b; k++)
             if (s->chunks[k].addr != HADDR_UNDEF)
@@ -182,7 +182,7 @@ herr_t gds_filtered_read_all(read_state_t *s)
     while (rc == 0 && issued < READ_AHEAD + 1 && next < s->nchunks) {
         int k = issued % SLOTS;
         from[k] = next;
-        to[k] = next = gds_filtered_batch_end(s, next, true);
+        to[k] = next = gds_filtered_batch_end(s, next);
         if (start_batch_read(s, from[k], to[k], k, &io[k], &nread) < 0)
             rc = -1;
         else
@@ -200,7 +200,7 @@ herr_t gds_filtered_read_all(read_state_t *s)
         if (next < s->nchunks) { /* the slot after the ones in flight is free: the batch READ_AHEAD on */
             int j = issued % SLOTS;
             from[j] = next;
-            to[j] = next = gds_filtered_batch_end(s, next, true);
+            to[j] = next = gds_filtered_batch_end(s, next);
             if (start_batch_read(s, from[j], to[j], j, &io[j], &nread) < 0) {
                 rc = -1;
                 break;
