@@ -231,6 +231,10 @@ bool gds_io_done(gds_io_t *io);
  * the waiter works on the request itself. */
 int gds_io_wait(gds_io_t *io, gds_status_t *st);
 
+/* The monotonic clock in nanoseconds (the engine's timings, and the
+ * layers above it that time their own steps). */
+uint64_t gds_now_ns(void);
+
 /* With write-behind: waits for every background write of the file and
  * returns the first failure (kept: every later call fails too). 0 without
  * write-behind. The data is in the file (not yet fsync'ed) when it returns. */

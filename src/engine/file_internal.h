@@ -85,6 +85,4 @@ void gds_file_count(gds_file_t *file, bool write, gds_route_t route, size_t size
 /* The same for `calls` pieces of `size` bytes in all. */
 void gds_file_count_calls(gds_file_t *file, bool write, gds_route_t route, size_t size, size_t calls, uint64_t ns);
 
-uint64_t gds_now_ns(void);
-
 #endif

@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "gds_filtered_internal.h"
 
@@ -52,12 +51,7 @@ bool gds_filtered_trace_on(void)
     return e && *e && strcmp(e, "0") != 0;
 }
 
-double gds_filtered_seconds_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+double gds_filtered_seconds_now(void) { return 1e-9 * (double)gds_now_ns(); }
 
 /* One codec per CUDA context, opened on first use and kept (nvCOMP's and
  * the kernels' set-up is paid once per process). */

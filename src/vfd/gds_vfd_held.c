@@ -14,7 +14,6 @@
  */
 #include <errno.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "gds_vfd_file.h"
 #include "gds_vfd_raw.h"
@@ -124,13 +123,6 @@ static void write_recorded(gds_held_writes_t *h)
     h->nseg = 0;
 }
 
-static double seconds_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 void gds_vfd_held_before_metadata(gds_vfd_file_t *file)
 {
     gds_held_writes_t *h = held;
@@ -141,12 +133,12 @@ void gds_vfd_held_before_metadata(gds_vfd_file_t *file)
         busy = busy || h->io[k];
     if (!busy)
         return;
-    double t0 = seconds_now();
+    uint64_t t0 = gds_now_ns();
     for (unsigned k = 0; k < GDS_HELD_SLOTS; k++)
         wait_slot(h, k);
     write_recorded(h);
     h->counts.metadata_waits++;
-    h->counts.metadata_wait_s += seconds_now() - t0;
+    h->counts.metadata_wait_s += 1e-9 * (double)(gds_now_ns() - t0);
 }
 
 void gds_vfd_held_get_counts(const gds_held_writes_t *h, gds_held_counts_t *out)
