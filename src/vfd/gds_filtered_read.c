@@ -17,16 +17,32 @@
  * large request (the codecs take any alignment). */
 #define STORED_ALIGN 1
 
+/* The bytes a chunk's stored form takes in a stored buffer. */
+static size_t packed_bytes(const chunk_t *c)
+{
+    return ((size_t)c->stored + STORED_ALIGN - 1) / STORED_ALIGN * STORED_ALIGN;
+}
+
+/* The stored bytes of chunks [from, to) packed (chunks never written take
+ * none), and how many chunks they hold. */
+static size_t batch_stored_bytes(const read_state_t *s, size_t from, size_t to, size_t *nstored)
+{
+    size_t bytes = 0, n = 0;
+    for (size_t k = from; k < to; k++)
+        if (s->chunks[k].addr != HADDR_UNDEF) {
+            bytes += packed_bytes(&s->chunks[k]);
+            n++;
+        }
+    if (nstored)
+        *nstored = n;
+    return bytes;
+}
+
 /* Starts reading the stored bytes of chunks [from, to) into stored buffer
  * `slot`, packed. */
 static herr_t start_batch_read(read_state_t *s, size_t from, size_t to, int slot, gds_io_t **io, size_t *nread)
 {
-    size_t need = 0, nseg = 0;
-    for (size_t k = from; k < to; k++)
-        if (s->chunks[k].addr != HADDR_UNDEF) {
-            need += ((size_t)s->chunks[k].stored + STORED_ALIGN - 1) / STORED_ALIGN * STORED_ALIGN;
-            nseg++;
-        }
+    size_t nseg, need = batch_stored_bytes(s, from, to, &nseg);
     *io = NULL;
     *nread = nseg;
     if (nseg == 0)
@@ -47,7 +63,7 @@ static herr_t start_batch_read(read_state_t *s, size_t from, size_t to, int slot
         s->stats.chunks++;
         s->stats.stored_bytes += c->stored;
         s->stats.decoded_bytes += s->pipe.chunk_bytes;
-        at += ((size_t)c->stored + STORED_ALIGN - 1) / STORED_ALIGN * STORED_ALIGN;
+        at += packed_bytes(c);
     }
     gds_status_t st;
     int rc = gds_vfd_submit_raw_read(s->fid, segs, nseg, io, &st);
@@ -90,7 +106,7 @@ static herr_t decode_batch(read_state_t *s, size_t from, size_t to, int slot)
         batch[n] = (gds_codec_chunk_t){(const void *)(uintptr_t)(s->stored[slot] + at), (size_t)c->stored, c->mask,
                                        c->dst};
         index[n++] = k;
-        at += ((size_t)c->stored + STORED_ALIGN - 1) / STORED_ALIGN * STORED_ALIGN;
+        at += packed_bytes(c);
     }
     herr_t ret = 0;
     gds_status_t st;
@@ -172,10 +188,7 @@ herr_t gds_filtered_read_all(read_state_t *s)
     s->largest_stored = 0;
     for (size_t a = 0, b; a < s->nchunks; a = b) {
         b = gds_filtered_batch_end(s, a);
-        size_t bytes = 0;
-        for (size_t k = a; k < b; k++)
-            if (s->chunks[k].addr != HADDR_UNDEF)
-                bytes += ((size_t)s->chunks[k].stored + STORED_ALIGN - 1) / STORED_ALIGN * STORED_ALIGN;
+        size_t bytes = batch_stored_bytes(s, a, b, NULL);
         s->largest_stored = bytes > s->largest_stored ? bytes : s->largest_stored;
     }
     double start = gds_filtered_seconds_now();
