@@ -171,17 +171,26 @@ def write_csv(rows: list[Row], out: Path) -> list[Row]:
     return medians
 
 
-def plot(rows: list[Row], png: Path) -> None:
-    groups = sorted({(r["bench"], r["cache"]) for r in rows if r["cache"] != "-"})
-    if not groups:  # only skipped methods (or none): no figure, not an error
-        print("plot skipped: no measurements to plot", flush=True)
-        return
+def pyplot() -> Any:
+    """matplotlib.pyplot drawing to files (Agg), or None when matplotlib is
+    not importable (a line says the plot is skipped)."""
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
         print("plot skipped: matplotlib not importable", flush=True)
+        return None
+    return plt
+
+
+def plot(rows: list[Row], png: Path) -> None:
+    groups = sorted({(r["bench"], r["cache"]) for r in rows if r["cache"] != "-"})
+    if not groups:  # only skipped methods (or none): no figure, not an error
+        print("plot skipped: no measurements to plot", flush=True)
+        return
+    plt = pyplot()
+    if plt is None:
         return
     fig, axes = plt.subplots(len(groups), 1, figsize=(10, 3.2 * len(groups)), squeeze=False)
     for ax, (bench, cache) in zip(axes[:, 0], groups):

@@ -256,6 +256,33 @@ def _over(num: float | None, den: float | None) -> float | None:
     return None if num is None or den is None or den <= 0 else num / den
 
 
+class _Medians:
+    """The rows gathered per data and filter (in the order the run measured
+    them): the median GB/s of each method and cache, the ratio of the file
+    read (HDF5's CPU filter: the first row that is not a writer's or the
+    GPU compression's) and the median ratio h5gds's GPU writes reached."""
+
+    def __init__(self, rows: Iterable[dict[str, Any]]):
+        values: dict[tuple[str, str, str, str], list[float]] = {}
+        gpu: dict[tuple[str, str], list[float]] = {}
+        self.keys: dict[tuple[str, str], None] = {}
+        self.cpu_ratio: dict[tuple[str, str], float] = {}
+        for r in rows:
+            key = (str(r["data"]), str(r["filter"]))
+            self.keys.setdefault(key)
+            if r["method"] == "h5gds-write":
+                gpu.setdefault(key, []).append(float(r["ratio"]))
+            elif r["method"] not in ("h5py-write", "nvcomp-compress"):
+                self.cpu_ratio.setdefault(key, float(r["ratio"]))
+            values.setdefault((str(r["method"]), *key, str(r["cache"])), []).append(float(r["GBps"]))
+        self.medians = {k: float(np.median(v)) for k, v in values.items()}
+        self.gpu_ratio = {k: float(np.median(v)) for k, v in gpu.items()}
+        self.methods = {k[0] for k in self.medians}
+
+    def get(self, method: str, key: tuple[str, str], cache: str) -> float | None:
+        return self.medians.get((method, *key, cache))
+
+
 def summary_lines(rows: Iterable[dict[str, Any]]) -> list[str]:
     """compressed-summary.md: per data and filter, the medians over repeats
     (GB/s) and the goals' ratios; "-" where an input is missing.
@@ -267,23 +294,8 @@ def summary_lines(rows: Iterable[dict[str, Any]]) -> list[str]:
     h5gds's GPU compression reached (its rows' median), nvcomp-compress);
     beside it the same with the ratio of the file read (HDF5's CPU filter),
     and h5gds-write / h5py-write."""
-    values: dict[tuple[str, str, str, str], list[float]] = {}
-    keys: dict[tuple[str, str], None] = {}  # insertion order: the order the run measured them in
-    ratios: dict[tuple[str, str], float] = {}  # the file read's (HDF5's CPU filter)
-    gpu_ratios: dict[tuple[str, str], list[float]] = {}  # what h5gds's writes reached
-    for r in rows:
-        key = (str(r["data"]), str(r["filter"]))
-        keys.setdefault(key)
-        if r["method"] == "h5gds-write":
-            gpu_ratios.setdefault(key, []).append(float(r["ratio"]))
-        elif r["method"] not in ("h5py-write", "nvcomp-compress"):
-            ratios.setdefault(key, float(r["ratio"]))
-        values.setdefault((str(r["method"]), *key, str(r["cache"])), []).append(float(r["GBps"]))
-    medians = {k: float(np.median(v)) for k, v in values.items()}
-    methods = {k[0] for k in medians}
-
-    def med(method: str, key: tuple[str, str], cache: str) -> float | None:
-        return medians.get((method, *key, cache))
+    m = _Medians(rows)
+    med, keys, ratios, methods = m.get, m.keys, m.cpu_ratio, m.methods
 
     def low(a: float | None, b: float | None) -> float | None:
         return None if a is None or b is None else min(a, b)
@@ -324,7 +336,7 @@ def summary_lines(rows: Iterable[dict[str, Any]]) -> list[str]:
         for key in keys:
             ratio = ratios.get(key)
             h5gds_write = med("h5gds-write", key, "write")
-            gpu_ratio = float(np.median(gpu_ratios[key])) if key in gpu_ratios else None
+            gpu_ratio = m.gpu_ratio.get(key)
             ceiling = med("ceiling-odirect-write", key, "write")
             ceiling_gpu = None if ceiling is None or gpu_ratio is None else ceiling * gpu_ratio
             ceiling_cpu = None if ceiling is None or ratio is None else ceiling * ratio
@@ -361,23 +373,16 @@ def plot(rows: list[dict[str, Any]], png: Path) -> bool:
     ratio the GPU reached), the GPU's decode or compression alone, h5py and
     cpu16; one panel per kind of measurement present. False (and a line
     saying why) when there is nothing to plot or no matplotlib."""
-    keys: dict[tuple[str, str], None] = {}
-    values: dict[tuple[str, str, str, str], list[float]] = {}
-    ratios: dict[tuple[str, str, str], list[float]] = {}
-    for r in rows:
-        key = (str(r["data"]), str(r["filter"]))
-        keys.setdefault(key)
-        values.setdefault((str(r["method"]), *key, str(r["cache"])), []).append(float(r["GBps"]))
-        ratios.setdefault((str(r["method"]), *key), []).append(float(r["ratio"]))
+    m = _Medians(rows)
+    keys = m.keys
 
     def med(method: str, key: tuple[str, str], cache: str) -> float:
-        v = values.get((method, *key, cache))
-        return float(np.median(v)) if v else 0.0
+        return m.get(method, key, cache) or 0.0
 
     def ratio_for(method: str, key: tuple[str, str]) -> float:
-        own = "h5gds-write" if method == "ceiling-odirect-write" else method
-        v = ratios.get((own, *key)) or ratios.get((method, *key))
-        return float(np.median(v)) if v else 0.0
+        """The ceiling's ratio: the GPU's for the write ceiling (else the file's)."""
+        gpu = m.gpu_ratio.get(key) if method == "ceiling-odirect-write" else None
+        return gpu or m.cpu_ratio.get(key, 0.0)
 
     panels = []
     for title, cache, series in PLOT_PANELS:
@@ -392,12 +397,9 @@ def plot(rows: list[dict[str, Any]], png: Path) -> bool:
     if not panels:
         print("plot skipped: no measurements to plot", flush=True)
         return False
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("plot skipped: matplotlib not importable", flush=True)
+    from h5gds.bench._common import pyplot
+    plt = pyplot()
+    if plt is None:
         return False
     names = [f"{d}\n{f}" for d, f in keys]
     fig, axes = plt.subplots(len(panels), 1, figsize=(max(8.0, 1.3 * len(names)), 3.4 * len(panels)), squeeze=False)
