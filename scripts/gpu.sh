@@ -45,7 +45,7 @@ stage_table=(
   "bench-autotune|900|the autotuning grid, and GDS at threads x block with auto"
   "bench-engine|600|the engine under concurrent callers, and a read ordered 'none' during a kernel"
   "profile-loader|900|where a warm loader batch's time goes (bench/tools/loader-profile.py)"
-  "profile-compressed|900|cold GPU-decoded reads under several settings, interleaved (bench/tools/compressed-cold-ab.py)"
+  "profile-compressed|900|GPU-decoded reads (cold, warm) under several settings, interleaved (bench/tools/compressed-read-ab.py)"
 )
 all_stages=(build c-tests sanitizer mpio-tests mpi-tests python-tests codec-tests
   bench-whole bench-python-whole bench-loader bench-checkpoint bench-mpi bench-mpio bench-compressed)
@@ -473,8 +473,8 @@ stage_profile_loader() {
 stage_profile_compressed() {
   need_python
   # shellcheck disable=SC2086  # PROFILE_COMPRESSED_ARGS: several options, split on purpose
-  x "$py" bench/tools/compressed-cold-ab.py --dir "$root/build/bench-py" --out "$out" ${PROFILE_COMPRESSED_ARGS:-} ||
-    fail "compressed cold A/B"
+  x "$py" bench/tools/compressed-read-ab.py --dir "$root/build/bench-py" --out "$out" ${PROFILE_COMPRESSED_ARGS:-} ||
+    fail "compressed read A/B"
 }
 
 stage_bench_mpi() {

@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""Where a GPU-decoded read loses time against min(disk x ratio, decode)
+(cold) or the decode alone (warm): the same files read by h5gds.read under
+several settings, interleaved (A, B, C, A, B, C, ...), each row with the
+read's decode statistics (decode seconds, seconds waiting for stored
+bytes), beside the read ceilings of the same file (cold: O_DIRECT; warm:
+the page cache into host memory). A diagnostic, not a benchmark of record
+(GPU machine, CuPy, root for drop_caches).
+
+    python3 bench/tools/compressed-read-ab.py --dir D --out DIR \\
+        --files image:lz4,field:gzip-shuffle --size 1GiB --repeat 2 --cache cold,warm \\
+        --variants "default;H5GDS_CONFIG=direct=on;H5GDS_DECODE_BATCH_MIB=128"
+
+Variants are separated by `;`; each is `default` or NAME=VALUE
+environment settings joined by `+`, applied for its reads only (the
+library reads H5GDS_CONFIG at each file open, H5GDS_DECODE_BATCH_MIB at
+each read).
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+import h5py
+
+import h5gds
+from h5gds._sizes import parse_size
+from h5gds.bench._common import ceiling_seconds, drop_cache, warm
+from h5gds.bench.compressed import write_dataset
+
+
+def parse_variant(text: str) -> dict[str, str]:
+    if text.strip() == "default":
+        return {}
+    env = {}
+    for item in text.split("+"):
+        name, _, value = item.partition("=")
+        env[name] = value
+    return env
+
+
+def main() -> None:
+    import cupy
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dir", default="/tmp/h5gds-read-ab")
+    ap.add_argument("--out", default=".")
+    ap.add_argument("--files", default="image:lz4,field:gzip-shuffle", help="data:filter,...")
+    ap.add_argument("--size", default="1GiB")
+    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--cache", default="cold", help="cold, warm or cold,warm")
+    ap.add_argument("--variants", default="default;H5GDS_CONFIG=direct=on;H5GDS_DECODE_BATCH_MIB=128")
+    args = ap.parse_args()
+    work, out = Path(args.dir), Path(args.out)
+    work.mkdir(parents=True, exist_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
+    variants = [v.strip() for v in args.variants.split(";") if v.strip()]
+    rows = []
+    for spec in args.files.split(","):
+        kind, fname = spec.split(":")
+        path = work / f"ab-{kind}-{fname}.h5"
+        ratio = write_dataset(path, kind, fname, parse_size(args.size))
+        if ratio is None:
+            print(f"# {fname}: hdf5plugin not installed, skipped", flush=True)
+            continue
+        with h5py.File(path, "r", driver="gds") as f:  # untimed: the codec's one-time start
+            h5gds.read(f["x"], np.s_[: f["x"].chunks[0]], like="cupy")
+            decoded = f["x"].size * f["x"].dtype.itemsize
+        stored = os.path.getsize(path)
+        block = 16 << 20
+        offsets = np.arange(0, stored // block * block, block, dtype=np.uint64)
+        for rep in range(args.repeat):
+            for cache in args.cache.split(","):
+                prepare = (lambda: drop_cache(path)) if cache == "cold" else (lambda: warm(path))
+                prepare()
+                secs = ceiling_seconds(path, cache == "cold", 16, block, offsets)
+                row = dict(data=kind, filter=fname, ratio=f"{ratio:.2f}", cache=cache, variant="ceiling-odirect",
+                           rep=rep, GBps=f"{len(offsets) * block / secs / 1e9:.3f}", decode_s="", read_wait_s="",
+                           total_s="")
+                rows.append(row)
+                print(row, flush=True)
+                for v in variants:
+                    env = parse_variant(v)
+                    saved = {k: os.environ.get(k) for k in env}
+                    os.environ.update(env)
+                    try:
+                        prepare()
+                        with h5py.File(path, "r", driver="gds") as f:
+                            t0 = time.perf_counter()
+                            x = h5gds.read(f["x"], like="cupy")
+                            cupy.cuda.runtime.deviceSynchronize()
+                            secs = time.perf_counter() - t0
+                            st = h5gds.last_decode_stats()
+                            route = h5gds.last_route()
+                        del x
+                    finally:
+                        for k, old in saved.items():
+                            if old is None:
+                                os.environ.pop(k, None)
+                            else:
+                                os.environ[k] = old
+                    row = dict(data=kind, filter=fname, ratio=f"{ratio:.2f}", cache=cache, variant=f"{v} ({route})",
+                               rep=rep, GBps=f"{decoded / secs / 1e9:.3f}", decode_s=f"{st.decode_s:.4f}",
+                               read_wait_s=f"{st.read_wait_s:.4f}", total_s=f"{st.total_s:.4f}")
+                    rows.append(row)
+                    print(row, flush=True)
+        path.unlink()
+    with open(out / "compressed-read-ab.csv", "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]) if rows else ["data"])
+        w.writeheader()
+        w.writerows(rows)
+
+
+if __name__ == "__main__":
+    main()
