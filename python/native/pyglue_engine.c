@@ -81,9 +81,12 @@ API void h5gds_py_file_close(void *handle)
  * source) addresses. All buffers lie in one allocation starting at `base`,
  * classified once here instead of once per segment. Ordering NONE: the
  * loader owns its buffers, nothing on the application's streams concerns
- * them. Returns 0 with a ticket, or a negative errno with `err`. */
-API int h5gds_py_file_submit(void *handle, int write, size_t n, const uint64_t *offsets, const uint64_t *sizes,
-                             const uint64_t *addrs, const void *base, void **ticket, char *err, size_t errlen)
+ * them. `read_once`: bytes nobody reads again (O_DIRECT where not cached,
+ * as the GPU-decoded reads of stored chunks do). Returns 0 with a ticket,
+ * or a negative errno with `err`. */
+API int h5gds_py_file_submit(void *handle, int write, int read_once, size_t n, const uint64_t *offsets,
+                             const uint64_t *sizes, const uint64_t *addrs, const void *base, void **ticket, char *err,
+                             size_t errlen)
 {
     py_file_t *pf = handle;
     *ticket = NULL;
@@ -109,7 +112,8 @@ API int h5gds_py_file_submit(void *handle, int write, size_t n, const uint64_t *
                          .segs = segs,
                          .order = GDS_ORDER_NONE,
                          .stream = NULL,
-                         .known = known};
+                         .known = known,
+                         .read_once = !write && read_once != 0};
     gds_status_t st = {0, ""};
     gds_io_t *io = NULL;
     int rc = gds_file_submit(pf->engine, &req, &io, &st); /* segments are copied at submission */

@@ -208,6 +208,7 @@ def test_compressed_summary_ratios(tmp_path):
             + rows("ceiling-odirect", "field", "zstd", 3.0, "warm", 20.0)
             + rows("nvcomp-decode", "field", "zstd", 3.0, "device", 5.0, 6.0)  # 5.5
             + rows("h5gds", "field", "zstd", 3.0, "warm", 4.4)
+            + rows("h5gds-raw", "field", "zstd", 3.0, "warm", 1.0, 1.2, 1.1)  # 1.1; x ratio: 3.3
             + rows("h5py", "field", "zstd", 3.0, "cold", 0.3)
             + rows("h5gds-write", "field", "zstd", 2.0, "write", 1.0, 2.0)  # 1.5; the GPU's ratio 2
             + rows("ceiling-odirect-write", "field", "zstd", 3.0, "write", 0.5, 0.5)  # x ratio: 1.5
@@ -225,10 +226,13 @@ def test_compressed_summary_ratios(tmp_path):
     assert field["GPU decode alone"] == "5.50"
     assert field["h5gds / min(ceiling x ratio, decode)"] == "1.00"  # 3 / min(3, 5.5)
     assert field["warm h5gds / decode"] == "0.80"                   # 4.4 / 5.5
+    assert field["warm I/O alone (file bytes)"] == "1.10"
+    assert field["warm h5gds / min(I/O x ratio, decode)"] == "1.33"  # 4.4 / min(3.3, 5.5)
     assert field["h5gds / h5py"] == "10.0x"
     assert field["cpu16 cold"] == field["h5gds / cpu16"] == "-"    # not measured
     assert image["cold: h5gds"] == "2.00"
     assert image["h5gds / min(ceiling x ratio, decode)"] == image["warm h5gds / decode"] == "-"
+    assert image["warm h5gds / min(I/O x ratio, decode)"] == "-"
     w = writes[("field", "zstd")]
     assert w["CPU ratio"] == "3.00" and w["GPU ratio"] == "2.00"  # the file read's, and what the GPU reached
     assert w["h5gds-write"] == "1.50" and w["ceiling x GPU ratio"] == "1.00" and w["GPU compress alone"] == "2.00"

@@ -394,3 +394,35 @@ def test_pinned_batches_are_copied_ahead_on_the_copy_stream(src, monkeypatch):
     assert fake.copies_ahead >= 2 * (len(loader) - 2), fake.copies_ahead  # two columns per batch
     _each_batch_its_own_rows(kept, data)
     loader.close()
+
+
+@pytest.mark.parametrize("read_once", [False, True])
+def test_engine_file_reads_segments(tmp_path, read_once):
+    """The engine file the loader (and the compressed benchmark's raw
+    reads) use: segments land at their addresses, also as bytes read once
+    after the file left the page cache (O_DIRECT where not cached)."""
+    import os
+
+    from h5gds._loader_io import EngineFile, wait
+
+    data = np.random.default_rng(3).integers(0, 256, 3 << 20, dtype=np.uint8)
+    path = tmp_path / "raw.bin"
+    path.write_bytes(data.tobytes())
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)  # clean pages leave the cache
+    finally:
+        os.close(fd)
+    out = np.zeros(2 << 20, dtype=np.uint8)
+    off = np.array([5, 1 << 20, 3 * (1 << 20) - 100], dtype=np.uint64)
+    size = np.array([(1 << 20) - 5, 1 << 19, 100], dtype=np.uint64)
+    at = np.array([0, 1 << 20, (1 << 20) + (1 << 19)], dtype=np.uint64)
+    base = out.ctypes.data
+    f = EngineFile(str(path), "")
+    try:
+        wait(f.submit(off, size, at + np.uint64(base), base, read_once=read_once), str(path))
+    finally:
+        f.close()
+    for o, n, a in zip(off.tolist(), size.tolist(), at.tolist()):
+        np.testing.assert_array_equal(out[a:a + n], data[o:o + n])

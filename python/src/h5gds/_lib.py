@@ -123,7 +123,7 @@ native.h5gds_py_file_open.argtypes = [_c_char_p, _c_char_p, ctypes.c_int, ctypes
 native.h5gds_py_file_open.restype = ctypes.c_int
 native.h5gds_py_file_close.argtypes = [_c_void_p]
 native.h5gds_py_file_close.restype = None
-native.h5gds_py_file_submit.argtypes = [_c_void_p, ctypes.c_int, _c_size_t, _u64p, _u64p, _u64p, _c_void_p,
+native.h5gds_py_file_submit.argtypes = [_c_void_p, ctypes.c_int, ctypes.c_int, _c_size_t, _u64p, _u64p, _u64p, _c_void_p,
                                         ctypes.POINTER(_c_void_p), ctypes.c_char_p, _c_size_t]
 native.h5gds_py_file_submit.restype = ctypes.c_int
 native.h5gds_py_decode_chunks.argtypes = [_c_int64, _c_size_t, _u64p, _u64p, ctypes.POINTER(ctypes.c_uint32), _u64p,

@@ -46,12 +46,16 @@ class EngineFile:
         self.handle: int | None = handle.value
         self.path = path
 
-    def submit(self, off: np.ndarray, size: np.ndarray, addr: np.ndarray, base: int) -> int:
+    def submit(self, off: np.ndarray, size: np.ndarray, addr: np.ndarray, base: int, read_once: bool = False) -> int:
+        """Starts reading segments (file offset, size, address within the
+        allocation at `base`); `read_once`: bytes read once (O_DIRECT where
+        not in the page cache). Returns the ticket to wait on."""
         ticket = ctypes.c_void_p()
         err = errbuf()
         u64 = ctypes.POINTER(ctypes.c_uint64)
-        rc = native.h5gds_py_file_submit(self.handle, 0, len(off), off.ctypes.data_as(u64), size.ctypes.data_as(u64),
-                                         addr.ctypes.data_as(u64), base, ctypes.byref(ticket), err, len(err))
+        rc = native.h5gds_py_file_submit(self.handle, 0, int(read_once), len(off), off.ctypes.data_as(u64),
+                                         size.ctypes.data_as(u64), addr.ctypes.data_as(u64), base,
+                                         ctypes.byref(ticket), err, len(err))
         if rc != 0:
             raise OSError(-rc, f"batch read failed: {err.value.decode(errors='replace')}", self.path)
         return int(ticket.value or 0)

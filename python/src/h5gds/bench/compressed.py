@@ -8,6 +8,10 @@ dropped) and warm, side by side in one run:
   nvcomp-decode    the GPU decode alone, chunks already in device memory
                    (H5FD_gds_last_decode_stats of the warm h5gds reads)
   ceiling-odirect  O_DIRECT read of the file, 16 threads (GB/s of file bytes)
+  h5gds-raw        the file's bytes read into device memory by h5gds's engine
+                   the way h5gds reads stored chunks (O_DIRECT where not
+                   cached, pinned staging), no HDF5, no decode: the I/O part
+                   of an h5gds read alone (GB/s of file bytes)
 
 Durable writes from device memory (--methods; cache "write", the file
 fsync'ed inside the clock):
@@ -20,8 +24,10 @@ fsync'ed inside the clock):
                          file has (16 MiB blocks, 16 threads, fallocate and
                          fsync inside the clock; GB/s of file bytes)
 
-The h5gds reads are timed after one untimed read per file (the GPU codecs'
-one-time start: nvCOMP loaded, kernels compiled), the h5gds writes after
+The h5gds reads are timed after one untimed read of the whole dataset per
+file (the GPU codecs' one-time start: nvCOMP loaded, kernels compiled; the
+process's first device buffers of a batch's size, about 0.1-0.2 s once a
+process: printed as a comment), the h5gds writes after
 one untimed write of the same data (the process's encode buffers and every
 I/O worker's pinned staging allocated). Filters: gzip-shuffle,
 zstd, lz4, bitshuffle-lz4, bitshuffle-zstd, blosc-lz4, blosc-zstd (all but
@@ -58,7 +64,7 @@ from h5gds._sizes import SizeError, parse_size
 
 CHUNK_BYTES = 1 << 20
 COLUMNS = ["bench", "method", "data", "filter", "ratio", "cache", "GBps", "repeat"]
-READ_METHODS = ("h5gds", "h5py", "cpu16", "nvcomp-decode", "ceiling-odirect")
+READ_METHODS = ("h5gds", "h5py", "cpu16", "nvcomp-decode", "ceiling-odirect", "h5gds-raw")
 WRITE_METHODS = ("h5gds-write", "nvcomp-compress", "h5py-write", "ceiling-odirect-write")
 GPU_ENCODE_ROUTE = "gpu-encode"  # H5FD_gds_route_name of a write compressed on the GPU
 CEILING_BLOCK = 16 << 20  # the O_DIRECT ceilings: 16 MiB blocks from 16 threads
@@ -177,6 +183,29 @@ def ceiling_write(src: Path) -> tuple[int, float]:
     return nblocks * CEILING_BLOCK, secs
 
 
+def raw_read_seconds(path: Path) -> float:
+    """Seconds h5gds's engine takes to read the whole file into device
+    memory in 16 MiB pieces, as bytes read once (as the GPU-decoded reads
+    read stored chunks); the device buffer is allocated before the clock."""
+    import cupy
+
+    from h5gds._loader_io import EngineFile, wait
+
+    size = os.path.getsize(path)
+    buf = cupy.empty(max(size, 1), dtype=cupy.uint8)
+    off = np.arange(0, size, CEILING_BLOCK, dtype=np.uint64)
+    sizes = np.minimum(np.uint64(CEILING_BLOCK), np.uint64(size) - off).astype(np.uint64)
+    addr = off + np.uint64(buf.data.ptr)
+    f = EngineFile(str(path), "")
+    try:
+        t0 = time.perf_counter()
+        wait(f.submit(off, sizes, addr, buf.data.ptr, read_once=True), str(path))
+        cupy.cuda.runtime.deviceSynchronize()
+        return time.perf_counter() - t0
+    finally:
+        f.close()
+
+
 def bench_writes(src: Path, kind: str, fname: str, ratio: float, rep: int, methods: set[str],
                  add: Callable[..., None]) -> None:
     """Durable writes of the dataset in `src` from device memory into a new
@@ -289,7 +318,9 @@ def summary_lines(rows: Iterable[dict[str, Any]]) -> list[str]:
 
     Reads (GB/s of decoded bytes; the ceiling: file bytes, times the ratio
     for decoded bytes): cold h5gds / min(ceiling-odirect cold x ratio,
-    nvcomp-decode), warm h5gds / nvcomp-decode, cold h5gds / h5py and
+    nvcomp-decode), warm h5gds / nvcomp-decode (beside it warm h5gds /
+    min(h5gds-raw warm x ratio, nvcomp-decode): the bound when the page
+    cache feeds the GPU slower than it decodes), cold h5gds / h5py and
     / cpu16. Writes: h5gds-write / min(ceiling-odirect-write x the ratio
     h5gds's GPU compression reached (its rows' median), nvcomp-compress);
     beside it the same with the ratio of the file read (HDF5's CPU filter),
@@ -309,8 +340,9 @@ def summary_lines(rows: Iterable[dict[str, Any]]) -> list[str]:
                 "alone; h5gds >= 10x h5py; h5gds >= 2x cpu16 (gzip).", "",
                 "| data | filter | ratio | cold: **h5gds** | O_DIRECT ceiling (file bytes) | ceiling x ratio "
                 "| GPU decode alone | **h5gds / min(ceiling x ratio, decode)** | warm: **h5gds** "
-                "| **warm h5gds / decode** | h5py cold | h5gds / h5py | cpu16 cold | h5gds / cpu16 |",
-                "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+                "| **warm h5gds / decode** | warm I/O alone (file bytes) | warm h5gds / min(I/O x ratio, decode) "
+                "| h5py cold | h5gds / h5py | cpu16 cold | h5gds / cpu16 |",
+                "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for key in keys:
             ratio = ratios.get(key)
             cold, warm_ = med("h5gds", key, "cold"), med("h5gds", key, "warm")
@@ -318,9 +350,12 @@ def summary_lines(rows: Iterable[dict[str, Any]]) -> list[str]:
             ceiling_x = None if ceiling is None or ratio is None else ceiling * ratio
             decode = med("nvcomp-decode", key, "device")
             h5py_cold, cpu16_cold = med("h5py", key, "cold"), med("cpu16", key, "cold")
+            raw_warm = med("h5gds-raw", key, "warm")
+            raw_warm_x = None if raw_warm is None or ratio is None else raw_warm * ratio
             out.append(f"| {key[0]} | {key[1]} | {_fmt(ratio)} | **{_fmt(cold)}** | {_fmt(ceiling)} "
                        f"| {_fmt(ceiling_x)} | {_fmt(decode)} | **{_fmt(_over(cold, low(ceiling_x, decode)))}** "
-                       f"| **{_fmt(warm_)}** | **{_fmt(_over(warm_, decode))}** | {_fmt(h5py_cold)} "
+                       f"| **{_fmt(warm_)}** | **{_fmt(_over(warm_, decode))}** | {_fmt(raw_warm)} "
+                       f"| {_fmt(_over(warm_, low(raw_warm_x, decode)))} | {_fmt(h5py_cold)} "
                        f"| {_fmt(_over(cold, h5py_cold), '.1f', 'x')} | {_fmt(cpu16_cold)} "
                        f"| {_fmt(_over(cold, cpu16_cold), '.1f', 'x')} |")
         out.append("")
@@ -360,7 +395,8 @@ def write_summary(rows: Iterable[dict[str, Any]], path: Path) -> Path:
 PLOT_PANELS = [
     ("cold reads into device memory", "cold", [("h5gds", "h5gds", False), ("disk x ratio", "ceiling-odirect", True),
                                                ("h5py", "h5py", False), ("cpu16", "cpu16", False)]),
-    ("warm reads", "warm", [("h5gds", "h5gds", False), ("h5py", "h5py", False)]),
+    ("warm reads", "warm", [("h5gds", "h5gds", False), ("I/O alone x ratio", "h5gds-raw", True),
+                            ("h5py", "h5py", False)]),
     ("durable writes from device memory", "write", [("h5gds-write", "h5gds-write", False),
                                                     ("disk x GPU ratio", "ceiling-odirect-write", True),
                                                     ("h5py-write", "h5py-write", False)]),
@@ -514,9 +550,11 @@ def main(argv: list[str] | None = None) -> int:
                 decoded = f["x"].size * f["x"].dtype.itemsize
                 want_sum = float(np.asarray(f["x"][:64], np.float64).sum())
             stored = os.path.getsize(path)
-            if "h5gds" in methods:  # untimed: the GPU codecs loaded and their kernels compiled (once a process)
+            if "h5gds" in methods:  # untimed: the GPU codecs loaded, kernels compiled, first device buffers
                 with h5py.File(path, "r", driver="gds") as f:
-                    h5gds.read(f["x"], np.s_[: f["x"].chunks[0]], like="cupy")
+                    secs = timed(lambda: h5gds.read(f["x"], like="cupy"))
+                print(f"# {kind}/{fname}: first h5gds read of the file (untimed in the rows) {secs:.3f} s, "
+                      f"route {h5gds.last_route()}", flush=True)
             for rep in range(args.repeat):
                 if methods & set(WRITE_METHODS):
                     bench_writes(path, kind, fname, ratio, rep, methods, add)
@@ -533,6 +571,9 @@ def main(argv: list[str] | None = None) -> int:
                         if len(offsets):
                             secs = ceiling_seconds(path, cache == "cold", CEILING_THREADS, block, offsets)
                             add("ceiling-odirect", kind, fname, ratio, cache, len(offsets) * block / secs / 1e9, rep)
+                    if "h5gds-raw" in methods:
+                        prepare()
+                        add("h5gds-raw", kind, fname, ratio, cache, stored / raw_read_seconds(path) / 1e9, rep)
                     if "h5gds" in methods:
                         prepare()
                         with h5py.File(path, "r", driver="gds") as f:
