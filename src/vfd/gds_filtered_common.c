@@ -27,6 +27,15 @@ size_t gds_filtered_batch_decoded_bytes(void)
     return mib > 0 && mib <= 65536 ? (size_t)mib << 20 : BATCH_DECODED_BYTES;
 }
 
+/* READ_AHEAD, or H5GDS_DECODE_READ_AHEAD (tuning: a disk much faster or
+ * slower than the decode may want more or fewer batches in flight). */
+int gds_filtered_read_ahead(void)
+{
+    const char *env = getenv("H5GDS_DECODE_READ_AHEAD");
+    long n = env ? atol(env) : 0;
+    return n >= 1 && n <= STORED_BUFFERS - 1 ? (int)n : READ_AHEAD;
+}
+
 /* The first failure of this thread's read or write (gds_filtered_internal.h). */
 _Thread_local gds_filtered_pending_t gds_filtered_pending;
 

@@ -36,7 +36,8 @@
 /* Batches whose stored bytes are being read while one decodes: with one,
  * the disk idles from the end of that read to the end of the decode; two
  * keep a request at the disk all along when reading and decoding take
- * about as long. */
+ * about as long. H5GDS_DECODE_READ_AHEAD (1 to STORED_BUFFERS - 1) tunes
+ * it (gds_filtered_read_ahead). */
 #define READ_AHEAD 2
 
 /* Device buffers of stored bytes: a read's batch decoding and READ_AHEAD
@@ -103,6 +104,7 @@ void gds_filtered_error(const char *func, int line, hid_t major, hid_t minor, co
 size_t gds_filtered_batch_decoded_bytes(void);
 /* The end of the batch of a read or write that starts at chunk `from`. */
 size_t gds_filtered_batch_end(const read_state_t *s, size_t from);
+int gds_filtered_read_ahead(void);
 double gds_filtered_seconds_now(void);
 /* H5GDS_CODEC_DEBUG set: GPU writes print each batch's timeline to stderr. */
 bool gds_filtered_trace_on(void);

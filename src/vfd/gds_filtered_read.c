@@ -174,13 +174,14 @@ static herr_t wait_read(read_state_t *s, gds_io_t *io)
     return 0;
 }
 
-/* The batches (gds_filtered_batch_end): batches k + 1 .. k + READ_AHEAD are read while
- * batch k decodes, each into a stored-bytes slot of its own. */
+/* The batches (gds_filtered_batch_end): batches k + 1 .. k + ahead
+ * (gds_filtered_read_ahead) are read while batch k decodes, each into a
+ * stored-bytes slot of its own. */
 herr_t gds_filtered_read_all(read_state_t *s)
 {
-    enum { SLOTS = READ_AHEAD + 1 };
-    size_t from[SLOTS], to[SLOTS], nread;
-    gds_io_t *io[SLOTS] = {NULL};
+    const int ahead = gds_filtered_read_ahead(), slots = ahead + 1;
+    size_t from[STORED_BUFFERS], to[STORED_BUFFERS], nread;
+    gds_io_t *io[STORED_BUFFERS] = {NULL};
     size_t next = 0; /* the first chunk not yet being read */
     int issued = 0, decoded = 0;
     herr_t rc = 0;
@@ -192,26 +193,24 @@ herr_t gds_filtered_read_all(read_state_t *s)
         s->largest_stored = bytes > s->largest_stored ? bytes : s->largest_stored;
     }
     double start = gds_filtered_seconds_now();
-    while (rc == 0 && issued < READ_AHEAD + 1 && next < s->nchunks) {
-        int k = issued % SLOTS;
+    while (rc == 0 && issued < ahead && next < s->nchunks) { /* the first `ahead` in flight: decode as they come */
+        int k = issued % slots;
         from[k] = next;
         to[k] = next = gds_filtered_batch_end(s, next);
         if (start_batch_read(s, from[k], to[k], k, &io[k], &nread) < 0)
             rc = -1;
         else
             issued++;
-        if (issued == READ_AHEAD) /* the first READ_AHEAD are in flight: decode as they come */
-            break;
     }
     while (rc == 0 && decoded < issued) {
-        int k = decoded % SLOTS;
+        int k = decoded % slots;
         double w0 = gds_filtered_seconds_now();
         rc = wait_read(s, io[k]);
         io[k] = NULL;
         if (rc < 0)
             break;
-        if (next < s->nchunks) { /* the slot after the ones in flight is free: the batch READ_AHEAD on */
-            int j = issued % SLOTS;
+        if (next < s->nchunks) { /* the slot after the ones in flight is free: the batch `ahead` on */
+            int j = issued % slots;
             from[j] = next;
             to[j] = next = gds_filtered_batch_end(s, next);
             if (start_batch_read(s, from[j], to[j], j, &io[j], &nread) < 0) {
@@ -229,7 +228,7 @@ herr_t gds_filtered_read_all(read_state_t *s)
             fprintf(stderr, "h5gds read '%s': chunks [%zu, %zu) at %.1f ms: waited %.1f ms for its read, decoded %.1f ms\n",
                     s->name, from[k], to[k], 1e3 * (w0 - start), 1e3 * (t0 - w0), 1e3 * (t1 - t0));
     }
-    for (int k = 0; k < SLOTS; k++) /* after a failure: reads still in flight end before their buffers go */
+    for (int k = 0; k < slots; k++) /* after a failure: reads still in flight end before their buffers go */
         if (io[k])
             wait_read(s, io[k]);
     return rc;
