@@ -147,6 +147,39 @@ def test_into_out_and_torch(tmp_path):
     np.testing.assert_array_equal(t.cpu().numpy(), arr[100:300])
 
 
+def test_read_does_not_wait_for_unrelated_gpu_work(tmp_path):
+    """A GPU-decoded read orders its buffers on its own stream: it neither
+    waits for, nor makes the caller wait for, a kernel running on another
+    (non-blocking) stream. cuMemFree would wait for the whole device: the
+    read would then return only after the 2 s kernel."""
+    import os
+
+    if os.environ.get("H5GDS_DISABLE_DEVICE_POOL") not in (None, "", "0"):
+        pytest.skip("H5GDS_DISABLE_DEVICE_POOL is set: reads use cuMemAlloc/cuMemFree")
+    if os.path.exists("/proc/driver/nvidia-fs/version") or os.path.exists("/sys/module/nvidia_fs"):
+        pytest.skip("nvidia-fs is loaded: reads keep cuMemAlloc buffers, which cuFile can DMA into")
+    if NVCOMP:
+        pytest.skip(NVCOMP)
+    path = tmp_path / "busy.h5"
+    arr = field((1024, 256))
+    with h5py.File(path, "w") as f:
+        f.create_dataset("x", data=arr, chunks=(64, 256), compression="gzip", shuffle=True)
+    spin = cupy.RawKernel(r'''extern "C" __global__ void spin(long long n)
+        { long long t = clock64(); while (clock64() - t < n) {} }''', "spin")
+    with h5py.File(path, "r", driver="gds") as f:
+        h5gds.read(f["x"], like="cupy")  # untimed: codecs loaded, the pool made
+        busy = cupy.cuda.Stream(non_blocking=True)
+        rate = cupy.cuda.runtime.deviceGetAttribute(cupy.cuda.runtime.cudaDevAttrClockRate, 0)  # kHz
+        with busy:
+            spin((1,), (1,), (np.int64(2 * rate * 1000),))  # about 2 s
+        got = h5gds.read(f["x"], like="cupy")
+        assert h5gds.last_route() == "gpu-decode"
+        still_running = not busy.done
+        busy.synchronize()
+    assert still_running, "the read waited for a kernel on another stream"
+    np.testing.assert_array_equal(cupy.asnumpy(got), arr)
+
+
 def _corrupt(path, name, how):
     """Mutates the first stored chunk of `name` in place, as h5py finds it."""
     with h5py.File(path, "r") as f:

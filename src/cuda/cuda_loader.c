@@ -91,6 +91,14 @@ static const symbol_slot_t cuda_symbols[] = {
     SLOT(MemsetD32Async, "cuMemsetD32Async"),
     SLOT(StreamQuery, "cuStreamQuery"),
 };
+/* Resolved where present; a driver without them still loads. */
+static const symbol_slot_t cuda_optional_symbols[] = {
+    SLOT(MemPoolCreate, "cuMemPoolCreate"),
+    SLOT(MemPoolSetAttribute, "cuMemPoolSetAttribute"),
+    SLOT(MemPoolTrimTo, "cuMemPoolTrimTo"),
+    SLOT(MemAllocFromPoolAsync, "cuMemAllocFromPoolAsync"),
+    SLOT(MemFreeAsync, "cuMemFreeAsync"),
+};
 #undef SLOT
 
 static const gds_cuda_api_t *cuda_open(int dlflags)
@@ -111,6 +119,8 @@ static const gds_cuda_api_t *cuda_open(int dlflags)
             dlclose(lib);
         }
         else {
+            for (size_t i = 0; i < sizeof cuda_optional_symbols / sizeof cuda_optional_symbols[0]; i++)
+                *cuda_optional_symbols[i].slot = dlsym(lib, cuda_optional_symbols[i].name);
             CUresult rc = cuda_api.Init(0);
             if (rc == CUDA_SUCCESS)
                 __atomic_store_n(&cuda_ready, &cuda_api, __ATOMIC_RELEASE);

@@ -66,6 +66,13 @@ typedef struct gds_cuda_api {
     CUresult (*ModuleUnload)(CUmodule);
     CUresult (*MemsetD32Async)(CUdeviceptr, unsigned int, size_t, CUstream);
     CUresult (*StreamQuery)(CUstream);
+    /* Stream-ordered allocations (drivers of CUDA 11.2 on; NULL where the
+     * driver lacks them): a free that does not wait for the whole device. */
+    CUresult (*MemPoolCreate)(CUmemoryPool *, const CUmemPoolProps *);
+    CUresult (*MemPoolSetAttribute)(CUmemoryPool, CUmemPool_attribute, void *);
+    CUresult (*MemPoolTrimTo)(CUmemoryPool, size_t);
+    CUresult (*MemAllocFromPoolAsync)(CUdeviceptr *, size_t, CUmemoryPool, CUstream);
+    CUresult (*MemFreeAsync)(CUdeviceptr, CUstream);
 } gds_cuda_api_t;
 
 typedef struct gds_cufile_api {

@@ -216,6 +216,8 @@ static int filtered_io(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_s
         CUresult erc;
         previous = gds_cuda_enter(info.context, &erc);
         entered = true;
+        if (erc == CUDA_SUCCESS)
+            s.pool = gds_filtered_pool_for((CUcontext)info.context, s.cu);
         H5Iget_name(dset, s.name, sizeof s.name);
         s.out = buf;
         void *stream = NULL;

@@ -71,6 +71,32 @@ CUresult gds_filtered_copy_box_part(const gds_cuda_api_t *cu, const box_t *b, co
     return rc;
 }
 
+/* Device buffers from the state's pool, ordered on its stream, or from
+ * cuMemAlloc. A pool's block is usable by the engine's streams once the
+ * stream has run the allocation: the stream is synchronised here (it is
+ * idle whenever a buffer is made or grown). */
+static CUresult device_alloc(read_state_t *s, CUdeviceptr *p, size_t bytes)
+{
+    if (!s->pool)
+        return s->cu->MemAlloc(p, bytes);
+    CUresult rc = s->cu->MemAllocFromPoolAsync(p, bytes, s->pool, s->stream);
+    if (rc == CUDA_SUCCESS && (rc = s->cu->StreamSynchronize(s->stream)) != CUDA_SUCCESS) {
+        (void)s->cu->MemFreeAsync(*p, s->stream);
+        *p = 0;
+    }
+    return rc;
+}
+
+/* Nothing queued uses `p` any more (every read into it was waited for, the
+ * stream synchronised). */
+static void device_free(read_state_t *s, CUdeviceptr p)
+{
+    if (s->pool)
+        (void)s->cu->MemFreeAsync(p, s->stream);
+    else
+        (void)s->cu->MemFree(p);
+}
+
 void gds_filtered_free_state(read_state_t *s)
 {
     if (s->abandoned) { /* work that never ends may still use them; freeing would wait for it */
@@ -80,11 +106,11 @@ void gds_filtered_free_state(read_state_t *s)
     double t0 = gds_filtered_seconds_now();
     for (int i = 0; i < STORED_BUFFERS; i++)
         if (s->stored[i])
-            s->cu->MemFree(s->stored[i]);
+            device_free(s, s->stored[i]);
     if (s->scratch)
-        s->cu->MemFree(s->scratch);
+        device_free(s, s->scratch);
     if (s->fill)
-        s->cu->MemFree(s->fill);
+        device_free(s, s->fill);
     free(s->chunks);
     s->memory_s += gds_filtered_seconds_now() - t0;
 }
@@ -100,7 +126,7 @@ herr_t gds_filtered_make_fill(read_state_t *s, hid_t dcpl, hid_t type)
     if (value && host && H5Pget_fill_value(dcpl, type, value) >= 0) {
         for (size_t at = 0; at < bytes; at += esize)
             memcpy(host + at, value, esize);
-        rc = s->cu->MemAlloc(&s->fill, bytes);
+        rc = device_alloc(s, &s->fill, bytes);
         if (rc == CUDA_SUCCESS)
             rc = s->cu->MemcpyHtoD(s->fill, host, bytes);
         ret = rc == CUDA_SUCCESS ? 0 : -1;
@@ -122,10 +148,10 @@ herr_t gds_filtered_ensure(read_state_t *s, CUdeviceptr *p, size_t *cap, size_t 
         need = largest;
     double t0 = gds_filtered_seconds_now();
     if (*p)
-        s->cu->MemFree(*p);
+        device_free(s, *p);
     *p = 0;
     *cap = 0;
-    CUresult rc = s->cu->MemAlloc(p, need ? need : 1);
+    CUresult rc = device_alloc(s, p, need ? need : 1);
     s->memory_s += gds_filtered_seconds_now() - t0;
     if (rc != CUDA_SUCCESS) {
         *p = 0;

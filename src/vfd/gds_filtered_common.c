@@ -63,12 +63,15 @@ bool gds_filtered_trace_on(void)
 double gds_filtered_seconds_now(void) { return 1e-9 * (double)gds_now_ns(); }
 
 /* One codec per CUDA context, opened on first use and kept (nvCOMP's and
- * the kernels' set-up is paid once per process). */
+ * the kernels' set-up is paid once per process), and the context's pool of
+ * device memory for the reads' and writes' buffers. */
 #define MAX_CODECS 16
 static struct {
     CUcontext ctx;
     gds_codec_t *codec;
     bool failed;
+    CUmemoryPool pool;
+    bool pool_tried;
 } codecs[MAX_CODECS];
 static pthread_mutex_t codecs_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -95,6 +98,67 @@ gds_codec_t *gds_filtered_codec_for(CUcontext ctx, gds_status_t *st)
     }
     pthread_mutex_unlock(&codecs_lock);
     return c;
+}
+
+/* Freed bytes a pool keeps for the next read or write (more is given
+ * back to the driver at the next synchronisation). */
+#define POOL_KEEP_BYTES ((uint64_t)1 << 30)
+
+/* A pool of h5gds's own on the current context's device, or NULL: a
+ * driver without pools, a machine with nvidia-fs, where cuFile may DMA
+ * straight into the buffers (memory from a pool is not made for that), or
+ * H5GDS_DISABLE_DEVICE_POOL set (cuMemAlloc and cuMemFree then). */
+static CUmemoryPool make_pool(const gds_cuda_api_t *cu)
+{
+    CUdevice dev;
+    int supported = 0;
+    const char *off = getenv("H5GDS_DISABLE_DEVICE_POOL");
+    if ((off && *off && strcmp(off, "0") != 0) || !cu->MemPoolCreate || !cu->MemPoolSetAttribute || !cu->MemAllocFromPoolAsync || !cu->MemFreeAsync ||
+        gds_nvfs_present() || cu->CtxGetDevice(&dev) != CUDA_SUCCESS ||
+        cu->DeviceGetAttribute(&supported, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, dev) != CUDA_SUCCESS ||
+        !supported)
+        return NULL;
+    CUmemPoolProps props;
+    memset(&props, 0, sizeof props);
+    props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    props.handleTypes = CU_MEM_HANDLE_TYPE_NONE;
+    props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    props.location.id = dev;
+    CUmemoryPool pool = NULL;
+    if (cu->MemPoolCreate(&pool, &props) != CUDA_SUCCESS)
+        return NULL;
+    uint64_t keep = POOL_KEEP_BYTES;
+    (void)cu->MemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep);
+    return pool;
+}
+
+CUmemoryPool gds_filtered_pool_for(CUcontext ctx, const gds_cuda_api_t *cu)
+{
+    CUmemoryPool pool = NULL;
+    pthread_mutex_lock(&codecs_lock);
+    for (int i = 0; i < MAX_CODECS && codecs[i].ctx; i++)
+        if (codecs[i].ctx == ctx) {
+            if (!codecs[i].pool_tried) {
+                codecs[i].pool_tried = true;
+                codecs[i].pool = make_pool(cu);
+            }
+            pool = codecs[i].pool;
+            break;
+        }
+    pthread_mutex_unlock(&codecs_lock);
+    return pool;
+}
+
+void gds_filtered_release_device_memory(void)
+{
+    const gds_cuda_api_t *cu = gds_cuda_if_loaded();
+    if (!cu || !cu->MemPoolTrimTo)
+        return;
+    pthread_mutex_lock(&codecs_lock);
+    for (int i = 0; i < MAX_CODECS && codecs[i].ctx; i++)
+        if (codecs[i].pool)
+            (void)cu->MemPoolTrimTo(codecs[i].pool, 0);
+    pthread_mutex_unlock(&codecs_lock);
 }
 
 void gds_filtered_chunk_text(const box_t *b, const hsize_t *lo, char *out, size_t size)

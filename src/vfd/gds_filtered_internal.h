@@ -33,12 +33,13 @@
 
 #pragma GCC visibility push(hidden)
 
-/* Batches whose stored bytes are being read while one decodes: with one,
- * the disk idles from the end of that read to the end of the decode; two
- * keep a request at the disk all along when reading and decoding take
- * about as long. H5GDS_DECODE_READ_AHEAD (1 to STORED_BUFFERS - 1) tunes
- * it (gds_filtered_read_ahead). */
-#define READ_AHEAD 2
+/* Batches whose stored bytes are being read while one decodes. One: the
+ * next batch comes off the disk at its full rate (two in flight share it,
+ * and the one the GPU waits for comes later); cold reads of deflate and
+ * zstd, where disk and decode are about as fast, were 7-19% faster with
+ * one than with two (H200, interleaved). H5GDS_DECODE_READ_AHEAD (1 to
+ * STORED_BUFFERS - 1) tunes it (gds_filtered_read_ahead). */
+#define READ_AHEAD 1
 
 /* Device buffers of stored bytes: a read's batch decoding and READ_AHEAD
  * being read; a write's GDS_HELD_SLOTS batches being written and its
@@ -69,6 +70,7 @@ typedef struct read_state {
     hsize_t dims[H5S_MAX_RANK], cdims[H5S_MAX_RANK];
     gds_codec_pipeline_t pipe;
     gds_codec_t *codec;
+    CUmemoryPool pool; /* the buffers' pool (gds_filtered_pool_for); NULL: cuMemAlloc */
     CUstream stream;
     chunk_t *chunks;
     size_t nchunks;
@@ -109,6 +111,11 @@ double gds_filtered_seconds_now(void);
 /* H5GDS_CODEC_DEBUG set: GPU writes print each batch's timeline to stderr. */
 bool gds_filtered_trace_on(void);
 gds_codec_t *gds_filtered_codec_for(CUcontext ctx, gds_status_t *st);
+/* The pool of device memory of `ctx` (current), made on first use; NULL
+ * where pools are not used. Its allocations and frees are ordered on the
+ * read's or write's stream: a free does not wait for the whole device, as
+ * cuMemFree does (36 ms behind a busy GPU, measured). */
+CUmemoryPool gds_filtered_pool_for(CUcontext ctx, const gds_cuda_api_t *cu);
 void gds_filtered_chunk_text(const box_t *b, const hsize_t *lo, char *out, size_t size);
 
 /* ---- gds_filtered_buffers.c ---- */

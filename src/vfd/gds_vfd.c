@@ -20,12 +20,17 @@
 #include <unistd.h>
 
 #include "gds_config.h"
+#include "gds_filtered.h"
 #include "gds_transfer.h"
 #include "gds_vfd_file.h"
 
 /* Callbacks of this file, in class-table order. */
 static H5FD_t *gds_open(const char *name, unsigned flags, hid_t fapl_id, haddr_t maxaddr);
 static herr_t gds_close(H5FD_t *file);
+
+/* Files open with the driver: when the last one closes, the device memory
+ * the GPU reads and writes of filtered datasets kept goes back. */
+static unsigned open_files;
 static int gds_cmp(const H5FD_t *f1, const H5FD_t *f2);
 static herr_t gds_query(const H5FD_t *file, unsigned long *flags);
 static haddr_t gds_get_eoa(const H5FD_t *file, H5FD_mem_t type);
@@ -164,6 +169,7 @@ static H5FD_t *gds_open(const char *name, unsigned flags, hid_t fapl_id, haddr_t
         GDS_ERROR(H5E_FILE, H5E_CANTOPENFILE, "%s", st.msg);
         goto fail;
     }
+    __atomic_add_fetch(&open_files, 1, __ATOMIC_RELAXED);
     return &file->pub;
 
 fail:
@@ -199,6 +205,8 @@ static herr_t gds_close(H5FD_t *_file)
     }
     free(file->name);
     free(file);
+    if (__atomic_sub_fetch(&open_files, 1, __ATOMIC_RELAXED) == 0)
+        gds_filtered_release_device_memory();
     return ret;
 }
 

@@ -20,6 +20,7 @@ typedef struct CUfunc_st *CUfunction;
 typedef struct CUarray_st *CUarray;
 typedef struct CUevent_st *CUevent;
 typedef struct CUstream_st *CUstream;
+typedef struct CUmemPoolHandle_st *CUmemoryPool;
 
 /* The legacy default stream (synchronises with every blocking stream). */
 #define CU_STREAM_LEGACY ((CUstream)0x1)
@@ -64,7 +65,40 @@ typedef enum CUpointer_attribute_enum {
 typedef enum CUdevice_attribute_enum {
     CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
     CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
+    CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED = 115,
 } CUdevice_attribute;
+
+/* Stream-ordered allocations from a pool of h5gds's own (cuMemPoolCreate). */
+typedef enum CUmemAllocationType_enum {
+    CU_MEM_ALLOCATION_TYPE_PINNED = 0x1,
+} CUmemAllocationType;
+
+typedef enum CUmemAllocationHandleType_enum {
+    CU_MEM_HANDLE_TYPE_NONE = 0x0,
+} CUmemAllocationHandleType;
+
+typedef enum CUmemLocationType_enum {
+    CU_MEM_LOCATION_TYPE_DEVICE = 0x1,
+} CUmemLocationType;
+
+typedef struct CUmemLocation_st {
+    CUmemLocationType type;
+    int id;
+} CUmemLocation;
+
+typedef struct CUmemPoolProps_st {
+    CUmemAllocationType allocType;
+    CUmemAllocationHandleType handleTypes;
+    CUmemLocation location;
+    void *win32SecurityAttributes;
+    size_t maxSize;
+    unsigned short usage;
+    unsigned char reserved[54];
+} CUmemPoolProps;
+
+typedef enum CUmemPool_attribute_enum {
+    CU_MEMPOOL_ATTR_RELEASE_THRESHOLD = 4,
+} CUmemPool_attribute;
 
 /* A strided 3-D copy (cuMemcpy3DAsync, the _v2 entry point's layout). */
 typedef struct CUDA_MEMCPY3D_st {
