@@ -222,6 +222,33 @@ void gds_cuda_restore(void *previous)
         cu->CtxSetCurrent((CUcontext)previous);
 }
 
+/* Primary contexts retained for memory that names no context, by device
+ * ordinal; kept for the process, as the CUDA runtime keeps its own. */
+#define MAX_PRIMARY 64
+static CUcontext primary[MAX_PRIMARY];
+static pthread_mutex_t primary_lock = PTHREAD_MUTEX_INITIALIZER;
+
+CUcontext gds_cuda_context_for_device(int ordinal)
+{
+    const gds_cuda_api_t *cu = __atomic_load_n(&cuda_ready, __ATOMIC_ACQUIRE);
+    if (!cu || ordinal < 0)
+        return NULL;
+    CUcontext current = NULL;
+    CUdevice dev = -1;
+    if (cu->CtxGetCurrent(&current) == CUDA_SUCCESS && current && cu->CtxGetDevice(&dev) == CUDA_SUCCESS &&
+        dev == ordinal)
+        return current;
+    if (ordinal >= MAX_PRIMARY)
+        return NULL;
+    pthread_mutex_lock(&primary_lock);
+    CUcontext ctx = primary[ordinal];
+    if (!ctx && cu->DeviceGet(&dev, ordinal) == CUDA_SUCCESS && cu->DevicePrimaryCtxRetain(&ctx, dev) != CUDA_SUCCESS)
+        ctx = NULL;
+    primary[ordinal] = ctx;
+    pthread_mutex_unlock(&primary_lock);
+    return ctx;
+}
+
 int gds_cuda_device_count(void)
 {
     const gds_cuda_api_t *cu = gds_cuda_load(NULL);

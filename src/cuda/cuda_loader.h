@@ -108,6 +108,12 @@ CUresult gds_cuda_make_current(void *ctx);
 /* Makes `ctx` current and returns the context that was (NULL if none),
  * for gds_cuda_restore; `rc` says whether the switch worked. */
 void *gds_cuda_enter(void *ctx, CUresult *rc);
+
+/* The context to use for device memory that names none (allocated from a
+ * memory pool: cudaMallocAsync, cuMemAllocFromPoolAsync): the current
+ * context when it is on device `ordinal`, else that device's primary
+ * context (retained once). NULL without CUDA or with no such device. */
+CUcontext gds_cuda_context_for_device(int ordinal);
 void gds_cuda_restore(void *previous);
 
 /* Devices visible to the process (0 without a usable driver). */

@@ -90,7 +90,9 @@ static bool classify(const void *ptr, gds_buffer_info_t *info, bool want_range, 
     else {
         return true;
     }
-    info->context = ctx;
+    /* Memory from a pool (cudaMallocAsync) belongs to no context: any
+     * context of its device can copy it. */
+    info->context = ctx ? ctx : gds_cuda_context_for_device(ordinal);
     info->device = ordinal;
     info->range_start = (uintptr_t)start;
     return true;
