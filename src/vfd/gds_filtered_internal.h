@@ -37,7 +37,7 @@
  * next batch comes off the disk at its full rate (two in flight share it,
  * and the one the GPU waits for comes later); cold reads of deflate and
  * zstd, where disk and decode are about as fast, were 7-19% faster with
- * one than with two (H200, interleaved). H5GDS_DECODE_READ_AHEAD (1 to
+ * one than with two (interleaved, on an H200 and an H100). H5GDS_DECODE_READ_AHEAD (1 to
  * STORED_BUFFERS - 1) tunes it (gds_filtered_read_ahead). */
 #define READ_AHEAD 1
 
