@@ -26,8 +26,8 @@ fsync'ed inside the clock):
 
 The h5gds reads are timed after one untimed read of the whole dataset per
 file (the GPU codecs' one-time start: nvCOMP loaded, kernels compiled; the
-process's first device buffers of a batch's size, about 0.1-0.2 s once a
-process: printed as a comment), the h5gds writes after
+process's first device buffers: 0.6-0.85 s for a process's first file on an
+H200, printed as a comment), the h5gds writes after
 one untimed write of the same data (the process's encode buffers and every
 I/O worker's pinned staging allocated). Filters: gzip-shuffle,
 zstd, lz4, bitshuffle-lz4, bitshuffle-zstd, blosc-lz4, blosc-zstd (all but
@@ -425,8 +425,9 @@ def plot(rows: list[dict[str, Any]], png: Path) -> bool:
         alone = ("nvcomp-compress", "device") if cache == "write" else ("nvcomp-decode", "device")
         label = "GPU compress alone" if cache == "write" else "GPU decode alone"
         full = series[:2] + [(label, alone[0], False)] + series[2:]
-        got = [(lab, [med(m, k, alone[1] if m == alone[0] else cache) * (ratio_for(m, k) if x else 1)
-                      for k in keys]) for lab, m, x in full]
+        got = [(lab, [med(method, k, alone[1] if method == alone[0] else cache)
+                      * (ratio_for(method, k) if times_ratio else 1) for k in keys])
+               for lab, method, times_ratio in full]
         got = [(lab, ys) for lab, ys in got if any(ys)]
         if any(lab.startswith("h5gds") for lab, _ in got):
             panels.append((title, got))
