@@ -89,6 +89,7 @@ Options and settings (environment):
   LOADER_REPEAT, LOADER_READ   bench-loader(-ab) repeats (3) and cold bytes read (512MiB)
   CKPT_ARGS            bench-checkpoint options (--states fp16 --repeat 2 --loop-repeat 1 --verify)
   COMPRESSED_ARGS      bench-compressed options
+  PYTEST_ARGS          python-tests: what pytest runs (tests), e.g. "tests/test_gpu.py -k decode"
   FILTERS              bench-compressed-c filters (gzip lz4 zstd bitshuffle-lz4 blosc-lz4)
   PROFILE_COMPRESSED_ARGS  profile-compressed options
   PROFILE_ARGS         profile-loader options (e.g. --cold, --train)
@@ -394,7 +395,8 @@ stage_python_tests() {
   x "$py" -c "import sys, h5py, numpy; print(sys.version); print('h5py', h5py.__version__, 'HDF5', h5py.version.hdf5_version)"
   x "$py" -c "import cupy; print('cupy', cupy.__version__)" || true
   x "$py" -c "import torch; print('torch', torch.__version__, torch.cuda.is_available())" || true
-  x_in python "$py" -m pytest -q -rs tests || fail "pytest"
+  # shellcheck disable=SC2086  # PYTEST_ARGS: several arguments, split on purpose
+  x_in python "$py" -m pytest -q -rs ${PYTEST_ARGS:-tests} || fail "pytest"
   note "== one libhdf5 in the process after GPU I/O"
   x "$py" -c '
 import h5gds, h5py, numpy as np, os, tempfile

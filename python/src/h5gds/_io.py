@@ -170,6 +170,12 @@ def _check_dtype(dset: h5py.Dataset, device: bool) -> np.dtype:
     return dtype
 
 
+def _device_dtype(dtype: np.dtype, device: bool) -> np.dtype:
+    """Device arrays hold native byte order only: a dataset stored
+    big-endian (say) is read into its native-endian twin, HDF5 converting."""
+    return dtype.newbyteorder("=") if device and not dtype.isnative else dtype
+
+
 def _dxpl(v: _arrays.ArrayView) -> h5p.PropDXID:
     dxpl = h5p.create(h5p.DATASET_XFER)
     # The driver orders device transfers against the legacy default stream
@@ -209,10 +215,10 @@ def read(dset: h5py.Dataset, sel: Any = (), out: Any = None, *, like: Any = None
     fspace, shape, mspace = _selection(dset, sel)
     if out is None:
         module = _arrays.resolve_module(like)
-        dtype = _check_dtype(dset, module != "numpy")
+        dtype = _device_dtype(_check_dtype(dset, module != "numpy"), module != "numpy")
         out = _arrays.empty(shape, dtype, module)
     v = _arrays.view(out, writable=True, name="out")
-    dtype = _check_dtype(dset, v.device)
+    dtype = _device_dtype(_check_dtype(dset, v.device), v.device)
     if v.dtype != dtype:
         raise TypeError(f"out has dtype {v.dtype}, the dataset {dset.name!r} has {dtype} "
                         "(device reads do not convert: pass an array of the dataset's dtype)")
