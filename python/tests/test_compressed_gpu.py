@@ -281,13 +281,38 @@ def test_gpu_compressed_writes_read_back_in_h5py(tmp_path, fname, kw, gpu):
             assert ref["x"].id.get_storage_size() < arr.nbytes, (fname, ref["x"].id.get_storage_size())
     np.testing.assert_array_equal(y[64:192], arr[64:192])
     np.testing.assert_array_equal(y[10:20, 5:50], arr[10:20, 5:50])
-    if NVCOMP is None and "zstd" not in fname:  # zstd: HDF5's CPU filter is faster (see gds_filtered.c)
+    if NVCOMP is None:  # zstd too: its chunks here (25 KB) are small enough for nvCOMP's zstd
         assert route_create == "gpu-encode", route_create
         assert route_rows == "gpu-encode", route_rows
     assert route_part != "gpu-encode"  # a part of a chunk: HDF5's pipeline
     with h5py.File(path, "r", driver="gds") as f:
         got = cupy.asnumpy(h5gds.read(f["x"], like="cupy"))
     np.testing.assert_array_equal(got, arr)
+
+
+@pytest.mark.parametrize("fname,kw,gpu", [f for f in FILTERS if "zstd" in f[0]],
+                         ids=[f[0] for f in FILTERS if "zstd" in f[0]])
+def test_zstd_writes_of_large_zstd_inputs_use_hdf5s_filter(tmp_path, fname, kw, gpu):
+    """nvCOMP's zstd compression is slow on large inputs: 1 MiB zstd chunks
+    (or bitshuffle blocks of 256 KiB) are compressed by HDF5's CPU filter,
+    8 KiB bitshuffle blocks inside the same chunks by the GPU; both read
+    back equal in h5py."""
+    hp = _hdf5plugin()
+    arr = field((512, 2048))  # 4 MiB, chunks of 1 MiB
+    cases = {"zstd": (kw, False)} if fname == "zstd" else {
+        "8KiB": (dict(**hp.Bitshuffle(cname="zstd")), True),
+        "256KiB": (dict(**hp.Bitshuffle(nelems=65536, cname="zstd")), False)}
+    path = tmp_path / "z.h5"
+    routes = {}
+    with h5py.File(path, "w", driver="gds") as f:
+        for name, (k, _) in cases.items():
+            h5gds.create_dataset(f, name, data=cupy.asarray(arr), chunks=(128, 2048), **k)
+            routes[name] = h5gds.last_route()
+    with h5py.File(path, "r") as ref:
+        for name in cases:
+            np.testing.assert_array_equal(ref[name][()], arr)
+    if NVCOMP is None:
+        assert routes == {n: "gpu-encode" if g else "host-staged" for n, (_, g) in cases.items()}, routes
 
 
 def test_gpu_compressed_write_1d_and_fill(tmp_path):

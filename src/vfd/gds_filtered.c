@@ -118,16 +118,25 @@ static bool decodes_in_place(const box_t *b, const hsize_t *cdims, const hsize_t
     return true;
 }
 
-/* nvCOMP's zstd compression ran at 0.013 GB/s in the compressed benchmark
- * (1 GiB float field, H100), 8x slower than HDF5's CPU filter: pipelines
- * that compress with zstd (alone or inside bitshuffle, cd[4] == 3) are left
- * to HDF5 until that is understood. */
+/* nvCOMP's zstd compression is fast on small inputs and slow on large ones
+ * (H200, tests/codec bench: 12 GB/s over bitshuffle's 8 KiB blocks, under
+ * 0.05 GB/s over 1 MiB chunks, where HDF5's CPU filter makes 0.1-0.2):
+ * zstd pipelines whose zstd inputs (the chunk, or bitshuffle's blocks) are
+ * larger than GDS_ZSTD_GPU_ENCODE_MAX are left to HDF5's filter. */
+enum { GDS_ZSTD_GPU_ENCODE_MAX = 64 << 10, BSHUF_DEFAULT_BLOCK_BYTES = 8192 };
+
 static bool encodes_faster_on_cpu(const gds_codec_pipeline_t *p)
 {
     for (size_t i = 0; i < p->nfilters; i++) {
         const gds_codec_filter_t *f = &p->filter[i];
-        if (f->id == GDS_FILTER_ZSTD || (f->id == GDS_FILTER_BITSHUFFLE && f->ncd > 4 && f->cd[4] == 3))
+        if (f->id == GDS_FILTER_ZSTD && p->chunk_bytes > GDS_ZSTD_GPU_ENCODE_MAX)
             return true;
+        if (f->id == GDS_FILTER_BITSHUFFLE && f->ncd > 4 && f->cd[4] == 3) {
+            /* cd[3]: elements per block (0: bitshuffle's default, about 8 KiB), cd[2]: their size */
+            size_t block = f->cd[3] ? (size_t)f->cd[3] * f->cd[2] : BSHUF_DEFAULT_BLOCK_BYTES;
+            if (block > GDS_ZSTD_GPU_ENCODE_MAX)
+                return true;
+        }
     }
     return false;
 }

@@ -71,6 +71,34 @@ static void bench_one(const char *name, const gds_codec_pipeline_t *p, data_kind
     batch_free(&b);
 }
 
+/* nvCOMP's zstd compression by the size of what it compresses: a chunk of
+ * plain zstd is one input, a bitshuffle chunk one input per block (nelems
+ * elements), a blosc chunk one per block. */
+static void bench_zstd_sizes(size_t mib)
+{
+    const size_t KB = 1 << 10;
+    const size_t sizes[] = {8 * KB, 32 * KB, 64 * KB, 128 * KB, 256 * KB, 1024 * KB};
+    char name[64];
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        gds_codec_pipeline_t p = pipe_new(sizes[i] < 256 * KB ? 1024 * KB : sizes[i], 4);
+        if (sizes[i] < 256 * KB) { /* bitshuffle blocks of this size inside 1 MiB chunks */
+            const unsigned bs[] = {0, 4, 4, (unsigned)(sizes[i] / 4), 3, 3};
+            pipe_add(&p, GDS_FILTER_BITSHUFFLE, OPT, 6, bs);
+            snprintf(name, sizeof name, "bitshuffle+zstd %zu KiB blocks", sizes[i] / KB);
+        } else {
+            pipe_add(&p, GDS_FILTER_ZSTD, OPT, 1, CD3);
+            snprintf(name, sizeof name, "zstd3 %zu KiB chunks", sizes[i] / KB);
+        }
+        bench_one(name, &p, DATA_FLOAT_FIELD, mib);
+    }
+    gds_codec_pipeline_t p = pipe_new(128 * KB, 4);
+    pipe_add(&p, GDS_FILTER_ZSTD, OPT, 1, CD3);
+    bench_one("zstd3 128 KiB chunks", &p, DATA_FLOAT_FIELD, mib);
+    p = pipe_new(64 * KB, 4);
+    pipe_add(&p, GDS_FILTER_ZSTD, OPT, 1, CD3);
+    bench_one("zstd3 64 KiB chunks", &p, DATA_FLOAT_FIELD, mib);
+}
+
 void bench(size_t mib)
 {
     gds_codec_pipeline_t p;
@@ -115,4 +143,5 @@ void bench(size_t mib)
     pipe_add(&p, GDS_FILTER_SHUFFLE, OPT, 1, CD4);
     pipe_add(&p, GDS_FILTER_DEFLATE, OPT, 1, CD4);
     bench_one("shuffle+deflate4 f32 4 MiB", &p, DATA_FLOAT_FIELD, mib);
+    bench_zstd_sizes(mib / 4 ? mib / 4 : 1);
 }
