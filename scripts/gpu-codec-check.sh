@@ -3,7 +3,7 @@
 # the codec and its tests as a project of their own (tests/codec), runs the
 # unit tests, the GPU test, the chunks h5py + hdf5plugin wrote (fixtures,
 # when present) and the throughput bench.
-#   bash scripts/gpu-codec-check.sh [--bench MiB] [--no-selftest]
+#   bash scripts/gpu-codec-check.sh [--bench MiB (0: none)] [--no-selftest]
 # nvCOMP: $H5GDS_NVCOMP_LIB, else .device-carry/nvcomp/libnvcomp.so.6, else
 # the system's. Fixtures (made where h5py + hdf5plugin are installed):
 #   python3 tests/codec/h5_fixtures.py make build/codec-fixtures

@@ -90,6 +90,7 @@ Options and settings (environment):
   CKPT_ARGS            bench-checkpoint options (--states fp16 --repeat 2 --loop-repeat 1 --verify)
   COMPRESSED_ARGS      bench-compressed options
   PYTEST_ARGS          python-tests: what pytest runs (tests), e.g. "tests/test_gpu.py -k decode"
+  CODEC_CHECK_ARGS     codec-tests: scripts/gpu-codec-check.sh's options (--bench 0: no throughput bench)
   FILTERS              bench-compressed-c filters (gzip lz4 zstd bitshuffle-lz4 blosc-lz4)
   PROFILE_COMPRESSED_ARGS  profile-compressed options
   PROFILE_ARGS         profile-loader options (e.g. --cold, --train)
@@ -414,7 +415,8 @@ stage_codec_tests() {
   if [ ! -f scripts/gpu-codec-check.sh ]; then
     note "SKIPPED: scripts/gpu-codec-check.sh is not in this checkout (the GPU codecs' tests)"; exit 4
   fi
-  x env OUT="$out" bash scripts/gpu-codec-check.sh || fail "codec tests"
+  # shellcheck disable=SC2086  # CODEC_CHECK_ARGS: several options, split on purpose
+  x env OUT="$out" bash scripts/gpu-codec-check.sh ${CODEC_CHECK_ARGS:-} || fail "codec tests"
 }
 
 stage_bench_whole() {

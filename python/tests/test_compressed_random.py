@@ -190,14 +190,15 @@ def _encodable(rng: np.random.Generator, itemsize: int) -> tuple[str, dict[str, 
         nbytes = int(rng.choice([0, 4096, 65536]))
         kw, name = dict(**hdf5plugin.LZ4(nbytes=nbytes)), f"lz4-{nbytes}"
     elif k == 2:
-        nelems = int(rng.choice([0, 64, 2048]))
-        kw, name = dict(**hdf5plugin.Bitshuffle(nelems=nelems, cname="lz4")), f"bitshuffle-lz4-{nelems}"
+        nelems = int(rng.choice([0, 64, 2048, 16384]))
+        cname = str(rng.choice(["lz4", "zstd"]))
+        kw, name = dict(**hdf5plugin.Bitshuffle(nelems=nelems, cname=cname)), f"bitshuffle-{cname}-{nelems}"
     elif k == 3:
-        cname = str(rng.choice(["lz4", "lz4hc"]))
+        cname = str(rng.choice(["lz4", "lz4hc", "zstd"]))
         kw = dict(**hdf5plugin.Blosc(cname=cname, clevel=int(rng.integers(1, 10)), shuffle=int(rng.integers(0, 3))))
         name = f"blosc-{cname}"
     else:
-        kw, name = dict(**hdf5plugin.Zstd(clevel=3)), "zstd3"  # HDF5's CPU filter on write
+        kw, name = dict(**hdf5plugin.Zstd(clevel=3)), "zstd3"  # the GPU for chunks up to 32 KiB
     if rng.random() < 0.3:
         kw["fletcher32"] = True
         name += "+fletcher32"

@@ -125,9 +125,10 @@ static int encode_plan(gds_codec_t *c, const gds_codec_pipeline_t *p, const void
             bool blosc_mid = false;
             if (s->kind == GDS_STEP_BLOSC && step_nvcomp(s, size)) {
                 blosc_mid = blosc_transforms(s);
-                if (loc == LOC_SRC && c->lz4_calign.input > 1)
+                size_t align = s->compressor == GDS_BLOSC_CODE_ZSTD ? c->zstd_calign.input : c->lz4_calign.input;
+                if (loc == LOC_SRC && align > 1)
                     for (size_t i = 0; i < n; i++)
-                        blosc_mid |= (uintptr_t)src[i] % c->lz4_calign.input != 0;
+                        blosc_mid |= (uintptr_t)src[i] % align != 0;
             }
             if (s->kind == GDS_STEP_BSHUF_LZ4 || s->kind == GDS_STEP_BSHUF_ZSTD || blosc_mid) {
                 busy[1] = g->out;

@@ -135,16 +135,9 @@ static int filter_step(const gds_codec_filter_t *f, unsigned pos, bool encode, g
         unsigned code = f->ncd > 6 ? f->cd[6] : GDS_BLOSC_CODE_BLOSCLZ;
         /* hdf5plugin's defaults where the values stop short */
         unsigned clevel = f->ncd > 4 ? f->cd[4] : 5, shuffle = f->ncd > 5 ? f->cd[5] : 1;
-        if (encode && code == GDS_BLOSC_CODE_ZSTD) {
+        if (encode && code != GDS_BLOSC_CODE_LZ4 && code != GDS_BLOSC_CODE_LZ4HC && code != GDS_BLOSC_CODE_ZSTD) {
             say(why, why_size,
-                "filter %u (blosc): zstd compression stays on the CPU (nvCOMP's zstd compression measured 8x "
-                "slower than HDF5's CPU filter; the GPU encodes blosc's lz4 and lz4hc)",
-                pos);
-            return -1;
-        }
-        if (encode && code != GDS_BLOSC_CODE_LZ4 && code != GDS_BLOSC_CODE_LZ4HC) {
-            say(why, why_size,
-                "filter %u (blosc): compressor %s has no GPU encoder (the GPU encodes blosc's lz4 and lz4hc; "
+                "filter %u (blosc): compressor %s has no GPU encoder (the GPU encodes blosc's lz4, lz4hc and zstd; "
                 "HDF5's CPU filter compresses the others)",
                 pos, gds_codec_blosc_code_name(code));
             return -1;
@@ -165,6 +158,7 @@ static int filter_step(const gds_codec_filter_t *f, unsigned pos, bool encode, g
         s->kind = GDS_STEP_BLOSC;
         s->level = (int)clevel;
         s->shuffle = shuffle;
+        s->compressor = code;
         /* decoding: the header's typesize is the one used */
         s->elem = encode ? gds_blosc_encode_typesize(f->ncd > 2 ? f->cd[2] : 0) : f->ncd > 2 && f->cd[2] ? f->cd[2] : 1;
         return 0;
@@ -319,10 +313,17 @@ static bool blosc_splits(size_t typesize, size_t bs)
     return typesize <= GDS_BLOSC_MAX_SPLITS && bs / typesize >= GDS_BLOSC_MIN_BUFFERSIZE;
 }
 
+/* zstd blocks are written whole (DONT_SPLIT, as c-blosc does), and no
+ * larger than GDS_BLOSC_ENCODE_ZSTD_BLOCK: nvCOMP's zstd compression is
+ * fast on inputs of up to 32 KiB only */
+static bool blosc_encodes_zstd(const gds_codec_step_t *s) { return s->compressor == GDS_BLOSC_CODE_ZSTD; }
+
 size_t gds_blosc_encode_blocksize(const gds_codec_step_t *s, size_t in)
 {
     size_t ts = s->elem ? s->elem : 1, group = 8 * ts;
-    size_t bs = ts <= GDS_BLOSC_MAX_SPLITS ? ts * GDS_BLOSC_ENCODE_STREAM : GDS_BLOSC_ENCODE_STREAM / group * group;
+    size_t bs = blosc_encodes_zstd(s)           ? GDS_BLOSC_ENCODE_ZSTD_BLOCK / group * group
+                : ts <= GDS_BLOSC_MAX_SPLITS ? ts * GDS_BLOSC_ENCODE_STREAM
+                                             : GDS_BLOSC_ENCODE_STREAM / group * group;
     size_t whole = in / group * group;
     if (bs > whole)
         bs = whole;
@@ -331,12 +332,12 @@ size_t gds_blosc_encode_blocksize(const gds_codec_step_t *s, size_t in)
 
 unsigned gds_blosc_encode_flags(const gds_codec_step_t *s, size_t bs)
 {
-    unsigned flags = (unsigned)GDS_BLOSC_FORMAT_LZ4 << 5;
+    unsigned flags = (unsigned)(blosc_encodes_zstd(s) ? GDS_BLOSC_FORMAT_ZSTD : GDS_BLOSC_FORMAT_LZ4) << 5;
     if (s->shuffle == 1)
         flags |= GDS_BLOSC_DOSHUFFLE;
     else if (s->shuffle == 2)
         flags |= GDS_BLOSC_DOBITSHUFFLE;
-    if (!blosc_splits(s->elem ? s->elem : 1, bs))
+    if (blosc_encodes_zstd(s) || !blosc_splits(s->elem ? s->elem : 1, bs))
         flags |= GDS_BLOSC_DONT_SPLIT;
     return flags;
 }
@@ -349,7 +350,7 @@ bool gds_blosc_encode_memcpy_only(const gds_codec_step_t *s, size_t in)
 void gds_blosc_encode_streams(const gds_codec_step_t *s, size_t in, size_t *nstreams, size_t *longest)
 {
     size_t bs = gds_blosc_encode_blocksize(s, in), ts = s->elem ? s->elem : 1;
-    size_t ns = blosc_splits(ts, bs) ? ts : 1, nfull = in / bs, last = in % bs;
+    size_t ns = !blosc_encodes_zstd(s) && blosc_splits(ts, bs) ? ts : 1, nfull = in / bs, last = in % bs;
     *nstreams = nfull * ns + (last ? 1 : 0);
     *longest = nfull ? bs / ns : 0;
     if (last > *longest)

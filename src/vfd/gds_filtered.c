@@ -118,12 +118,13 @@ static bool decodes_in_place(const box_t *b, const hsize_t *cdims, const hsize_t
     return true;
 }
 
-/* nvCOMP's zstd compression is fast on small inputs and slow on large ones
- * (H200, tests/codec bench: 12 GB/s over bitshuffle's 8 KiB blocks, under
- * 0.05 GB/s over 1 MiB chunks, where HDF5's CPU filter makes 0.1-0.2):
+/* nvCOMP's zstd compression is fast on small inputs and slow from 64 KiB
+ * on (H200, tests/codec bench, 1 MiB chunks of a float field: 11.5-11.7
+ * GB/s over inputs of 8-32 KiB, 0.1-0.2 over 64-128 KiB, under 0.05 over
+ * 64 KiB-1 MiB chunks of plain zstd; HDF5's CPU filter makes 0.1-0.25):
  * zstd pipelines whose zstd inputs (the chunk, or bitshuffle's blocks) are
  * larger than GDS_ZSTD_GPU_ENCODE_MAX are left to HDF5's filter. */
-enum { GDS_ZSTD_GPU_ENCODE_MAX = 64 << 10, BSHUF_DEFAULT_BLOCK_BYTES = 8192 };
+enum { GDS_ZSTD_GPU_ENCODE_MAX = 32 << 10, BSHUF_DEFAULT_BLOCK_BYTES = 8192 };
 
 static bool encodes_faster_on_cpu(const gds_codec_pipeline_t *p)
 {

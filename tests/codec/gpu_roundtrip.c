@@ -44,7 +44,7 @@ static void decode_case(const char *name, const gds_codec_pipeline_t *p, data_ki
 /* ---- encode: GPU -> CPU reference decoding, and GPU decoding ---- */
 
 /* A GPU-encoded blosc chunk (a pipeline of blosc alone) as the encoder
- * writes it: c-blosc 1.x's header (version 2, LZ4's format, the typesize,
+ * writes it: c-blosc 1.x's header (version 2, LZ4's or zstd's format, the typesize,
  * the chunk's size, cbytes the stored size); random data, clevel 0 and
  * chunks under 128 bytes MEMCPYED (or the optional filter skipped), sparse
  * labels compressed. */
@@ -60,7 +60,8 @@ static bool blosc_frame_ok(const gds_codec_pipeline_t *p, CUdeviceptr enc, size_
     GPU_OK(cu->MemcpyDtoH(h, enc, 16));
     unsigned ts = p->filter[0].cd[2] && p->filter[0].cd[2] <= 255 ? p->filter[0].cd[2] : 1;
     bool memcpyed = (h[2] & GDS_BLOSC_MEMCPYED) != 0;
-    bool ok = h[0] == 2 && h[1] == 1 && h[2] >> 5 == GDS_BLOSC_FORMAT_LZ4 && h[3] == ts && get_le32(h + 4) == nbytes &&
+    unsigned format = p->filter[0].cd[6] == 5 /* c-blosc's zstd */ ? GDS_BLOSC_FORMAT_ZSTD : GDS_BLOSC_FORMAT_LZ4;
+    bool ok = h[0] == 2 && h[1] == 1 && h[2] >> 5 == format && h[3] == ts && get_le32(h + 4) == nbytes &&
               get_le32(h + 12) == bytes && get_le32(h + 8) <= nbytes;
     if (kind == DATA_RANDOM || nbytes < 128 || p->filter[0].cd[4] == 0)
         ok = ok && memcpyed && bytes == nbytes + 16;
@@ -358,6 +359,24 @@ void roundtrip_tests(void)
     p = pipe_new(200000, 1);
     pipe_add(&p, GDS_FILTER_BLOSC, 0, 7, bl_lz4_1);
     encode_case("blosc lz4 random u8, mandatory", &p, DATA_RANDOM, 3, false);
+    /* blosc zstd: whole blocks of up to 32 KiB, never split */
+    const unsigned bl_zstd_shuf4[] = {2, 2, 4, 0, 5, 1, 5}, bl_zstd_bit3_c9[] = {2, 2, 3, 0, 9, 2, 5};
+    const unsigned bl_zstd_none8[] = {2, 2, 8, 0, 1, 0, 5};
+    p = pipe_new(MB, 4);
+    pipe_add(&p, GDS_FILTER_BLOSC, OPT, 7, bl_zstd_shuf4);
+    encode_case("blosc zstd shuffle f32", &p, DATA_FLOAT_FIELD, 8, false);
+    p = pipe_new(3001 * 3, 3);
+    pipe_add(&p, GDS_FILTER_BLOSC, OPT, 7, bl_zstd_bit3_c9);
+    encode_case("blosc zstd bitshuffle 3-byte elements", &p, DATA_IMAGE_U8, 4, false);
+    p = pipe_new(333 * 61 * 8, 8);
+    pipe_add(&p, GDS_FILTER_BLOSC, OPT, 7, bl_zstd_none8);
+    encode_case("blosc zstd noshuffle f64 partial", &p, DATA_DOUBLE_FIELD, 6, false);
+    p = pipe_new(300000, 4);
+    pipe_add(&p, GDS_FILTER_BLOSC, 0, 7, bl_zstd_shuf4);
+    encode_case("blosc zstd random, mandatory (memcpyed)", &p, DATA_RANDOM, 4, false);
+    p = pipe_new(700001 * 4, 4);
+    pipe_add(&p, GDS_FILTER_BLOSC, OPT, 7, bl_zstd_shuf4);
+    encode_case("blosc zstd shuffle i32 2.7 MiB", &p, DATA_SPARSE_INT, 3, false);
     p = pipe_new(256 * 1024, 8);
     pipe_add(&p, GDS_FILTER_BLOSC, OPT, 7, bl_lz4_shuf8_c0);
     encode_case("blosc lz4 clevel 0 (skipped)", &p, DATA_DOUBLE_FIELD, 3, true);

@@ -67,17 +67,16 @@ static void test_can_decode(void)
         CHECK_MSG(gds_codec_can_encode(&p, NULL, 0), "filter %u", good[i].id);
     }
 
-    /* blosc: lz4, lz4hc and zstd (cd_values[6]) decode on the GPU, lz4 and
-     * lz4hc encode (zstd's compression stays on the CPU: nvCOMP's measured
-     * 8x slower); the others are named, so the caller's message says what
-     * sends them to the CPU */
+    /* blosc: lz4, lz4hc and zstd (cd_values[6]) decode and encode on the
+     * GPU; the others are named, so the caller's message says what sends
+     * them to the CPU */
     const struct {
         unsigned code;
         bool gpu, encode;
         const char *name, *encode_why;
     } blosc[] = {{0, false, false, "blosclz", "no GPU encoder"}, {1, true, true, "lz4", NULL},
                  {2, true, true, "lz4hc", NULL},                 {3, false, false, "snappy", "no GPU encoder"},
-                 {4, false, false, "zlib", "no GPU encoder"},    {5, true, false, "zstd", "8x slower"},
+                 {4, false, false, "zlib", "no GPU encoder"},    {5, true, true, "zstd", NULL},
                  {9, false, false, "unknown", "no GPU encoder"}};
     for (size_t i = 0; i < sizeof blosc / sizeof blosc[0]; i++)
         for (unsigned shuffle = 0; shuffle <= 2; shuffle++) {
@@ -767,6 +766,16 @@ static void test_blosc_encode_plan(void)
     CHECK(gds_blosc_encode_blocksize(&s, MB) == 65536 / 136 * 136);
     CHECK(gds_blosc_encode_flags(&s, 65416) ==
           (GDS_BLOSC_DOBITSHUFFLE | GDS_BLOSC_DONT_SPLIT | (GDS_BLOSC_FORMAT_LZ4 << 5)));
+    /* zstd: whole blocks of at most 32 KiB (nvCOMP's zstd compression is
+     * slow on larger inputs), never split, zstd's format in the flags */
+    s = blosc_step(4, 5, 1, 5, false, MB);
+    CHECK(s.compressor == GDS_BLOSC_CODE_ZSTD && gds_blosc_encode_blocksize(&s, MB) == 32768);
+    CHECK(gds_blosc_encode_flags(&s, 32768) ==
+          (GDS_BLOSC_DOSHUFFLE | GDS_BLOSC_DONT_SPLIT | (GDS_BLOSC_FORMAT_ZSTD << 5)));
+    gds_blosc_encode_streams(&s, MB + 100, &nstreams, &longest);
+    CHECK(nstreams == 33 && longest == 32768);
+    s = blosc_step(12, 5, 2, 5, false, MB); /* blocks of whole groups of 8 elements */
+    CHECK(gds_blosc_encode_blocksize(&s, MB) == 32768 / 96 * 96);
     s = blosc_step(300, 5, 0, 1, false, MB); /* c-blosc's typesize for more than 255 bytes: 1 */
     CHECK(s.elem == 1 && gds_blosc_encode_blocksize(&s, MB) == 65536 && gds_blosc_encode_flags(&s, 65536) == 0x20);
     s = blosc_step(0, 5, 0, 1, false, MB);
