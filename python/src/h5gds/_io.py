@@ -207,7 +207,8 @@ def read(dset: h5py.Dataset, sel: Any = (), out: Any = None, *, like: Any = None
 
     ``sel``: h5py-style selection (ints, slices with steps, Ellipsis, ...).
     ``out``: an array to fill (CuPy, torch, ``__cuda_array_interface__``,
-    DLPack or numpy); its dtype must be the dataset's and its shape the
+    DLPack or numpy); its dtype must be the dataset's (in native byte order
+    for device arrays: a big-endian dataset is converted) and its shape the
     selection's. Without ``out`` a new array is returned, of the library
     ``like`` names ("cupy", "torch", "numpy", a module or an array; default:
     :func:`h5gds.set_array_module`, else CuPy/torch on a GPU, else numpy)."""
@@ -281,9 +282,10 @@ def create_dataset(group: h5py.Group, name: str, data: Any = None, *, shape: Any
     allocation, the chunk cache off for chunked datasets (so chunks go
     straight to the driver), then ``data`` (device or host) written with
     :func:`write`. Other keywords go to h5py: with ``compression=`` (gzip,
-    or hdf5plugin's Zstd, LZ4, Bitshuffle), ``shuffle``, ``fletcher32``,
+    or hdf5plugin's Zstd, LZ4, Bitshuffle, Blosc), ``shuffle``, ``fletcher32``,
     device data of whole chunks is compressed on the GPU (route
-    ``gpu-encode``, nvCOMP); other filters are applied by HDF5 on the CPU."""
+    ``gpu-encode``, nvCOMP; zstd where its inputs are at most 32 KiB); other
+    filters are applied by HDF5 on the CPU."""
     if not isinstance(group, h5py.Group):
         raise TypeError(f"expected an h5py.Group or File, not {type(group).__name__}")
     if data is not None:
