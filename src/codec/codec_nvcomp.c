@@ -27,6 +27,10 @@ int gds_codec_nvcomp_decompress(gds_codec_t *c, gds_step_kind_t kind, size_t ne,
     gds_nvcomp_lz4_dopts_t ld = {0};
     gds_nvcomp_zstd_dopts_t zd = {0};
     bool lz4 = step_lz4(kind), zstd = step_zstd(kind);
+    /* no entries (bitshuffle chunks of fewer than 8 elements are all
+     * leftover bytes): nothing for nvCOMP, which refuses an empty batch */
+    if (ne == 0)
+        return run ? 0 : gds_codec_entries_reserve(c, 0, 0, extra, s, em, extra_at, st);
     if (!run) {
         r = lz4    ? nv->lz4.DecompressGetTempSize(ne, max_out, ld, &temp, total_out, s)
             : zstd ? nv->zstd.DecompressGetTempSize(ne, max_out, zd, &temp, total_out, s)
@@ -93,6 +97,12 @@ int gds_codec_compress_sizes(gds_codec_t *c, const gds_codec_step_t *s, size_t n
     gds_nvcomp_lz4_copts_t lc;
     gds_nvcomp_zstd_copts_t zc;
     compress_opts(s, &dc, &lc, &zc);
+    if (ne == 0 || max_in == 0) { /* nothing to compress (bitshuffle's chunks under 8 elements) */
+        *max_out = 0;
+        if (temp)
+            *temp = 0;
+        return 0;
+    }
     const gds_nvcomp_api_t *nv = c->nv;
     gds_nvcomp_status_t r;
     if (compresses_lz4(s))
@@ -121,6 +131,8 @@ int gds_codec_compress_sizes(gds_codec_t *c, const gds_codec_step_t *s, size_t n
 int gds_codec_nvcomp_compress(gds_codec_t *c, const gds_codec_step_t *s, size_t ne, size_t max_in,
                               entries_mem_t *em, CUstream stream, gds_status_t *st)
 {
+    if (ne == 0) /* nothing to compress (bitshuffle's chunks under 8 elements); nvCOMP refuses empty batches */
+        return 0;
     gds_nvcomp_deflate_copts_t dc;
     gds_nvcomp_lz4_copts_t lc;
     gds_nvcomp_zstd_copts_t zc;

@@ -210,6 +210,14 @@ void roundtrip_tests(void)
     const unsigned bs_zstd[] = {0, 4, 8, 0, 3, 5};
     pipe_add(&p, GDS_FILTER_BITSHUFFLE, OPT, 6, bs_zstd);
     decode_case("bitshuffle+zstd f64 (leftover)", &p, DATA_DOUBLE_FIELD, 6, NULL);
+    /* chunks of fewer than 8 elements: no block to compress, all leftover
+     * (nvCOMP is not called: it refuses an empty batch) */
+    p = pipe_new(5 * 8, 8);
+    pipe_add(&p, GDS_FILTER_BITSHUFFLE, OPT, 6, bs_zstd);
+    decode_case("bitshuffle+zstd 5 f64 (leftover only)", &p, DATA_DOUBLE_FIELD, 7, NULL);
+    p = pipe_new(3 * 4, 4);
+    pipe_add(&p, GDS_FILTER_BITSHUFFLE, OPT, 5, bs_lz4);
+    decode_case("bitshuffle+lz4 3 f32 (leftover only)", &p, DATA_FLOAT_FIELD, 5, NULL);
     p = pipe_new(2 * MB, 2);
     const unsigned bs_lz4_2[] = {0, 4, 2, 1024, 2};
     pipe_add(&p, GDS_FILTER_BITSHUFFLE, OPT, 5, bs_lz4_2);
@@ -314,6 +322,12 @@ void roundtrip_tests(void)
     p = pipe_new(333 * 61 * 8, 8);
     pipe_add(&p, GDS_FILTER_BITSHUFFLE, OPT, 6, bs_zstd);
     encode_case("bitshuffle+zstd", &p, DATA_DOUBLE_FIELD, 4, false);
+    p = pipe_new(5 * 8, 8); /* fewer than 8 elements: nothing for nvCOMP */
+    pipe_add(&p, GDS_FILTER_BITSHUFFLE, 0, 6, bs_zstd);
+    encode_case("bitshuffle+zstd 5 f64 (leftover only)", &p, DATA_DOUBLE_FIELD, 6, false);
+    p = pipe_new(7 * 4, 4);
+    pipe_add(&p, GDS_FILTER_BITSHUFFLE, 0, 5, bs_lz4);
+    encode_case("bitshuffle+lz4 7 f32 (leftover only)", &p, DATA_FLOAT_FIELD, 3, false);
     p = pipe_new(300 * 301 * 4, 4);
     pipe_add(&p, GDS_FILTER_BITSHUFFLE, OPT, 3, bs_plain);
     encode_case("bitshuffle (no compression)", &p, DATA_SPARSE_INT, 4, false);
