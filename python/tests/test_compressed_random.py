@@ -9,6 +9,7 @@ case that reproduces (``-k case_17``)."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import h5py
@@ -21,9 +22,11 @@ from support import nvcomp_missing
 hdf5plugin = pytest.importorskip("hdf5plugin")
 
 NVCOMP = nvcomp_missing()
-READ_CASES = 300
-HOST_READ_CASES = 40  # without a GPU: the same cases into numpy arrays
-WRITE_CASES = 100
+# H5GDS_TEST_CASES_SCALE=10 draws ten times as many cases (a longer hunt)
+SCALE = max(1, int(os.environ.get("H5GDS_TEST_CASES_SCALE", "1") or 1))
+READ_CASES = 300 * SCALE
+HOST_READ_CASES = 40 * SCALE  # without a GPU: the same cases into numpy arrays
+WRITE_CASES = 100 * SCALE
 DTYPES = ["u1", "i1", "u2", "i2", "u4", "i4", "u8", "i8", "f2", "f4", "f8", ">f4", ">i2", "c8"]
 
 
