@@ -118,6 +118,27 @@ def test_selections_and_ranks(tmp_path):
     assert route != "gpu-decode"
 
 
+@pytest.mark.parametrize("level,chunk", [(19, 517460), (22, 1 << 20), (19, 65536), (19, 16384)])
+def test_zstd_frames_dense_in_sequences(tmp_path, level, chunk):
+    """Valid zstd frames with about one sequence per 3 bytes (3-byte tokens
+    of a 256-token alphabet, high levels) overran the scratch nvCOMP's
+    decoder asks for and lost the CUDA context; they decode with the scratch
+    the library gives it, alone (one chunk) and in a batch."""
+    hp = _hdf5plugin()
+    if hp is None:
+        pytest.skip("hdf5plugin is not installed")
+    rng = np.random.default_rng(3 * 1000 + 256 + level)
+    tokens = rng.integers(0, 256, (256, 3), dtype=np.uint8)
+    n = chunk * 2
+    arr = tokens[rng.integers(0, 256, n // 3 + 1)].reshape(-1)[:n].copy()
+    path = tmp_path / "z.h5"
+    with h5py.File(path, "w") as f:
+        f.create_dataset("x", data=arr, chunks=(chunk,), **hp.Zstd(clevel=level))
+    _read_and_compare(path, "x", (slice(0, chunk),), True)
+    _read_and_compare(path, "x", (), True)
+    assert cupy.asnumpy(cupy.arange(3)).tolist() == [0, 1, 2]  # the context is alive
+
+
 def test_unwritten_chunks_read_as_fill_value(tmp_path):
     path = tmp_path / "fill.h5"
     with h5py.File(path, "w") as f:

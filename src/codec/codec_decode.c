@@ -425,7 +425,8 @@ static size_t decode_batch_size(gds_codec_t *c, const decode_ctx_t *x, const siz
             if (step_lz4(comp->kind))
                 c->nv->lz4.DecompressGetTempSize(ne, block, ld, &temp, m * expect, NULL);
             else if (step_zstd(comp->kind) || comp->kind == GDS_STEP_BLOSC) /* blosc: zstd's, the larger */
-                c->nv->zstd.DecompressGetTempSize(ne, block, zd, &temp, m * expect, NULL);
+                c->nv->zstd.DecompressGetTempSize(ne, block * GDS_ZSTD_SCRATCH_FACTOR, zd, &temp,
+                                                  m * expect * GDS_ZSTD_SCRATCH_FACTOR, NULL);
             else
                 c->nv->deflate.DecompressGetTempSize(ne, block, dd, &temp, m * expect, NULL);
             temp += ne * (6 * 8 + sizeof(gds_kentry_t));

@@ -161,6 +161,16 @@ static inline unsigned parts_for(size_t bytes)
 static inline unsigned blocks_for(size_t threads) { return (unsigned)((threads + THREADS - 1) / THREADS); }
 
 static inline bool step_lz4(gds_step_kind_t k) { return k == GDS_STEP_LZ4 || k == GDS_STEP_BSHUF_LZ4; }
+/* nvCOMP 6's zstd decoder asks for scratch of about 3x the decoded bytes
+ * and overruns it on valid frames dense in sequences (about one per 3
+ * bytes; or many small blocks, as zstd's level 19 writes for some data):
+ * it prints "scratch buffer allocation exceeded" and the CUDA context is
+ * lost. It is asked for the scratch of twice the decoded bytes, which
+ * decoded every frame that overran it (16 KiB-1 MiB chunks; extra scratch
+ * of a fixed 256 KiB per chunk did not, for 1 MiB chunks: results
+ * 2026-11-26-h100-zstd-writes, zstd-scratch.txt). */
+#define GDS_ZSTD_SCRATCH_FACTOR 2
+
 static inline bool step_zstd(gds_step_kind_t k) { return k == GDS_STEP_ZSTD || k == GDS_STEP_BSHUF_ZSTD; }
 
 /* The error code of a step (its position; GDS_KERR_* added). */

@@ -6,7 +6,6 @@
  */
 #include "codec_internal.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 static const char *nvcomp_text(const gds_codec_t *c, gds_nvcomp_status_t s)
@@ -33,13 +32,9 @@ int gds_codec_nvcomp_decompress(gds_codec_t *c, gds_step_kind_t kind, size_t ne,
     if (ne == 0)
         return run ? 0 : gds_codec_entries_reserve(c, 0, 0, extra, s, em, extra_at, st);
     if (!run) {
-        const char *scale_env = zstd ? getenv("H5GDS_ZSTD_TEMP_SCALE") : NULL; /* probe: more scratch */
-        size_t scale = scale_env && atoi(scale_env) > 1 ? (size_t)atoi(scale_env) : 1;
-        const char *slack_env = zstd ? getenv("H5GDS_ZSTD_TEMP_SLACK_KIB") : NULL;
-        size_t slack = slack_env && atoi(slack_env) > 0 ? (size_t)atoi(slack_env) << 10 : 0;
         r = lz4    ? nv->lz4.DecompressGetTempSize(ne, max_out, ld, &temp, total_out, s)
-            : zstd ? nv->zstd.DecompressGetTempSize(ne, max_out * scale + slack, zd, &temp,
-                                                    total_out * scale + ne * slack, s)
+            : zstd ? nv->zstd.DecompressGetTempSize(ne, max_out * GDS_ZSTD_SCRATCH_FACTOR, zd, &temp,
+                                                    total_out * GDS_ZSTD_SCRATCH_FACTOR, s)
                    : nv->deflate.DecompressGetTempSize(ne, max_out, dd, &temp, total_out, s);
         if (r != GDS_NVCOMP_SUCCESS) {
             gds_status_set(st, 0, "GPU codec: nvCOMP temp size for %zu chunks of %zu bytes: %s", ne, max_out,
