@@ -1,7 +1,7 @@
 """Which extra scratch makes nvCOMP's zstd decode the frames that overflowed it."""
 import os, subprocess, sys, itertools, shutil
 import numpy as np, h5py, hdf5plugin
-files = ["/tmp/w/.device-carry/c2005.h5"]
+files = sys.argv[1:]  # e.g. the file of random case 2005 (test_compressed_random.py, H5GDS_TEST_CASES_SCALE=8)
 for k, alpha, level, chunk in [(3, 256, 19, 517460), (3, 256, 22, 1 << 20), (3, 256, 19, 65536), (3, 256, 19, 16384)]:
     rng = np.random.default_rng(k * 1000 + alpha + level)
     toks = rng.integers(0, 256, (alpha, k), dtype=np.uint8)
