@@ -60,7 +60,13 @@ enum kernel_id {
 #define MAX_BATCH 16384u   /* chunks per sub-batch (the grid's y dimension) */
 #define NARENAS 4
 #define SLOT_ALIGN 256u
-#define DEFAULT_TEMP_BUDGET ((size_t)1 << 30)
+/* Device memory a sub-batch's temporaries may take (H5GDS_CODEC_TEMP_MIB):
+ * 2 GiB lets zstd decode 256 chunks of 1 MiB at once (nvCOMP's scratch is
+ * 6x the decoded bytes, GDS_ZSTD_SCRATCH_FACTOR), 1 GiB only 128: warm zstd
+ * reads 6.7-7.4 GB/s against 4.6-5.1 on an H100 (results
+ * 2026-11-26-h100-zstd-writes, zstd-budget-*). The other codecs stay well
+ * under 1 GiB. */
+#define DEFAULT_TEMP_BUDGET ((size_t)2 << 30)
 
 enum { LOC_SRC = -1, LOC_DST = -2 };
 
