@@ -358,8 +358,8 @@ def _cupy() -> Any:
     return cupy
 
 
-# compressions the GPU encodes (zstd of 4 MiB chunks is left to HDF5's CPU filter: gds_filtered.c,
-# encodes_faster_on_cpu)
+# compressions the GPU encodes (zstd of 4 MiB chunks is left to HDF5's CPU filter: codec_plan.c,
+# gds_codec_encodes_slowly)
 GPU_ENCODED = {"gzip", "lz4", "bitshuffle-lz4"}
 
 

@@ -78,8 +78,8 @@ static void compress_opts(const gds_codec_step_t *s, gds_nvcomp_deflate_copts_t 
     lc->bitshuffle_mode = GDS_NVCOMP_BITSHUFFLE_NONE;
 }
 
-/* The compressor of an encoding step: blosc's encoder writes LZ4 streams
- * (for lz4 and lz4hc alike). */
+/* The compressor of an encoding step: blosc's encoder writes zstd streams
+ * for zstd, LZ4 streams for lz4 and lz4hc alike. */
 static bool compresses_zstd(const gds_codec_step_t *s)
 {
     return step_zstd(s->kind) || (s->kind == GDS_STEP_BLOSC && s->compressor == GDS_BLOSC_CODE_ZSTD);

@@ -37,7 +37,8 @@ typedef struct gds_codec_step {
     bool verify;    /* fletcher32: checked on read (not H5Z_FLAG_SKIP_EDC) */
     unsigned shuffle; /* blosc: 0 none, 1 byte, 2 bit shuffle (cd_values[5]); elem is its typesize, level its
                          clevel */
-    unsigned compressor; /* blosc, encoding: c-blosc's compressor code (GDS_BLOSC_CODE_*, cd_values[6]) */
+    unsigned compressor; /* blosc: the pipeline's c-blosc compressor code (GDS_BLOSC_CODE_*, cd_values[6]), the
+                            one the encoder writes (decoding goes by each chunk's header) */
 } gds_codec_step_t;
 
 #define GDS_SIZE_UNKNOWN ((size_t)-1)
@@ -60,6 +61,8 @@ typedef struct gds_codec_step {
  * of typesize x 64 KiB split in typesize streams where c-blosc splits (see
  * gds_blosc_encode_blocksize), else 64 KiB. */
 #define GDS_BLOSC_ENCODE_STREAM (64u << 10)
+/* The block the encoder writes for blosc's zstd, whole (never split):
+ * nvCOMP's zstd compression is fast on inputs of up to 32 KiB only. */
 #define GDS_BLOSC_ENCODE_ZSTD_BLOCK (32u << 10)
 /* c-blosc's smallest buffer to compress (MIN_BUFFERSIZE); smaller ones it memcpys */
 #define GDS_BLOSC_MIN_COMPRESS 128u

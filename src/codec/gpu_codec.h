@@ -63,9 +63,14 @@ typedef struct gds_codec_pipeline {
 bool gds_codec_can_decode(const gds_codec_pipeline_t *p, char *why, size_t why_size);
 bool gds_codec_can_encode(const gds_codec_pipeline_t *p, char *why, size_t why_size);
 
+/* Whether encoding p on the GPU is slower than HDF5's CPU filter would be:
+ * nvCOMP's zstd compression is fast on inputs of up to 32 KiB only (the
+ * chunk for zstd alone, a block inside bitshuffle or blosc). */
+bool gds_codec_encodes_slowly(const gds_codec_pipeline_t *p);
+
 /* One per CUDA context: nvCOMP entry points, the NVRTC-compiled module,
  * cached temporary memory (kept until close; a sub-batch's arenas and
- * nvCOMP memory stay within H5GDS_CODEC_TEMP_MIB, default 1024). Calls on
+ * nvCOMP memory stay within H5GDS_CODEC_TEMP_MIB, default 2048). Calls on
  * one codec are serialised (a lock). H5GDS_CODEC_DEBUG=1 prints each call's
  * batching to stderr; H5GDS_NVCOMP_LIB names the nvCOMP library to load. */
 typedef struct gds_codec gds_codec_t;

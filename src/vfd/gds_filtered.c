@@ -118,30 +118,6 @@ static bool decodes_in_place(const box_t *b, const hsize_t *cdims, const hsize_t
     return true;
 }
 
-/* nvCOMP's zstd compression is fast on small inputs and slow from 64 KiB
- * on (H200, tests/codec bench, 1 MiB chunks of a float field: 11.5-11.7
- * GB/s over inputs of 8-32 KiB, 0.1-0.2 over 64-128 KiB, under 0.05 over
- * 64 KiB-1 MiB chunks of plain zstd; HDF5's CPU filter makes 0.1-0.25):
- * zstd pipelines whose zstd inputs (the chunk, or bitshuffle's blocks) are
- * larger than GDS_ZSTD_GPU_ENCODE_MAX are left to HDF5's filter. */
-enum { GDS_ZSTD_GPU_ENCODE_MAX = 32 << 10, BSHUF_DEFAULT_BLOCK_BYTES = 8192 };
-
-static bool encodes_faster_on_cpu(const gds_codec_pipeline_t *p)
-{
-    for (size_t i = 0; i < p->nfilters; i++) {
-        const gds_codec_filter_t *f = &p->filter[i];
-        if (f->id == GDS_FILTER_ZSTD && p->chunk_bytes > GDS_ZSTD_GPU_ENCODE_MAX)
-            return true;
-        if (f->id == GDS_FILTER_BITSHUFFLE && f->ncd > 4 && f->cd[4] == 3) {
-            /* cd[3]: elements per block (0: bitshuffle's default, about 8 KiB), cd[2]: their size */
-            size_t block = f->cd[3] ? (size_t)f->cd[3] * f->cd[2] : BSHUF_DEFAULT_BLOCK_BYTES;
-            if (block > GDS_ZSTD_GPU_ENCODE_MAX)
-                return true;
-        }
-    }
-    return false;
-}
-
 /* A write box covers whole chunks: it starts on chunk boundaries and ends
  * on one or at the dataset's extent (direct chunk writes replace whole
  * chunks; a partly covered chunk would need its old contents). */
@@ -202,7 +178,7 @@ static int filtered_io(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_s
                 break;
             char why[256];
             if (write ? !gds_codec_can_encode(&s.pipe, why, sizeof why) || !covers_whole_chunks(&s) ||
-                            encodes_faster_on_cpu(&s.pipe)
+                            gds_codec_encodes_slowly(&s.pipe)
                       : !gds_codec_can_decode(&s.pipe, why, sizeof why))
                 break;
             result = 1;

@@ -743,6 +743,39 @@ static gds_codec_step_t blosc_step(unsigned ts, unsigned clevel, unsigned shuffl
     return s;
 }
 
+/* Which pipelines the GPU would encode more slowly than HDF5's filter:
+ * zstd inputs (a plain chunk, a bitshuffle or blosc block) over 32 KiB. */
+static void test_encodes_slowly(void)
+{
+    gds_codec_pipeline_t p = pipeline(32 << 10, 4);
+    pipe_add(&p, GDS_FILTER_ZSTD, 1, 1, CD_ZSTD3);
+    CHECK(!gds_codec_encodes_slowly(&p)); /* a 32 KiB chunk */
+    p = pipeline((32 << 10) + 4, 4);
+    pipe_add(&p, GDS_FILTER_SHUFFLE, 0, 1, CD_SHUF4);
+    pipe_add(&p, GDS_FILTER_ZSTD, 1, 1, CD_ZSTD3);
+    CHECK(gds_codec_encodes_slowly(&p));
+    p = pipeline(1 << 20, 4);
+    pipe_add(&p, GDS_FILTER_BITSHUFFLE, 1, 6, CD_BS_ZSTD); /* the default block: 8 KiB */
+    CHECK(!gds_codec_encodes_slowly(&p));
+    const unsigned bs_8k_elems[] = {0, 4, 4, 8192, 3, 5}, bs_16k_elems[] = {0, 4, 4, 16384, 3, 5};
+    p = pipeline(1 << 20, 4);
+    pipe_add(&p, GDS_FILTER_BITSHUFFLE, 1, 6, bs_8k_elems); /* 32 KiB blocks */
+    CHECK(!gds_codec_encodes_slowly(&p));
+    p = pipeline(1 << 20, 4);
+    pipe_add(&p, GDS_FILTER_BITSHUFFLE, 1, 6, bs_16k_elems); /* 64 KiB blocks */
+    CHECK(gds_codec_encodes_slowly(&p));
+    const unsigned blosc_zstd[] = {2, 2, 4, 1 << 20, 5, 1, 5};
+    p = pipeline(1 << 20, 4);
+    pipe_add(&p, GDS_FILTER_BLOSC, 1, 7, blosc_zstd); /* the encoder's 32 KiB blocks */
+    CHECK(!gds_codec_encodes_slowly(&p));
+    p = pipeline(4 << 20, 4);
+    pipe_add(&p, GDS_FILTER_LZ4, 1, 1, CD_LZ4_0);
+    CHECK(!gds_codec_encodes_slowly(&p));
+    p = pipeline(1 << 20, 4);
+    pipe_add(&p, 4 /* szip: no GPU codec at all, so not "slowly" */, 0, 0, NULL);
+    CHECK(!gds_codec_encodes_slowly(&p));
+}
+
 /* The encoder's block size, flags and streams. */
 static void test_blosc_encode_plan(void)
 {
@@ -1007,6 +1040,7 @@ int main(void)
     test_blosc_corrupt();
     test_blosc_roundtrip();
     test_blosc_encode_plan();
+    test_encodes_slowly();
     test_blosc_shuffle_units();
     test_blosc_encode_frames();
     test_error_texts();
