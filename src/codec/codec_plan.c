@@ -313,9 +313,10 @@ static bool blosc_splits(size_t typesize, size_t bs)
     return typesize <= GDS_BLOSC_MAX_SPLITS && bs / typesize >= GDS_BLOSC_MIN_BUFFERSIZE;
 }
 
-/* zstd blocks are written whole (DONT_SPLIT, as c-blosc does), and no
- * larger than GDS_BLOSC_ENCODE_ZSTD_BLOCK: nvCOMP's zstd compression is
- * fast on inputs of up to 32 KiB only */
+/* zstd blocks are written whole (DONT_SPLIT), as c-blosc 1.x writes them:
+ * zstd came with the split flag (c-blosc 1.11), so every decoder that reads
+ * zstd honours it; and no larger than GDS_BLOSC_ENCODE_ZSTD_BLOCK: nvCOMP's
+ * zstd compression is fast on inputs of up to 32 KiB only */
 static bool blosc_encodes_zstd(const gds_codec_step_t *s) { return s->compressor == GDS_BLOSC_CODE_ZSTD; }
 
 size_t gds_blosc_encode_blocksize(const gds_codec_step_t *s, size_t in)
@@ -632,6 +633,8 @@ bool gds_codec_encodes_slowly(const gds_codec_pipeline_t *p)
                            ? (s->block ? s->block : gds_bshuf_default_block(s->elem)) * (size_t)s->elem
                        : s->kind == GDS_STEP_BLOSC && s->compressor == GDS_BLOSC_CODE_ZSTD ? GDS_BLOSC_ENCODE_ZSTD_BLOCK
                                                                                             : 0;
+        if (input > p->chunk_bytes) /* a block larger than the chunk: the chunk is the input */
+            input = p->chunk_bytes;
         if (input > ZSTD_FAST_INPUT_MAX)
             return true;
     }

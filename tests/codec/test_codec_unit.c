@@ -764,6 +764,9 @@ static void test_encodes_slowly(void)
     p = pipeline(1 << 20, 4);
     pipe_add(&p, GDS_FILTER_BITSHUFFLE, 1, 6, bs_16k_elems); /* 64 KiB blocks */
     CHECK(gds_codec_encodes_slowly(&p));
+    p = pipeline(4 << 10, 4);
+    pipe_add(&p, GDS_FILTER_BITSHUFFLE, 1, 6, bs_16k_elems); /* 64 KiB blocks in a 4 KiB chunk: 4 KiB */
+    CHECK(!gds_codec_encodes_slowly(&p));
     const unsigned blosc_zstd[] = {2, 2, 4, 1 << 20, 5, 1, 5};
     p = pipeline(1 << 20, 4);
     pipe_add(&p, GDS_FILTER_BLOSC, 1, 7, blosc_zstd); /* the encoder's 32 KiB blocks */

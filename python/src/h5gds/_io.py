@@ -219,10 +219,12 @@ def read(dset: h5py.Dataset, sel: Any = (), out: Any = None, *, like: Any = None
         dtype = _device_dtype(_check_dtype(dset, module != "numpy"), module != "numpy")
         out = _arrays.empty(shape, dtype, module)
     v = _arrays.view(out, writable=True, name="out")
-    dtype = _device_dtype(_check_dtype(dset, v.device), v.device)
+    dtype = _check_dtype(dset, v.device)
+    if v.dtype != dtype:  # a device array of a big-endian dataset: its native twin, HDF5 converting
+        dtype = _device_dtype(dtype, v.device)
     if v.dtype != dtype:
-        raise TypeError(f"out has dtype {v.dtype}, the dataset {dset.name!r} has {dtype} "
-                        "(device reads do not convert: pass an array of the dataset's dtype)")
+        raise TypeError(f"out has dtype {v.dtype}, the dataset {dset.name!r} has {dset.dtype} "
+                        "(device reads convert byte order only: pass an array of the dataset's dtype)")
     if v.shape != shape and not (int(np.prod(v.shape)) == int(np.prod(shape)) == 1):
         raise ValueError(f"out has shape {v.shape}, the selection has shape {shape}")
     if int(np.prod(shape)) == 0:
