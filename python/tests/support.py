@@ -27,6 +27,12 @@ def nvcomp_missing() -> str | None:
     return "nvCOMP not installed (pip install nvidia-libnvcomp-cu13, or set H5GDS_NVCOMP_LIB)"
 
 
+def cases_scale() -> int:
+    """How many times the random tests' default number of cases to draw:
+    H5GDS_TEST_CASES_SCALE (1 unless set; 10 for a longer hunt)."""
+    return max(1, int(os.environ.get("H5GDS_TEST_CASES_SCALE", "1") or 1))
+
+
 def states_equal(a: Any, b: Any) -> bool:
     """Nested dicts, lists and tuples of numpy arrays and plain values: the
     same keys in the same order, types, dtypes, shapes and values."""

@@ -9,7 +9,6 @@ case that reproduces (``-k case_17``)."""
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import h5py
@@ -17,13 +16,12 @@ import numpy as np
 import pytest
 
 import h5gds
-from support import nvcomp_missing
+from support import cases_scale, nvcomp_missing
 
 hdf5plugin = pytest.importorskip("hdf5plugin")
 
 NVCOMP = nvcomp_missing()
-# H5GDS_TEST_CASES_SCALE=10 draws ten times as many cases (a longer hunt)
-SCALE = max(1, int(os.environ.get("H5GDS_TEST_CASES_SCALE", "1") or 1))
+SCALE = cases_scale()  # H5GDS_TEST_CASES_SCALE
 READ_CASES = 300 * SCALE
 HOST_READ_CASES = 40 * SCALE  # without a GPU: the same cases into numpy arrays
 WRITE_CASES = 100 * SCALE

@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 
 import h5gds
+from support import cases_scale
 
-# H5GDS_TEST_CASES_SCALE=10 draws ten times as many cases (a longer hunt)
-SCALE = max(1, int(os.environ.get("H5GDS_TEST_CASES_SCALE", "1") or 1))
+SCALE = cases_scale()  # H5GDS_TEST_CASES_SCALE
 HOST_CASES = 30 * SCALE
 DEVICE_CASES = 30 * SCALE
 DTYPES = ["u1", "i2", "f2", "f4", "i4", "f8", "u8"]

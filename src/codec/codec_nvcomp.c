@@ -79,14 +79,10 @@ static void compress_opts(const gds_codec_step_t *s, gds_nvcomp_deflate_copts_t 
 }
 
 /* The compressor of an encoding step: blosc's encoder writes zstd streams
- * for zstd, LZ4 streams for lz4 and lz4hc alike. */
-static bool compresses_zstd(const gds_codec_step_t *s)
-{
-    return step_zstd(s->kind) || (s->kind == GDS_STEP_BLOSC && s->compressor == GDS_BLOSC_CODE_ZSTD);
-}
+ * for zstd (gds_step_compresses_zstd), LZ4 streams for lz4 and lz4hc alike. */
 static bool compresses_lz4(const gds_codec_step_t *s)
 {
-    return step_lz4(s->kind) || (s->kind == GDS_STEP_BLOSC && !compresses_zstd(s));
+    return step_lz4(s->kind) || (s->kind == GDS_STEP_BLOSC && !gds_step_compresses_zstd(s));
 }
 
 /* nvCOMP's largest output for an input block, and its temp memory for
@@ -108,14 +104,14 @@ int gds_codec_compress_sizes(gds_codec_t *c, const gds_codec_step_t *s, size_t n
     gds_nvcomp_status_t r;
     if (compresses_lz4(s))
         r = nv->lz4.CompressGetMaxOutputChunkSize(max_in, lc, max_out);
-    else if (compresses_zstd(s))
+    else if (gds_step_compresses_zstd(s))
         r = nv->zstd.CompressGetMaxOutputChunkSize(max_in, zc, max_out);
     else
         r = nv->deflate.CompressGetMaxOutputChunkSize(max_in, dc, max_out);
     if (r == GDS_NVCOMP_SUCCESS && temp) {
         if (compresses_lz4(s))
             r = nv->lz4.CompressGetTempSize(ne, max_in, lc, temp, total_in, stream);
-        else if (compresses_zstd(s))
+        else if (gds_step_compresses_zstd(s))
             r = nv->zstd.CompressGetTempSize(ne, max_in, zc, temp, total_in, stream);
         else
             r = nv->deflate.CompressGetTempSize(ne, max_in, dc, temp, total_in, stream);
@@ -149,7 +145,7 @@ int gds_codec_nvcomp_compress(gds_codec_t *c, const gds_codec_step_t *s, size_t 
     gds_nvcomp_status_t r =
         compresses_lz4(s)    ? nv->lz4.CompressAsync(in_ptrs, in_bytes, max_in, ne, temp, em->temp_bytes, out_ptrs,
                                                      out_actual, lc, status, stream)
-        : compresses_zstd(s) ? nv->zstd.CompressAsync(in_ptrs, in_bytes, max_in, ne, temp, em->temp_bytes, out_ptrs,
+        : gds_step_compresses_zstd(s) ? nv->zstd.CompressAsync(in_ptrs, in_bytes, max_in, ne, temp, em->temp_bytes, out_ptrs,
                                                       out_actual, zc, status, stream)
                              : nv->deflate.CompressAsync(in_ptrs, in_bytes, max_in, ne, temp, em->temp_bytes,
                                                          out_ptrs, out_actual, dc, status, stream);

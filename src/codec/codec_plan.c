@@ -313,16 +313,15 @@ static bool blosc_splits(size_t typesize, size_t bs)
     return typesize <= GDS_BLOSC_MAX_SPLITS && bs / typesize >= GDS_BLOSC_MIN_BUFFERSIZE;
 }
 
-/* zstd blocks are written whole (DONT_SPLIT), as c-blosc 1.x writes them:
- * zstd came with the split flag (c-blosc 1.11), so every decoder that reads
- * zstd honours it; and no larger than GDS_BLOSC_ENCODE_ZSTD_BLOCK: nvCOMP's
- * zstd compression is fast on inputs of up to 32 KiB only */
-static bool blosc_encodes_zstd(const gds_codec_step_t *s) { return s->compressor == GDS_BLOSC_CODE_ZSTD; }
-
+/* zstd blocks (gds_step_compresses_zstd) are written whole (DONT_SPLIT), as
+ * c-blosc 1.x writes them: zstd came with the split flag (c-blosc 1.11), so
+ * every decoder that reads zstd honours it; and no larger than
+ * GDS_BLOSC_ENCODE_ZSTD_BLOCK: nvCOMP's zstd compression is fast on inputs
+ * of up to 32 KiB only */
 size_t gds_blosc_encode_blocksize(const gds_codec_step_t *s, size_t in)
 {
     size_t ts = s->elem ? s->elem : 1, group = 8 * ts;
-    size_t bs = blosc_encodes_zstd(s)           ? GDS_BLOSC_ENCODE_ZSTD_BLOCK / group * group
+    size_t bs = gds_step_compresses_zstd(s)           ? GDS_BLOSC_ENCODE_ZSTD_BLOCK / group * group
                 : ts <= GDS_BLOSC_MAX_SPLITS ? ts * GDS_BLOSC_ENCODE_STREAM
                                              : GDS_BLOSC_ENCODE_STREAM / group * group;
     size_t whole = in / group * group;
@@ -333,12 +332,12 @@ size_t gds_blosc_encode_blocksize(const gds_codec_step_t *s, size_t in)
 
 unsigned gds_blosc_encode_flags(const gds_codec_step_t *s, size_t bs)
 {
-    unsigned flags = (unsigned)(blosc_encodes_zstd(s) ? GDS_BLOSC_FORMAT_ZSTD : GDS_BLOSC_FORMAT_LZ4) << 5;
+    unsigned flags = (unsigned)(gds_step_compresses_zstd(s) ? GDS_BLOSC_FORMAT_ZSTD : GDS_BLOSC_FORMAT_LZ4) << 5;
     if (s->shuffle == 1)
         flags |= GDS_BLOSC_DOSHUFFLE;
     else if (s->shuffle == 2)
         flags |= GDS_BLOSC_DOBITSHUFFLE;
-    if (blosc_encodes_zstd(s) || !blosc_splits(s->elem ? s->elem : 1, bs))
+    if (gds_step_compresses_zstd(s) || !blosc_splits(s->elem ? s->elem : 1, bs))
         flags |= GDS_BLOSC_DONT_SPLIT;
     return flags;
 }
@@ -351,7 +350,7 @@ bool gds_blosc_encode_memcpy_only(const gds_codec_step_t *s, size_t in)
 void gds_blosc_encode_streams(const gds_codec_step_t *s, size_t in, size_t *nstreams, size_t *longest)
 {
     size_t bs = gds_blosc_encode_blocksize(s, in), ts = s->elem ? s->elem : 1;
-    size_t ns = !blosc_encodes_zstd(s) && blosc_splits(ts, bs) ? ts : 1, nfull = in / bs, last = in % bs;
+    size_t ns = !gds_step_compresses_zstd(s) && blosc_splits(ts, bs) ? ts : 1, nfull = in / bs, last = in % bs;
     *nstreams = nfull * ns + (last ? 1 : 0);
     *longest = nfull ? bs / ns : 0;
     if (last > *longest)
@@ -612,33 +611,6 @@ bool gds_codec_can_encode(const gds_codec_pipeline_t *p, char *why, size_t why_s
     if (why && why_size)
         why[0] = 0;
     return gds_codec_plan_steps(p, 0, true, steps, &n, why, why_size) == 0;
-}
-
-/* nvCOMP's zstd compression by the size of its inputs (H200, tests/codec
- * bench, 1 MiB chunks of a float field): 11.5-11.7 GB/s over inputs of
- * 8-32 KiB, 0.1-0.2 over 64-128 KiB, under 0.05 over chunks of 64 KiB-1 MiB
- * of plain zstd, where HDF5's CPU filter makes 0.1-0.25. */
-#define ZSTD_FAST_INPUT_MAX (32u << 10)
-
-bool gds_codec_encodes_slowly(const gds_codec_pipeline_t *p)
-{
-    gds_codec_step_t steps[GDS_CODEC_MAX_FILTERS];
-    size_t n;
-    if (gds_codec_plan_steps(p, 0, true, steps, &n, NULL, 0) < 0)
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        const gds_codec_step_t *s = &steps[i];
-        size_t input = s->kind == GDS_STEP_ZSTD ? p->chunk_bytes
-                       : s->kind == GDS_STEP_BSHUF_ZSTD
-                           ? (s->block ? s->block : gds_bshuf_default_block(s->elem)) * (size_t)s->elem
-                       : s->kind == GDS_STEP_BLOSC && s->compressor == GDS_BLOSC_CODE_ZSTD ? GDS_BLOSC_ENCODE_ZSTD_BLOCK
-                                                                                            : 0;
-        if (input > p->chunk_bytes) /* a block larger than the chunk: the chunk is the input */
-            input = p->chunk_bytes;
-        if (input > ZSTD_FAST_INPUT_MAX)
-            return true;
-    }
-    return false;
 }
 
 size_t gds_codec_max_encoded_bytes(const gds_codec_pipeline_t *p)

@@ -117,6 +117,14 @@ enum {
     GDS_BLOSC_CODE_ZSTD = 5
 };
 const char *gds_codec_blosc_code_name(unsigned code);
+
+/* Whether an encoding step compresses with zstd: zstd, bitshuffle + zstd,
+ * or blosc whose compressor is zstd. */
+static inline bool gds_step_compresses_zstd(const gds_codec_step_t *s)
+{
+    return s->kind == GDS_STEP_ZSTD || s->kind == GDS_STEP_BSHUF_ZSTD ||
+           (s->kind == GDS_STEP_BLOSC && s->compressor == GDS_BLOSC_CODE_ZSTD);
+}
 /* The compressor a chunk's header names (its flags >> 5: GDS_BLOSC_FORMAT_*). */
 const char *gds_codec_blosc_format_name(unsigned format);
 
