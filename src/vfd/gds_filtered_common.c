@@ -203,6 +203,12 @@ size_t gds_filtered_batch_end(const read_state_t *s, size_t from)
     if (per_batch == 0)
         per_batch = 1;
     size_t edge = per_batch >= 8 ? per_batch / 4 : per_batch;
+    const char *env = getenv("H5GDS_DECODE_EDGE_MIB");
+    long edge_mib = env ? atol(env) : 0;
+    if (edge_mib > 0 && edge_mib <= 65536) {
+        edge = ((size_t)edge_mib << 20) / s->pipe.chunk_bytes;
+        edge = edge < 1 ? 1 : edge > per_batch ? per_batch : edge;
+    }
     size_t left = s->nchunks - from;
     if (left <= edge)
         return s->nchunks;
