@@ -1,9 +1,10 @@
 /*
  * How a GPU read or write of a compressed dataset cuts its chunks into
- * batches (gds_filtered_batch_end, src/vfd/gds_filtered_common.c), without a
- * GPU: every chunk in exactly one batch, batches in order and never empty;
- * the first and the last a quarter of a full batch; tiny and huge chunks;
- * H5GDS_DECODE_BATCH_MIB.
+ * batches (gds_filtered_read_batch_end, gds_filtered_write_batch_end,
+ * src/vfd/gds_filtered_common.c), without a GPU: every chunk in exactly one
+ * batch, batches in order and never empty; reads in the fewest batches of
+ * one size, writes with a first and a last batch a quarter of a full one;
+ * tiny and huge chunks; H5GDS_DECODE_BATCH_MIB.
  */
 #include <stdlib.h>
 
@@ -12,10 +13,11 @@
 
 #define MiB ((size_t)1 << 20)
 
-static void check_ends(const char *what, size_t nchunks, size_t chunk_bytes, const size_t *want, size_t nwant)
+static void check_ends(const char *what, bool writing, size_t nchunks, size_t chunk_bytes, const size_t *want,
+                       size_t nwant)
 {
     size_t ends[64];
-    long long n = gds_filtered_batches(nchunks, chunk_bytes, ends, 64);
+    long long n = gds_filtered_batches(nchunks, chunk_bytes, writing, ends, 64);
     CHECK_MSG(n == (long long)nwant, "%s: %lld batches, expected %zu", what, n, nwant);
     for (size_t i = 0; n == (long long)nwant && i < nwant; i++)
         CHECK_MSG(ends[i] == want[i], "%s: batch %zu ends at %zu, expected %zu", what, i, ends[i], want[i]);
@@ -25,36 +27,67 @@ int main(void)
 {
     unsetenv("H5GDS_DECODE_BATCH_MIB"); /* the default: 256 MiB decoded per batch */
 
-    /* 1 GiB in 1 MiB chunks: 256 chunks a full batch, 64 the first and the last */
-    const size_t gib[] = {64, 320, 576, 832, 960, 1024};
-    check_ends("1024 x 1 MiB", 1024, MiB, gib, 6);
-    const size_t few[] = {64, 100}; /* the first batch, then the rest */
-    check_ends("100 x 1 MiB", 100, MiB, few, 2);
+    /* Reads. 1 GiB in 1 MiB chunks: four full batches */
+    const size_t gib[] = {256, 512, 768, 1024};
+    check_ends("read 1024 x 1 MiB", false, 1024, MiB, gib, 4);
+    const size_t uneven[] = {220, 440, 660, 880, 1100}; /* five batches of 220, not four full and a short one */
+    check_ends("read 1100 x 1 MiB", false, 1100, MiB, uneven, 5);
+    const size_t odd[] = {172, 343, 514}; /* 514 = 3 x 171 + 1: the first batch one chunk longer */
+    check_ends("read 514 x 1 MiB", false, 514, MiB, odd, 3);
+    const size_t few_r[] = {100};
+    check_ends("read 100 x 1 MiB", false, 100, MiB, few_r, 1);
     const size_t one[] = {1};
-    check_ends("1 chunk", 1, MiB, one, 1);
+    check_ends("read 1 chunk", false, 1, MiB, one, 1);
+    const size_t huge_r[] = {4, 7, 10}; /* 64 MiB chunks, 4 a batch: three batches, 4 + 3 + 3 */
+    check_ends("read 10 x 64 MiB", false, 10, 64 * MiB, huge_r, 3);
+    const size_t larger[] = {1, 2, 3}; /* chunks larger than a batch: one a batch */
+    check_ends("read 3 x 512 MiB", false, 3, 512 * MiB, larger, 3);
+
+    /* Writes. 1 GiB in 1 MiB chunks: 256 chunks a full batch, 64 the first and the last */
+    const size_t gib_w[] = {64, 320, 576, 832, 960, 1024};
+    check_ends("write 1024 x 1 MiB", true, 1024, MiB, gib_w, 6);
+    const size_t few[] = {64, 100}; /* the first batch, then the rest */
+    check_ends("write 100 x 1 MiB", true, 100, MiB, few, 2);
+    check_ends("write 1 chunk", true, 1, MiB, one, 1);
     /* 64 MiB chunks: 4 a batch, each a full one; the rest before the last batch in one */
     const size_t huge[] = {4, 6, 10};
-    check_ends("10 x 64 MiB", 10, 64 * MiB, huge, 3);
-    /* chunks larger than a batch: one a batch */
-    const size_t larger[] = {1, 2, 3};
-    check_ends("3 x 512 MiB", 3, 512 * MiB, larger, 3);
-    /* the environment sets the batch: 16 MiB, 16 chunks of 1 MiB, 4 the first and the last */
+    check_ends("write 10 x 64 MiB", true, 10, 64 * MiB, huge, 3);
+    check_ends("write 3 x 512 MiB", true, 3, 512 * MiB, larger, 3);
+
+    /* the environment sets the batch: 16 MiB, 16 chunks of 1 MiB */
     setenv("H5GDS_DECODE_BATCH_MIB", "16", 1);
-    const size_t env[] = {4, 20, 36, 40};
-    check_ends("40 x 1 MiB, 16 MiB batches", 40, MiB, env, 4);
+    const size_t env_r[] = {14, 27, 40}; /* 40 in three batches: 14, 13, 13 */
+    check_ends("read 40 x 1 MiB, 16 MiB batches", false, 40, MiB, env_r, 3);
+    const size_t env_w[] = {4, 20, 36, 40}; /* 4 the first and the last */
+    check_ends("write 40 x 1 MiB, 16 MiB batches", true, 40, MiB, env_w, 4);
     unsetenv("H5GDS_DECODE_BATCH_MIB");
 
-    /* Every size from 1 to 3000 chunks, three chunk sizes: a partition of
-     * [0, n) into non-empty batches in order. */
+    /* Every size from 1 to 3000 chunks, three chunk sizes, reads and writes:
+     * a partition of [0, n) into non-empty batches in order, no batch
+     * wider than a full one; reads' batches within one chunk of each other. */
     size_t ends[4096];
     const size_t sizes[] = {4096, MiB, 3 * MiB};
-    for (size_t c = 0; c < 3; c++)
-        for (size_t n = 1; n <= 3000; n++) {
-            long long nb = gds_filtered_batches(n, sizes[c], ends, 4096);
-            CHECK_MSG(nb > 0 && nb <= 4096, "%zu chunks of %zu bytes: %lld batches", n, sizes[c], nb);
-            if (nb > 0 && nb <= 4096)
+    for (int writing = 0; writing < 2; writing++)
+        for (size_t c = 0; c < 3; c++)
+            for (size_t n = 1; n <= 3000; n++) {
+                long long nb = gds_filtered_batches(n, sizes[c], writing, ends, 4096);
+                CHECK_MSG(nb > 0 && nb <= 4096, "%zu chunks of %zu bytes: %lld batches", n, sizes[c], nb);
+                if (nb <= 0 || nb > 4096)
+                    continue;
                 CHECK_MSG(ends[nb - 1] == n, "%zu chunks of %zu bytes: the last batch ends at %zu", n, sizes[c],
                           ends[nb - 1]);
-        }
+                size_t full = ((size_t)256 << 20) / sizes[c], lo = (size_t)-1, hi = 0;
+                full = full ? full : 1;
+                for (long long i = 0; i < nb; i++) {
+                    size_t w = ends[i] - (i ? ends[i - 1] : 0);
+                    lo = w < lo ? w : lo;
+                    hi = w > hi ? w : hi;
+                }
+                CHECK_MSG(hi <= full, "%zu chunks of %zu bytes: a batch of %zu chunks (full: %zu)", n, sizes[c], hi,
+                          full);
+                if (!writing)
+                    CHECK_MSG(hi - lo <= 1 && nb == (long long)((n + full - 1) / full),
+                              "read of %zu chunks of %zu bytes: %lld batches of %zu to %zu", n, sizes[c], nb, lo, hi);
+            }
     return test_finish("test_filtered_batches");
 }

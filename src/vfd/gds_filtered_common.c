@@ -172,7 +172,7 @@ void gds_filtered_chunk_text(const box_t *b, const hsize_t *lo, char *out, size_
         snprintf(out + at, size - at, ")");
 }
 
-long long gds_filtered_batches(size_t nchunks, size_t chunk_bytes, size_t *ends, size_t cap)
+long long gds_filtered_batches(size_t nchunks, size_t chunk_bytes, bool writing, size_t *ends, size_t cap)
 {
     read_state_t s;
     memset(&s, 0, sizeof s);
@@ -180,7 +180,7 @@ long long gds_filtered_batches(size_t nchunks, size_t chunk_bytes, size_t *ends,
     s.pipe.chunk_bytes = chunk_bytes;
     size_t n = 0;
     for (size_t from = 0, to; from < nchunks; from = to, n++) {
-        to = gds_filtered_batch_end(&s, from);
+        to = writing ? gds_filtered_write_batch_end(&s, from) : gds_filtered_read_batch_end(&s, from);
         if (to <= from || to > nchunks)
             return -1;
         if (n < cap)
@@ -189,26 +189,38 @@ long long gds_filtered_batches(size_t nchunks, size_t chunk_bytes, size_t *ends,
     return (long long)n;
 }
 
-/* The end of the batch that starts at chunk `from`. Batches hold
- * BATCH_DECODED_BYTES decoded, except the first and the last, a quarter of
- * that: the first batch's read and the last batch's decode overlap nothing
- * (writes: the first encode and the last write),
- * so a read costs max(reading, decoding) plus those two; small ones
- * keep that small, while the batches between stay wide for nvCOMP.
- * (Reads starting at a sixteenth, then a quarter, measured no faster on an
- * H100: the smaller batches decode less efficiently.) */
-size_t gds_filtered_batch_end(const read_state_t *s, size_t from)
+static size_t chunks_per_batch(const read_state_t *s)
 {
     size_t per_batch = gds_filtered_batch_decoded_bytes() / s->pipe.chunk_bytes;
-    if (per_batch == 0)
-        per_batch = 1;
+    return per_batch ? per_batch : 1;
+}
+
+/* The end of the read batch that starts at chunk `from`: the fewest batches
+ * of at most BATCH_DECODED_BYTES decoded, all of one size (within a chunk).
+ * nvCOMP's decoders of whole 1 MiB chunks (Deflate, zstd, LZ4) take about
+ * the same time for a batch of 64 chunks as for 256 (one wave of chunks,
+ * measured on an H100): every batch costs that time, so a small first or
+ * last batch costs as much as a full one, and a read of n batches is
+ * fastest when n is least and the first batch, which nothing overlaps, no
+ * larger than it must be. */
+size_t gds_filtered_read_batch_end(const read_state_t *s, size_t from)
+{
+    size_t per_batch = chunks_per_batch(s);
+    size_t nb = (s->nchunks + per_batch - 1) / per_batch;
+    size_t base = s->nchunks / nb, longer = s->nchunks % nb; /* the first `longer` batches hold base + 1 */
+    size_t k = from < longer * (base + 1) ? from / (base + 1) : longer + (from - longer * (base + 1)) / base;
+    return from + (k < longer ? base + 1 : base);
+}
+
+/* The end of the write batch that starts at chunk `from`. Batches hold
+ * BATCH_DECODED_BYTES decoded, except the first and the last, a quarter of
+ * that: the first batch's encode and the last batch's write, bound by the
+ * disk, overlap nothing, so small ones keep that small, while the batches
+ * between stay wide for nvCOMP. */
+size_t gds_filtered_write_batch_end(const read_state_t *s, size_t from)
+{
+    size_t per_batch = chunks_per_batch(s);
     size_t edge = per_batch >= 8 ? per_batch / 4 : per_batch;
-    const char *env = getenv("H5GDS_DECODE_EDGE_MIB");
-    long edge_mib = env ? atol(env) : 0;
-    if (edge_mib > 0 && edge_mib <= 65536) {
-        edge = ((size_t)edge_mib << 20) / s->pipe.chunk_bytes;
-        edge = edge < 1 ? 1 : edge > per_batch ? per_batch : edge;
-    }
     size_t left = s->nchunks - from;
     if (left <= edge)
         return s->nchunks;

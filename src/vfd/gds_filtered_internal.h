@@ -104,8 +104,9 @@ void gds_filtered_error(const char *func, int line, hid_t major, hid_t minor, co
     __attribute__((format(printf, 5, 6)));
 
 size_t gds_filtered_batch_decoded_bytes(void);
-/* The end of the batch of a read or write that starts at chunk `from`. */
-size_t gds_filtered_batch_end(const read_state_t *s, size_t from);
+/* The end of the batch of a read (write) that starts at chunk `from`. */
+size_t gds_filtered_read_batch_end(const read_state_t *s, size_t from);
+size_t gds_filtered_write_batch_end(const read_state_t *s, size_t from);
 int gds_filtered_read_ahead(void);
 double gds_filtered_seconds_now(void);
 /* H5GDS_CODEC_DEBUG set: GPU writes print each batch's timeline to stderr. */

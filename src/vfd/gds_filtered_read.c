@@ -174,7 +174,7 @@ static herr_t wait_read(read_state_t *s, gds_io_t *io)
     return 0;
 }
 
-/* The batches (gds_filtered_batch_end): batches k + 1 .. k + ahead
+/* The batches (gds_filtered_read_batch_end): batches k + 1 .. k + ahead
  * (gds_filtered_read_ahead) are read while batch k decodes, each into a
  * stored-bytes slot of its own. */
 herr_t gds_filtered_read_all(read_state_t *s)
@@ -188,7 +188,7 @@ herr_t gds_filtered_read_all(read_state_t *s)
     bool trace = gds_filtered_trace_on();
     s->largest_stored = 0;
     for (size_t a = 0, b; a < s->nchunks; a = b) {
-        b = gds_filtered_batch_end(s, a);
+        b = gds_filtered_read_batch_end(s, a);
         size_t bytes = batch_stored_bytes(s, a, b, NULL);
         s->largest_stored = bytes > s->largest_stored ? bytes : s->largest_stored;
     }
@@ -196,7 +196,7 @@ herr_t gds_filtered_read_all(read_state_t *s)
     while (rc == 0 && issued < ahead && next < s->nchunks) { /* the first `ahead` in flight: decode as they come */
         int k = issued % slots;
         from[k] = next;
-        to[k] = next = gds_filtered_batch_end(s, next);
+        to[k] = next = gds_filtered_read_batch_end(s, next);
         if (start_batch_read(s, from[k], to[k], k, &io[k], &nread) < 0)
             rc = -1;
         else
@@ -212,7 +212,7 @@ herr_t gds_filtered_read_all(read_state_t *s)
         if (next < s->nchunks) { /* the slot after the ones in flight is free: the batch `ahead` on */
             int j = issued % slots;
             from[j] = next;
-            to[j] = next = gds_filtered_batch_end(s, next);
+            to[j] = next = gds_filtered_read_batch_end(s, next);
             if (start_batch_read(s, from[j], to[j], j, &io[j], &nread) < 0) {
                 rc = -1;
                 break;

@@ -166,12 +166,12 @@ herr_t gds_filtered_write_all(read_state_t *s)
     bool trace = gds_filtered_trace_on();
     size_t largest_m = 0;
     for (size_t from = 0, to; from < s->nchunks; from = to) {
-        to = gds_filtered_batch_end(s, from);
+        to = gds_filtered_write_batch_end(s, from);
         largest_m = to - from > largest_m ? to - from : largest_m;
     }
     double start = gds_filtered_seconds_now();
     for (size_t from = 0, to; rc == 0 && from < s->nchunks; from = to, slot = (slot + 1) % GDS_HELD_SLOTS) {
-        to = gds_filtered_batch_end(s, from);
+        to = gds_filtered_write_batch_end(s, from);
         double t0 = gds_filtered_seconds_now();
         if (gds_vfd_held_wait(held, slot, &st) < 0) {
             rc = held_failed(s, &st);
