@@ -25,21 +25,21 @@ static void check_ends(const char *what, bool writing, size_t nchunks, size_t ch
 
 int main(void)
 {
-    unsetenv("H5GDS_DECODE_BATCH_MIB"); /* the default: 256 MiB decoded per batch */
+    unsetenv("H5GDS_DECODE_BATCH_MIB"); /* the defaults: 512 MiB decoded per read batch, 256 per write batch */
 
-    /* Reads. 1 GiB in 1 MiB chunks: four full batches */
-    const size_t gib[] = {256, 512, 768, 1024};
-    check_ends("read 1024 x 1 MiB", false, 1024, MiB, gib, 4);
-    const size_t uneven[] = {220, 440, 660, 880, 1100}; /* five batches of 220, not four full and a short one */
-    check_ends("read 1100 x 1 MiB", false, 1100, MiB, uneven, 5);
-    const size_t odd[] = {172, 343, 514}; /* 514 = 3 x 171 + 1: the first batch one chunk longer */
-    check_ends("read 514 x 1 MiB", false, 514, MiB, odd, 3);
+    /* Reads. 1 GiB in 1 MiB chunks: two full batches */
+    const size_t gib[] = {512, 1024};
+    check_ends("read 1024 x 1 MiB", false, 1024, MiB, gib, 2);
+    const size_t uneven[] = {367, 734, 1100}; /* three of 366-367, not two full and a short one */
+    check_ends("read 1100 x 1 MiB", false, 1100, MiB, uneven, 3);
+    const size_t odd2[] = {343, 685, 1027}; /* 1027 = 3 x 342 + 1: the first batch one chunk longer */
+    check_ends("read 1027 x 1 MiB", false, 1027, MiB, odd2, 3);
     const size_t few_r[] = {100};
     check_ends("read 100 x 1 MiB", false, 100, MiB, few_r, 1);
     const size_t one[] = {1};
     check_ends("read 1 chunk", false, 1, MiB, one, 1);
-    const size_t huge_r[] = {4, 7, 10}; /* 64 MiB chunks, 4 a batch: three batches, 4 + 3 + 3 */
-    check_ends("read 10 x 64 MiB", false, 10, 64 * MiB, huge_r, 3);
+    const size_t huge_r[] = {4, 7, 10}; /* 128 MiB chunks, 4 a batch: three batches, 4 + 3 + 3 */
+    check_ends("read 10 x 128 MiB", false, 10, 128 * MiB, huge_r, 3);
     const size_t larger[] = {1, 2, 3}; /* chunks larger than a batch: one a batch */
     check_ends("read 3 x 512 MiB", false, 3, 512 * MiB, larger, 3);
 
@@ -76,7 +76,7 @@ int main(void)
                     continue;
                 CHECK_MSG(ends[nb - 1] == n, "%zu chunks of %zu bytes: the last batch ends at %zu", n, sizes[c],
                           ends[nb - 1]);
-                size_t full = ((size_t)256 << 20) / sizes[c], lo = (size_t)-1, hi = 0;
+                size_t full = ((size_t)(writing ? 256 : 512) << 20) / sizes[c], lo = (size_t)-1, hi = 0;
                 full = full ? full : 1;
                 for (long long i = 0; i < nb; i++) {
                     size_t w = ends[i] - (i ? ends[i - 1] : 0);

@@ -13,18 +13,24 @@
 
 #include "gds_filtered_internal.h"
 
-/* Decoded bytes per batch: enough chunks to keep nvCOMP's batch wide, few
- * enough that two batches of stored bytes and one of scratch fit beside a
- * training job's memory. */
-#define BATCH_DECODED_BYTES ((size_t)256 << 20)
+/* Decoded bytes per batch of a read: nvCOMP decodes a batch's chunks side
+ * by side, each chunk's Deflate, LZ4 or zstd stream on its own, so a batch
+ * takes about one chunk's time up to the GPU's width (measured on an H100, 1 MiB chunks: 512
+ * decode in the time of 256, Deflate and LZ4; zstd from 256 on) and wider
+ * batches decode faster; few enough that two batches of stored bytes and
+ * one of scratch fit beside a training job's memory. Writes: their first
+ * encode and last write overlap nothing, 256 MiB keeps those short. */
+#define READ_BATCH_DECODED_BYTES ((size_t)512 << 20)
+#define WRITE_BATCH_DECODED_BYTES ((size_t)256 << 20)
 
-/* BATCH_DECODED_BYTES, or H5GDS_DECODE_BATCH_MIB (tuning: wider batches
- * feed nvCOMP's Deflate more chunks at once, at the cost of memory). */
-size_t gds_filtered_batch_decoded_bytes(void)
+/* The decoded bytes per batch of a read or a write, or
+ * H5GDS_DECODE_BATCH_MIB for both (tuning: wider batches decode faster, at
+ * the cost of device memory). */
+size_t gds_filtered_batch_decoded_bytes(bool writing)
 {
     const char *env = getenv("H5GDS_DECODE_BATCH_MIB");
     long mib = env ? atol(env) : 0;
-    return mib > 0 && mib <= 65536 ? (size_t)mib << 20 : BATCH_DECODED_BYTES;
+    return mib > 0 && mib <= 65536 ? (size_t)mib << 20 : writing ? WRITE_BATCH_DECODED_BYTES : READ_BATCH_DECODED_BYTES;
 }
 
 /* READ_AHEAD, or H5GDS_DECODE_READ_AHEAD (tuning: a disk much faster or
@@ -189,23 +195,22 @@ long long gds_filtered_batches(size_t nchunks, size_t chunk_bytes, bool writing,
     return (long long)n;
 }
 
-static size_t chunks_per_batch(const read_state_t *s)
+static size_t chunks_per_batch(const read_state_t *s, bool writing)
 {
-    size_t per_batch = gds_filtered_batch_decoded_bytes() / s->pipe.chunk_bytes;
+    size_t per_batch = gds_filtered_batch_decoded_bytes(writing) / s->pipe.chunk_bytes;
     return per_batch ? per_batch : 1;
 }
 
 /* The end of the read batch that starts at chunk `from`: the fewest batches
- * of at most BATCH_DECODED_BYTES decoded, all of one size (within a chunk).
- * nvCOMP's decoders of whole 1 MiB chunks (Deflate, zstd, LZ4) take about
- * the same time for a batch of 64 chunks as for 256 (one wave of chunks,
- * measured on an H100): every batch costs that time, so a small first or
- * last batch costs as much as a full one, and a read of n batches is
- * fastest when n is least and the first batch, which nothing overlaps, no
- * larger than it must be. */
+ * of at most READ_BATCH_DECODED_BYTES decoded, all of one size (within a
+ * chunk). nvCOMP's decoders of whole chunks take about as long for a batch
+ * of 64 chunks as for 256 (above): every batch costs that time, so a short
+ * first or last batch costs as much as a full one, and a read of n batches
+ * is fastest when n is least and the first batch, which nothing overlaps,
+ * no larger than it must be. */
 size_t gds_filtered_read_batch_end(const read_state_t *s, size_t from)
 {
-    size_t per_batch = chunks_per_batch(s);
+    size_t per_batch = chunks_per_batch(s, false);
     size_t nb = (s->nchunks + per_batch - 1) / per_batch;
     size_t base = s->nchunks / nb, longer = s->nchunks % nb; /* the first `longer` batches hold base + 1 */
     size_t k = from < longer * (base + 1) ? from / (base + 1) : longer + (from - longer * (base + 1)) / base;
@@ -213,13 +218,13 @@ size_t gds_filtered_read_batch_end(const read_state_t *s, size_t from)
 }
 
 /* The end of the write batch that starts at chunk `from`. Batches hold
- * BATCH_DECODED_BYTES decoded, except the first and the last, a quarter of
+ * WRITE_BATCH_DECODED_BYTES decoded, except the first and the last, a quarter of
  * that: the first batch's encode and the last batch's write, bound by the
  * disk, overlap nothing, so small ones keep that small, while the batches
  * between stay wide for nvCOMP. */
 size_t gds_filtered_write_batch_end(const read_state_t *s, size_t from)
 {
-    size_t per_batch = chunks_per_batch(s);
+    size_t per_batch = chunks_per_batch(s, true);
     size_t edge = per_batch >= 8 ? per_batch / 4 : per_batch;
     size_t left = s->nchunks - from;
     if (left <= edge)

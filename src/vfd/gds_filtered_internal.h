@@ -103,7 +103,7 @@ extern _Thread_local gds_filtered_pending_t gds_filtered_pending;
 void gds_filtered_error(const char *func, int line, hid_t major, hid_t minor, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 
-size_t gds_filtered_batch_decoded_bytes(void);
+size_t gds_filtered_batch_decoded_bytes(bool writing);
 /* The end of the batch of a read (write) that starts at chunk `from`. */
 size_t gds_filtered_read_batch_end(const read_state_t *s, size_t from);
 size_t gds_filtered_write_batch_end(const read_state_t *s, size_t from);
