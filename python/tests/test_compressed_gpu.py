@@ -74,6 +74,7 @@ def _filters():
 
 
 FILTERS = _filters()
+FILTERS_BY_NAME = {f[0]: f for f in FILTERS}
 
 
 def _read_and_compare(path, name, sel, expect_gpu):
@@ -416,3 +417,34 @@ def test_gpu_blosc_writes_other_compressors_on_the_cpu(tmp_path, cname):
     assert route != "gpu-encode", route
     with h5py.File(path, "r") as ref:
         np.testing.assert_array_equal(ref["x"][()], arr)
+
+
+@pytest.mark.parametrize("ahead", ["1", "2", "3"])
+@pytest.mark.parametrize("fname", ["gzip+shuffle", "zstd", "bitshuffle-lz4"])
+def test_reads_in_many_batches(tmp_path, monkeypatch, ahead, fname):
+    """1 MiB batches (H5GDS_DECODE_BATCH_MIB=1, 70 chunks) cut a read of
+    224 chunks into four of 56, read 1-3 ahead: chunks never written among
+    them (a never-written part of a written chunk too), selections whose
+    chunks land in place and aside, a read of never-written chunks only."""
+    kw = dict(FILTERS_BY_NAME[fname][1]) if fname in FILTERS_BY_NAME else None
+    if kw is None:
+        pytest.skip(f"{fname}: hdf5plugin is not installed")
+    monkeypatch.setenv("H5GDS_DECODE_BATCH_MIB", "1")
+    monkeypatch.setenv("H5GDS_DECODE_READ_AHEAD", ahead)
+    arr = field((1000, 777))
+    path = tmp_path / "b.h5"
+    with h5py.File(path, "w") as f:  # chunks of 37 x 100: 28 x 8 = 224, 14.8 KB each
+        d = f.create_dataset("x", shape=arr.shape, dtype="f4", chunks=(37, 100), fillvalue=-2.5, **kw)
+        d[:370] = arr[:370]          # rows 370-629 (chunk rows 10-16) never written
+        d[630:] = arr[630:]
+    with h5py.File(path, "r") as ref:
+        written = ref["x"].id.get_num_chunks()
+    assert written == 224 - 7 * 8
+    for sel in [(), (slice(5, 990), slice(3, 770)), (slice(360, 700),), (slice(400, 600), slice(50, 60))]:
+        _read_and_compare(path, "x", sel, True)
+    if NVCOMP is None:
+        with h5py.File(path, "r", driver="gds") as f:
+            h5gds.read(f["x"])
+        st = h5gds.last_decode_stats()
+        assert st.chunks == written
+        assert st.decoded_bytes == written * 37 * 100 * 4
