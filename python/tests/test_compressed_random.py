@@ -1,7 +1,7 @@
 """Seeded random cases against h5py: datasets of every numeric dtype, 1-4
 dimensions, odd chunk shapes (larger than the dataset, one element wide),
 random filter pipelines and filter parameters (levels, block sizes, shuffles,
-incompressible chunks that the optional filters skip), fill values and
+incompressible chunks, which HDF5's optional filters skip), fill values and
 chunks never written, then random selections. Every read is compared bit
 for bit with h5py's read of the same file; every GPU-encoded write is read
 back by h5py. The cases are drawn from fixed seeds, so a failure names a
@@ -74,7 +74,7 @@ def _data(rng: np.random.Generator, shape: tuple[int, ...], dtype: np.dtype) -> 
     """Smooth (compresses), noisy small integers, or incompressible bytes."""
     n = int(np.prod(shape))
     how = int(rng.integers(0, 3))
-    if how == 2:  # incompressible: optional filters are skipped for such chunks
+    if how == 2:  # incompressible: HDF5's filters skip optional filters for such chunks
         return np.frombuffer(rng.bytes(n * dtype.itemsize), dtype=dtype).reshape(shape).copy()
     t = np.linspace(0, 6 * np.pi, n)
     if dtype.kind in "fc":

@@ -78,3 +78,59 @@ def test_gpu_compressed_write_then_more_writes_of_the_file(tmp_path, monkeypatch
         np.testing.assert_array_equal(ref["a"][()], a)
         np.testing.assert_array_equal(ref["b"][()], b)
         np.testing.assert_array_equal(ref["host"][()], np.arange(1000))
+
+
+def _hdf5plugin():
+    try:
+        import hdf5plugin
+        return hdf5plugin
+    except ImportError:
+        return None
+
+
+def _incompressible_pipelines():
+    out = [("gzip+shuffle+fletcher32", dict(compression="gzip", shuffle=True, fletcher32=True))]
+    hp = _hdf5plugin()
+    if hp is not None:
+        out += [("zstd+fletcher32", dict(**hp.Zstd(clevel=3), fletcher32=True)),
+                ("bitshuffle-zstd", dict(**hp.Bitshuffle(cname="zstd"))),
+                ("lz4", dict(**hp.LZ4())),
+                ("blosc-lz4", dict(**hp.Blosc(cname="lz4", shuffle=hp.Blosc.SHUFFLE)))]
+    return out
+
+
+@pytest.mark.parametrize("fname,kw", _incompressible_pipelines(), ids=[p[0] for p in _incompressible_pipelines()])
+def test_incompressible_gpu_writes_then_hdf5_in_the_same_session(tmp_path, fname, kw):
+    """HDF5 keeps the filter mask a chunk had before an H5Dwrite_chunk in its
+    cache of the last chunk looked up: GPU writes store incompressible
+    chunks through every filter (mask 0), so that HDF5's own reads and
+    partial writes in the same session (h5py, route host-staged) decode them
+    right. Where a chunk exists with a filter skipped by HDF5's filters, the
+    GPU write leaves it to them."""
+    if NVCOMP is not None:
+        pytest.skip(NVCOMP)
+    rng = np.random.default_rng(7)
+    noise = np.frombuffer(rng.bytes(4 * 3000 * 4), dtype="<i4").reshape(4, 3000).copy()
+    path = tmp_path / "n.h5"
+    with h5py.File(path, "w", driver="gds") as f:
+        d = f.create_dataset("x", shape=noise.shape, dtype="<i4", chunks=(2, 1000), **kw)
+        h5gds.write(d, cupy.asarray(noise[:2]), (slice(0, 2),))       # new chunks, GPU
+        assert h5gds.last_route() == "gpu-encode"
+        assert [d.id.get_chunk_info(i).filter_mask for i in range(d.id.get_num_chunks())] == [0, 0, 0]
+        np.testing.assert_array_equal(d[:2], noise[:2])               # HDF5's read, same session
+        d[0, 10:20] = np.arange(10)                                   # HDF5's partial write of a GPU chunk
+        want = noise.copy()
+        want[0, 10:20] = np.arange(10)
+        want[2:] = 0
+        np.testing.assert_array_equal(d[()], want)
+        d[2:] = noise[2:]                                             # HDF5's filters: masks where skipped
+        want[2:] = noise[2:]
+        masks = [d.id.get_chunk_info(i).filter_mask for i in range(d.id.get_num_chunks())]
+        h5gds.write(d, cupy.asarray(noise[2:]), (slice(2, 4),))       # over chunks HDF5 stored
+        skipped = any(m != 0 for m in masks[3:])
+        assert h5gds.last_route() == ("host-staged" if skipped else "gpu-encode"), (masks, h5gds.last_route())
+        np.testing.assert_array_equal(d[()], want)
+        back = cupy.asnumpy(h5gds.read(d))
+        np.testing.assert_array_equal(back, want)
+    with h5py.File(path, "r") as ref:
+        np.testing.assert_array_equal(ref["x"][()], want)

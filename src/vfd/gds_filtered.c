@@ -77,6 +77,34 @@ static bool describe_pipeline(hid_t dcpl, size_t type_size, const hsize_t *cdims
     return true;
 }
 
+/* Writes store every chunk through every filter, with filter mask 0, even
+ * where an optional filter's output is not smaller than its input (HDF5's
+ * own filters would skip it and set the chunk's mask bit). H5Dwrite_chunk
+ * keeps the filter mask the chunk had before in HDF5's cache of the last
+ * chunk looked up, and in the chunk index where the chunk keeps its size
+ * (HDF5 1.10-2.0, H5D__chunk_direct_write): a chunk stored with another
+ * mask than it had would be read with the old one by HDF5 in the same
+ * session, or ever after (wrong data where a skipped compressor is taken as
+ * applied or the other way round). New chunks look up as mask 0, so they
+ * are stored with 0; chunks that exist with another mask (written by
+ * HDF5's filters) send the write to HDF5's pipeline (chunks_masked). An
+ * incompressible chunk costs its compressor's framing, a few bytes. */
+static void keep_every_filter(gds_codec_pipeline_t *p)
+{
+    for (size_t i = 0; i < p->nfilters; i++)
+        p->filter[i].flags &= ~(unsigned)GDS_FILTER_FLAG_OPTIONAL;
+}
+
+/* Whether a chunk of the write exists with a filter skipped (mask not 0):
+ * see keep_every_filter. */
+static bool chunks_masked(const read_state_t *s)
+{
+    for (size_t k = 0; k < s->nchunks; k++)
+        if (s->chunks[k].addr != HADDR_UNDEF && s->chunks[k].mask != 0)
+            return true;
+    return false;
+}
+
 /* The file selection as one box, if it is one (H5S_ALL: the whole extent). */
 static bool selection_box(hid_t dset_space, hid_t file_space, box_t *b)
 {
@@ -176,6 +204,8 @@ static int filtered_io(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_s
                 break;
             if (!describe_pipeline(dcpl, H5Tget_size(ftype), s.cdims, s.box.rank, &s.pipe))
                 break;
+            if (write)
+                keep_every_filter(&s.pipe);
             char why[256];
             if (write ? !gds_codec_can_encode(&s.pipe, why, sizeof why) || !covers_whole_chunks(&s) ||
                             gds_codec_encodes_slowly(&s.pipe)
@@ -221,9 +251,10 @@ static int filtered_io(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_s
         }
         gds_chunk_locate_t located;
         double t_locate = gds_filtered_seconds_now();
-        if (result == 1 &&
-            (write ? gds_filtered_list_chunks(&s) : gds_filtered_locate(&s, GDS_LOCATE_AUTO, &located)) < 0)
+        if (result == 1 && gds_filtered_locate(&s, GDS_LOCATE_AUTO, &located) < 0)
             result = -1;
+        if (result == 1 && write && chunks_masked(&s))
+            result = 0; /* HDF5's filters write it */
         bool any_fill = false;
         for (size_t k = 0; result == 1 && k < s.nchunks; k++) {
             chunk_t *c = &s.chunks[k];
