@@ -15,11 +15,11 @@
 
 /* Decoded bytes per batch of a read: nvCOMP decodes a batch's chunks side
  * by side, each chunk's Deflate, LZ4 or zstd stream on its own, so a batch
- * takes about one chunk's time up to the GPU's width (measured on an H100, 1 MiB chunks: 512
- * decode in the time of 256, Deflate and LZ4; zstd from 256 on) and wider
- * batches decode faster; few enough that two batches of stored bytes and
- * one of scratch fit beside a training job's memory. Writes: their first
- * encode and last write overlap nothing, 256 MiB keeps those short. */
+ * takes about one chunk's time up to the GPU's width (H100, 1 MiB chunks:
+ * 512 decode in the time of 256, Deflate and LZ4; zstd from 256 on) and
+ * wider batches decode faster; few enough that two batches of stored bytes
+ * and one of scratch fit beside a training job's memory. Writes: their
+ * first encode and last write overlap nothing, 256 MiB keeps those short. */
 #define READ_BATCH_DECODED_BYTES ((size_t)512 << 20)
 #define WRITE_BATCH_DECODED_BYTES ((size_t)256 << 20)
 
@@ -218,10 +218,10 @@ size_t gds_filtered_read_batch_end(const read_state_t *s, size_t from)
 }
 
 /* The end of the write batch that starts at chunk `from`. Batches hold
- * WRITE_BATCH_DECODED_BYTES decoded, except the first and the last, a quarter of
- * that: the first batch's encode and the last batch's write, bound by the
- * disk, overlap nothing, so small ones keep that small, while the batches
- * between stay wide for nvCOMP. */
+ * WRITE_BATCH_DECODED_BYTES decoded, except the first and the last, a
+ * quarter of that: the first batch's encode and the last batch's write,
+ * bound by the disk, overlap nothing, so small ones keep that small, while
+ * the batches between stay wide for nvCOMP. */
 size_t gds_filtered_write_batch_end(const read_state_t *s, size_t from)
 {
     size_t per_batch = chunks_per_batch(s, true);
