@@ -1,5 +1,6 @@
 """What several test files share (not a test file itself): whether nvCOMP is
-installed for the GPU decode, and equality of checkpoint states."""
+installed for the GPU decode, hdf5plugin where installed, and equality of
+checkpoint states."""
 from __future__ import annotations
 
 import importlib.util
@@ -25,6 +26,16 @@ def nvcomp_missing() -> str | None:
     except ImportError:
         pass
     return "nvCOMP not installed (pip install nvidia-libnvcomp-cu13, or set H5GDS_NVCOMP_LIB)"
+
+
+def hdf5plugin_or_none() -> Any:
+    """The hdf5plugin module, or None where it is not installed (tests of
+    plugin filters then skip or leave those filters out)."""
+    try:
+        import hdf5plugin
+        return hdf5plugin
+    except ImportError:
+        return None
 
 
 def cases_scale() -> int:

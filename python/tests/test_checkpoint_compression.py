@@ -21,13 +21,10 @@ import numpy as np
 import pytest
 
 import h5gds
-from support import states_equal
+from support import hdf5plugin_or_none, states_equal
 from h5gds import _checkpoint
 
-try:
-    import hdf5plugin
-except ImportError:
-    hdf5plugin = None
+hdf5plugin = hdf5plugin_or_none()
 
 NEEDS_PLUGIN = pytest.mark.skipif(hdf5plugin is None, reason="hdf5plugin is not installed (pip install hdf5plugin): "
                                   "the lz4, zstd and bitshuffle-lz4 filters are its")

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import h5gds
-from support import nvcomp_missing
+from support import hdf5plugin_or_none, nvcomp_missing
 
 pytestmark = pytest.mark.gpu
 
@@ -17,14 +17,6 @@ cupy = pytest.importorskip("cupy")
 
 
 NVCOMP = nvcomp_missing()
-
-
-def _hdf5plugin():
-    try:
-        import hdf5plugin
-        return hdf5plugin
-    except ImportError:
-        return None
 
 
 def field(shape, seed=1):
@@ -61,7 +53,7 @@ def _filters():
         ("shuffle", dict(shuffle=True), True),
         ("lzf", dict(compression="lzf"), False),
     ]
-    hp = _hdf5plugin()
+    hp = hdf5plugin_or_none()
     if hp is not None:
         out += [
             ("zstd", dict(**hp.Zstd(clevel=3)), True),
@@ -125,7 +117,7 @@ def test_zstd_frames_dense_in_sequences(tmp_path, level, chunk):
     of a 256-token alphabet, high levels) overran the scratch nvCOMP's
     decoder asks for and lost the CUDA context; they decode with the scratch
     the library gives it, alone (one chunk) and in a batch."""
-    hp = _hdf5plugin()
+    hp = hdf5plugin_or_none()
     if hp is None:
         pytest.skip("hdf5plugin is not installed")
     rng = np.random.default_rng(3 * 1000 + 256 + level)
@@ -319,7 +311,7 @@ def test_zstd_writes_of_large_zstd_inputs_use_hdf5s_filter(tmp_path, fname, kw, 
     (or bitshuffle blocks of 256 KiB) are compressed by HDF5's CPU filter,
     8 KiB bitshuffle blocks inside the same chunks by the GPU; both read
     back equal in h5py."""
-    hp = _hdf5plugin()
+    hp = hdf5plugin_or_none()
     arr = field((512, 2048))  # 4 MiB, chunks of 1 MiB
     cases = {"zstd": (kw, False)} if fname == "zstd" else {
         "8KiB": (dict(**hp.Bitshuffle(cname="zstd")), True),

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import h5gds
-from support import nvcomp_missing
+from support import hdf5plugin_or_none, nvcomp_missing
 
 pytestmark = pytest.mark.gpu
 
@@ -80,17 +80,9 @@ def test_gpu_compressed_write_then_more_writes_of_the_file(tmp_path, monkeypatch
         np.testing.assert_array_equal(ref["host"][()], np.arange(1000))
 
 
-def _hdf5plugin():
-    try:
-        import hdf5plugin
-        return hdf5plugin
-    except ImportError:
-        return None
-
-
 def _incompressible_pipelines():
     out = [("gzip+shuffle+fletcher32", dict(compression="gzip", shuffle=True, fletcher32=True))]
-    hp = _hdf5plugin()
+    hp = hdf5plugin_or_none()
     if hp is not None:
         out += [("zstd+fletcher32", dict(**hp.Zstd(clevel=3), fletcher32=True)),
                 ("bitshuffle-zstd", dict(**hp.Bitshuffle(cname="zstd"))),
@@ -99,7 +91,10 @@ def _incompressible_pipelines():
     return out
 
 
-@pytest.mark.parametrize("fname,kw", _incompressible_pipelines(), ids=[p[0] for p in _incompressible_pipelines()])
+INCOMPRESSIBLE_PIPELINES = _incompressible_pipelines()
+
+
+@pytest.mark.parametrize("fname,kw", INCOMPRESSIBLE_PIPELINES, ids=[p[0] for p in INCOMPRESSIBLE_PIPELINES])
 def test_incompressible_gpu_writes_then_hdf5_in_the_same_session(tmp_path, fname, kw):
     """HDF5 keeps the filter mask a chunk had before an H5Dwrite_chunk in its
     cache of the last chunk looked up: GPU writes store incompressible

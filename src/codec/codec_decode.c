@@ -420,13 +420,11 @@ static size_t decode_batch_size(gds_codec_t *c, const decode_ctx_t *x, const siz
         if (comp) {
             gds_nvcomp_deflate_dopts_t dd = {0};
             gds_nvcomp_lz4_dopts_t ld = {0};
-            gds_nvcomp_zstd_dopts_t zd = {0};
             size_t ne = m * nblocks;
             if (step_lz4(comp->kind))
                 c->nv->lz4.DecompressGetTempSize(ne, block, ld, &temp, m * expect, NULL);
             else if (step_zstd(comp->kind) || comp->kind == GDS_STEP_BLOSC) /* blosc: zstd's, the larger */
-                c->nv->zstd.DecompressGetTempSize(ne, block * GDS_ZSTD_SCRATCH_FACTOR, zd, &temp,
-                                                  m * expect * GDS_ZSTD_SCRATCH_FACTOR, NULL);
+                gds_zstd_decompress_temp(c->nv, ne, block, m * expect, &temp, NULL);
             else
                 c->nv->deflate.DecompressGetTempSize(ne, block, dd, &temp, m * expect, NULL);
             temp += ne * (6 * 8 + sizeof(gds_kentry_t));

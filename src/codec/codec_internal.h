@@ -177,6 +177,17 @@ static inline bool step_lz4(gds_step_kind_t k) { return k == GDS_STEP_LZ4 || k =
  * 2026-11-26-h100-zstd-writes, zstd-scratch.txt). */
 #define GDS_ZSTD_SCRATCH_FACTOR 2
 
+/* nvCOMP's zstd decompression scratch for ne chunks of at most max_out
+ * decoded bytes (total_out in all), asked as for GDS_ZSTD_SCRATCH_FACTOR
+ * times those: the one place the factor is applied. */
+static inline gds_nvcomp_status_t gds_zstd_decompress_temp(const gds_nvcomp_api_t *nv, size_t ne, size_t max_out,
+                                                           size_t total_out, size_t *temp, CUstream s)
+{
+    gds_nvcomp_zstd_dopts_t zd = {0};
+    return nv->zstd.DecompressGetTempSize(ne, max_out * GDS_ZSTD_SCRATCH_FACTOR, zd, temp,
+                                          total_out * GDS_ZSTD_SCRATCH_FACTOR, s);
+}
+
 static inline bool step_zstd(gds_step_kind_t k) { return k == GDS_STEP_ZSTD || k == GDS_STEP_BSHUF_ZSTD; }
 
 /* The error code of a step (its position; GDS_KERR_* added). */

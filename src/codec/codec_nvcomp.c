@@ -33,8 +33,7 @@ int gds_codec_nvcomp_decompress(gds_codec_t *c, gds_step_kind_t kind, size_t ne,
         return run ? 0 : gds_codec_entries_reserve(c, 0, 0, extra, s, em, extra_at, st);
     if (!run) {
         r = lz4    ? nv->lz4.DecompressGetTempSize(ne, max_out, ld, &temp, total_out, s)
-            : zstd ? nv->zstd.DecompressGetTempSize(ne, max_out * GDS_ZSTD_SCRATCH_FACTOR, zd, &temp,
-                                                    total_out * GDS_ZSTD_SCRATCH_FACTOR, s)
+            : zstd ? gds_zstd_decompress_temp(nv, ne, max_out, total_out, &temp, s)
                    : nv->deflate.DecompressGetTempSize(ne, max_out, dd, &temp, total_out, s);
         if (r != GDS_NVCOMP_SUCCESS) {
             gds_status_set(st, 0, "GPU codec: nvCOMP temp size for %zu chunks of %zu bytes: %s", ne, max_out,
