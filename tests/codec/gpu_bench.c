@@ -1,7 +1,12 @@
 /*
  * test_codec_gpu --bench [MiB]: decode and encode throughput, chunks in
- * device memory.
+ * device memory. --widths [N]: the decode time of batches of 64 .. N whole
+ * 1 MiB chunks, and of N chunks as two or four batches decoded at once
+ * (a codec and a stream each), to size the reads' batches.
  */
+#include <pthread.h>
+#include <string.h>
+
 #include "gpu_test_common.h"
 
 /* ---- throughput ---- */
@@ -144,4 +149,110 @@ void bench(size_t mib)
     pipe_add(&p, GDS_FILTER_DEFLATE, OPT, 1, CD4);
     bench_one("shuffle+deflate4 f32 4 MiB", &p, DATA_FLOAT_FIELD, mib);
     bench_zstd_sizes(mib / 4 ? mib / 4 : 1);
+}
+
+/* ---- decode time by batch width, and two batches decoded at once ---- */
+
+typedef struct lane {
+    gds_codec_t *codec;
+    CUstream stream;
+    const gds_codec_pipeline_t *p;
+    const gds_codec_chunk_t *chunks;
+    size_t n;
+    int rc;
+    gds_status_t st;
+} lane_t;
+
+static void *lane_run(void *arg)
+{
+    lane_t *l = arg;
+    size_t bad;
+    l->rc = gds_codec_decode(l->codec, l->p, l->chunks, l->n, l->stream, &bad, &l->st);
+    return NULL;
+}
+
+/* Best of three timed calls (after one untimed) of `lanes` decodes at once,
+ * each of n / lanes chunks on a codec and stream of its own. */
+static double lanes_seconds(lane_t *lane, int lanes, const gds_codec_pipeline_t *p, const batch_t *b, size_t n)
+{
+    double best = 1e30;
+    for (int r = 0; r < 4; r++) {
+        pthread_t t[4];
+        double t0 = now();
+        for (int i = 0; i < lanes; i++) {
+            lane[i].p = p;
+            lane[i].chunks = b->chunks + i * (n / lanes);
+            lane[i].n = n / lanes;
+            pthread_create(&t[i], NULL, lane_run, &lane[i]);
+        }
+        for (int i = 0; i < lanes; i++)
+            pthread_join(t[i], NULL);
+        double dt = now() - t0;
+        for (int i = 0; i < lanes; i++)
+            CHECK_MSG(lane[i].rc == 0, "lanes: %s", lane[i].st.msg);
+        if (r > 0 && dt < best)
+            best = dt;
+    }
+    return best;
+}
+
+static void widths_one(const char *name, const gds_codec_pipeline_t *p, data_kind_t kind, size_t n, lane_t *lane)
+{
+    batch_t b;
+    if (!batch_make(&b, p, kind, n, NULL)) {
+        printf("skip  widths %s\n", name);
+        batch_free(&b);
+        return;
+    }
+    batch_upload(&b, p->chunk_bytes, false);
+    for (size_t w = 64; w <= n; w *= 2) {
+        double s = lanes_seconds(lane, 1, p, &b, w);
+        printf("widths %-24s lanes 1 width %5zu: %8.2f ms, %6.1f GB/s\n", name, w, 1e3 * s,
+               (double)(w * p->chunk_bytes) / s / 1e9);
+    }
+    for (int lanes = 2; lanes <= 4; lanes *= 2) {
+        double s = lanes_seconds(lane, lanes, p, &b, n);
+        printf("widths %-24s lanes %d width %5zu: %8.2f ms, %6.1f GB/s\n", name, lanes, n / lanes, 1e3 * s,
+               (double)(n * p->chunk_bytes) / s / 1e9);
+    }
+    CHECK(batch_compare(&b, p->chunk_bytes, SIZE_MAX) == 0);
+    batch_free(&b);
+}
+
+void widths(size_t mib)
+{
+    lane_t lane[4];
+    memset(lane, 0, sizeof lane);
+    lane[0].codec = codec;
+    lane[0].stream = stream;
+    for (int i = 1; i < 4; i++) {
+        gds_status_t st = {0, ""};
+        CHECK_MSG(gds_codec_open(&lane[i].codec, NULL, &st) == 0, "second codec: %s", st.msg);
+        GPU_OK(cu->StreamCreate(&lane[i].stream, CU_STREAM_NON_BLOCKING));
+    }
+    const size_t MB = 1 << 20, n = mib;
+    const unsigned bs_lz4[] = {0, 4, 4, 0, 2}, blosc_shuf[] = {2, 2, 4, 0, 5, 1, 1};
+    gds_codec_pipeline_t p = pipe_new(MB, 4);
+    pipe_add(&p, GDS_FILTER_SHUFFLE, OPT, 1, CD4);
+    pipe_add(&p, GDS_FILTER_DEFLATE, OPT, 1, CD4);
+    widths_one("shuffle+deflate4 f32", &p, DATA_FLOAT_FIELD, n, lane);
+    p = pipe_new(MB, 1);
+    pipe_add(&p, GDS_FILTER_DEFLATE, OPT, 1, CD4);
+    widths_one("deflate4 u8 image", &p, DATA_IMAGE_U8, n, lane);
+    p = pipe_new(MB, 4);
+    pipe_add(&p, GDS_FILTER_ZSTD, OPT, 1, CD3);
+    widths_one("zstd3 f32", &p, DATA_FLOAT_FIELD, n, lane);
+    p = pipe_new(MB, 4);
+    pipe_add(&p, GDS_FILTER_LZ4, OPT, 1, CD0);
+    widths_one("lz4 f32", &p, DATA_FLOAT_FIELD, n, lane);
+    p = pipe_new(MB, 4);
+    pipe_add(&p, GDS_FILTER_BITSHUFFLE, OPT, 5, bs_lz4);
+    widths_one("bitshuffle+lz4 f32", &p, DATA_FLOAT_FIELD, n, lane);
+    p = pipe_new(MB, 4);
+    pipe_add(&p, GDS_FILTER_BLOSC, OPT, 7, blosc_shuf);
+    widths_one("blosc lz4 shuffle f32", &p, DATA_FLOAT_FIELD, n, lane);
+    for (int i = 1; i < 4; i++) {
+        gds_codec_close(lane[i].codec);
+        cu->StreamDestroy(lane[i].stream);
+    }
 }

@@ -132,5 +132,6 @@ int hostile_one(int i);
 void fixtures(const char *dir, const char *out, bool cpu);
 /* gpu_bench.c: decode and encode throughput. */
 void bench(size_t mib);
+void widths(size_t nchunks);
 
 #endif

@@ -17,6 +17,7 @@
  *   test_codec_gpu --hostile       garbage inside valid framing (child processes)
  *   test_codec_gpu --hostile-case N  hostile case N in this process
  *   test_codec_gpu --bench [MiB]   decode and encode throughput
+ *   test_codec_gpu --widths [N]    decode time by batch width; batches decoded at once
  *
  * main and the arguments here; each family in a file of its own:
  * gpu_roundtrip.c, gpu_corrupt.c, gpu_hostile.c, gpu_fixtures.c,
@@ -34,7 +35,7 @@ int main(int argc, char **argv)
     const char *fixture_dir = NULL, *out = NULL;
     bool cpu = false, hostile = false;
     int hostile_case = -1;
-    size_t bench_mib = 0;
+    size_t bench_mib = 0, widths_n = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--fixtures") && i + 1 < argc)
             fixture_dir = argv[++i];
@@ -50,8 +51,10 @@ int main(int argc, char **argv)
             hostile_case = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--bench"))
             bench_mib = i + 1 < argc && atoi(argv[i + 1]) > 0 ? (size_t)atoi(argv[++i]) : 256;
+        else if (!strcmp(argv[i], "--widths"))
+            widths_n = i + 1 < argc && atoi(argv[i + 1]) > 0 ? (size_t)atoi(argv[++i]) : 1024;
         else {
-            fprintf(stderr, "usage: %s [--require] [--hostile | --hostile-case N | --fixtures DIR [--cpu] [--out DIR] | --bench [MiB]]\n",
+            fprintf(stderr, "usage: %s [--require] [--hostile | --hostile-case N | --fixtures DIR [--cpu] [--out DIR] | --bench [MiB] | --widths [N]]\n",
                     argv[0]);
             return 2;
         }
@@ -95,12 +98,14 @@ int main(int argc, char **argv)
     GPU_OK(cu->StreamCreate(&stream, CU_STREAM_NON_BLOCKING));
     if (fixture_dir)
         fixtures(fixture_dir, out, false);
-    else if (!bench_mib) {
+    else if (!bench_mib && !widths_n) {
         roundtrip_tests();
         corrupt_tests();
     }
     if (bench_mib)
         bench(bench_mib);
+    if (widths_n)
+        widths(widths_n);
     gds_codec_close(codec);
     cu->StreamDestroy(stream);
     return test_finish("test_codec_gpu");
