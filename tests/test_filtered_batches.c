@@ -4,7 +4,7 @@
  * src/vfd/gds_filtered_common.c), without a GPU: every chunk in exactly one
  * batch, batches in order and never empty; reads in the fewest batches of
  * one size, writes with a first and a last batch a quarter of a full one;
- * tiny and huge chunks; H5GDS_DECODE_BATCH_MIB.
+ * tiny and huge chunks; the codec's choice of read batch; H5GDS_DECODE_BATCH_MIB.
  */
 #include <stdlib.h>
 
@@ -13,14 +13,20 @@
 
 #define MiB ((size_t)1 << 20)
 
-static void check_ends(const char *what, bool writing, size_t nchunks, size_t chunk_bytes, const size_t *want,
-                       size_t nwant)
+static void check_ends_codec(const char *what, bool writing, size_t nchunks, size_t chunk_bytes, size_t codec,
+                             const size_t *want, size_t nwant)
 {
     size_t ends[64];
-    long long n = gds_filtered_batches(nchunks, chunk_bytes, writing, ends, 64);
+    long long n = gds_filtered_batches(nchunks, chunk_bytes, writing, codec, ends, 64);
     CHECK_MSG(n == (long long)nwant, "%s: %lld batches, expected %zu", what, n, nwant);
     for (size_t i = 0; n == (long long)nwant && i < nwant; i++)
         CHECK_MSG(ends[i] == want[i], "%s: batch %zu ends at %zu, expected %zu", what, i, ends[i], want[i]);
+}
+
+static void check_ends(const char *what, bool writing, size_t nchunks, size_t chunk_bytes, const size_t *want,
+                       size_t nwant)
+{
+    check_ends_codec(what, writing, nchunks, chunk_bytes, 0, want, nwant);
 }
 
 int main(void)
@@ -54,6 +60,17 @@ int main(void)
     check_ends("write 10 x 64 MiB", true, 10, 64 * MiB, huge, 3);
     check_ends("write 3 x 512 MiB", true, 3, 512 * MiB, larger, 3);
 
+    /* The codec's choice of chunks per read batch (gds_codec_read_batch_chunks):
+     * the fewest batches of at most that many, of one size; writes ignore it */
+    const size_t codec128[] = {128, 256, 384, 512, 640, 768, 896, 1024};
+    check_ends_codec("read 1024 x 1 MiB, codec 128", false, 1024, MiB, 128, codec128, 8);
+    const size_t codec300[] = {256, 512, 768, 1024}; /* 4 batches of 256, not 300 + 300 + 300 + 124 */
+    check_ends_codec("read 1024 x 1 MiB, codec 300", false, 1024, MiB, 300, codec300, 4);
+    check_ends_codec("write 1024 x 1 MiB, codec 128", true, 1024, MiB, 128, gib_w, 6);
+    setenv("H5GDS_DECODE_BATCH_MIB", "512", 1); /* the environment wins */
+    check_ends_codec("read 1024 x 1 MiB, codec 128, 512 MiB set", false, 1024, MiB, 128, gib, 2);
+    unsetenv("H5GDS_DECODE_BATCH_MIB");
+
     /* the environment sets the batch: 16 MiB, 16 chunks of 1 MiB */
     setenv("H5GDS_DECODE_BATCH_MIB", "16", 1);
     const size_t env_r[] = {14, 27, 40}; /* 40 in three batches: 14, 13, 13 */
@@ -70,7 +87,7 @@ int main(void)
     for (int writing = 0; writing < 2; writing++)
         for (size_t c = 0; c < 3; c++)
             for (size_t n = 1; n <= 3000; n++) {
-                long long nb = gds_filtered_batches(n, sizes[c], writing, ends, 4096);
+                long long nb = gds_filtered_batches(n, sizes[c], writing, 0, ends, 4096);
                 CHECK_MSG(nb > 0 && nb <= 4096, "%zu chunks of %zu bytes: %lld batches", n, sizes[c], nb);
                 if (nb <= 0 || nb > 4096)
                     continue;

@@ -390,53 +390,162 @@ static void decode_slots(const decode_ctx_t *x, size_t max_stored, size_t *slot)
         slot[a] = slot[a] ? align_up(slot[a], SLOT_ALIGN) : 0;
 }
 
-/* Chunks per sub-batch: arenas, nvCOMP's arrays and temporary memory of the
- * group's compressor (its blocks as the filter's parameters give them) within
- * the codec's budget. */
-static size_t decode_batch_size(gds_codec_t *c, const decode_ctx_t *x, const size_t *slot, size_t n)
+/* The group's compressor step (NULL: none) and the decoded bytes it yields. */
+static const gds_codec_step_t *compressor_of(const decode_ctx_t *x, size_t *expect)
+{
+    const gds_codec_step_t *comp = NULL;
+    *expect = 0;
+    for (size_t k = 0; k < x->nsteps; k++)
+        if (gds_codec_step_compresses(x->steps[k].kind)) {
+            comp = &x->steps[k];
+            *expect = x->forward[k];
+        }
+    return comp;
+}
+
+/* The compressed streams (nvCOMP's entries) of one chunk, and their largest
+ * decoded size, as the filter's parameters give them: Blosc's are known
+ * from its headers only (its small blocks assumed). */
+static size_t streams_per_chunk(const gds_codec_step_t *comp, size_t expect, size_t *block_out)
+{
+    size_t block = expect;
+    if (comp && comp->kind == GDS_STEP_LZ4 && comp->block && comp->block < expect)
+        block = comp->block;
+    else if (comp && comp->kind == GDS_STEP_BLOSC)
+        block = expect < 16384 ? expect : 16384;
+    else if (comp && (comp->kind == GDS_STEP_BSHUF_LZ4 || comp->kind == GDS_STEP_BSHUF_ZSTD))
+        block = (comp->block ? comp->block : gds_bshuf_default_block(comp->elem)) * comp->elem;
+    *block_out = block;
+    return comp && block ? (expect + block - 1) / block : 1;
+}
+
+/* Whether m chunks of the group fit one sub-batch: arenas, nvCOMP's arrays
+ * and the temporary memory of the group's compressor within the budget. */
+static bool batch_fits(gds_codec_t *c, const decode_ctx_t *x, size_t per, size_t m, size_t *temp_out)
+{
+    size_t expect, block, temp = 0;
+    const gds_codec_step_t *comp = compressor_of(x, &expect);
+    size_t nblocks = streams_per_chunk(comp, expect, &block);
+    if (comp) {
+        gds_nvcomp_deflate_dopts_t dd = {0};
+        gds_nvcomp_lz4_dopts_t ld = {0};
+        size_t ne = m * nblocks;
+        if (step_lz4(comp->kind))
+            c->nv->lz4.DecompressGetTempSize(ne, block, ld, &temp, m * expect, NULL);
+        else if (step_zstd(comp->kind) || comp->kind == GDS_STEP_BLOSC) /* blosc: zstd's, the larger */
+            gds_zstd_decompress_temp(c->nv, ne, block, m * expect, &temp, NULL);
+        else
+            c->nv->deflate.DecompressGetTempSize(ne, block, dd, &temp, m * expect, NULL);
+        temp += ne * (6 * 8 + sizeof(gds_kentry_t));
+    }
+    *temp_out = temp;
+    return m * per + temp <= c->budget;
+}
+
+/* The most chunks (up to n) one sub-batch of the group may hold. */
+static size_t widest_batch(gds_codec_t *c, const decode_ctx_t *x, const size_t *slot, size_t n, size_t *per_out,
+                           size_t *temp_out)
 {
     size_t per = 256;
     for (int a = 0; a < NARENAS; a++)
         per += slot[a];
-    const gds_codec_step_t *comp = NULL;
-    size_t expect = 0;
-    for (size_t k = 0; k < x->nsteps; k++)
-        if (gds_codec_step_compresses(x->steps[k].kind)) {
-            comp = &x->steps[k];
-            expect = x->forward[k];
-        }
-    size_t block = expect, nblocks = 1;
-    if (comp && comp->kind == GDS_STEP_LZ4 && comp->block && comp->block < expect)
-        block = comp->block;
-    else if (comp && comp->kind == GDS_STEP_BLOSC) /* blocks known from the headers only: blosc's small ones */
-        block = expect < 16384 ? expect : 16384;
-    else if (comp && (comp->kind == GDS_STEP_BSHUF_LZ4 || comp->kind == GDS_STEP_BSHUF_ZSTD))
-        block = (comp->block ? comp->block : gds_bshuf_default_block(comp->elem)) * comp->elem;
-    if (comp && block)
-        nblocks = (expect + block - 1) / block;
-    size_t m = n < MAX_BATCH ? n : MAX_BATCH;
-    for (;;) {
-        size_t temp = 0;
-        if (comp) {
-            gds_nvcomp_deflate_dopts_t dd = {0};
-            gds_nvcomp_lz4_dopts_t ld = {0};
-            size_t ne = m * nblocks;
-            if (step_lz4(comp->kind))
-                c->nv->lz4.DecompressGetTempSize(ne, block, ld, &temp, m * expect, NULL);
-            else if (step_zstd(comp->kind) || comp->kind == GDS_STEP_BLOSC) /* blosc: zstd's, the larger */
-                gds_zstd_decompress_temp(c->nv, ne, block, m * expect, &temp, NULL);
-            else
-                c->nv->deflate.DecompressGetTempSize(ne, block, dd, &temp, m * expect, NULL);
-            temp += ne * (6 * 8 + sizeof(gds_kentry_t));
-        }
-        if (m * per + temp <= c->budget || m == 1) {
-            if (gds_codec_debug_on())
-                fprintf(stderr, "h5gds codec: decode: %zu chunks in batches of %zu: arenas %zu B/chunk, nvCOMP "
-                                "%zu B\n", n, m, per, temp);
-            return m;
-        }
-        m = (m + 1) / 2;
+    size_t lo = 1, hi = n < MAX_BATCH ? n : MAX_BATCH, temp = 0;
+    if (batch_fits(c, x, per, hi, &temp))
+        lo = hi;
+    while (lo < hi) { /* lo fits (or is 1), hi + 1 does not */
+        size_t mid = lo + (hi - lo + 1) / 2;
+        if (batch_fits(c, x, per, mid, &temp))
+            lo = mid;
+        else
+            hi = mid - 1;
     }
+    (void)batch_fits(c, x, per, lo, &temp);
+    *per_out = per;
+    *temp_out = temp;
+    return lo;
+}
+
+/* Chunks per sub-batch: n cut into the fewest sub-batches that fit, all of
+ * one size. nvCOMP decodes each Deflate, zstd or single-block LZ4 stream
+ * serially, in about the time of one whatever the batch's width (H200,
+ * 1 MiB chunks: 64 of them in 77 ms, 1024 in 95, Deflate), so a short
+ * last sub-batch costs as long as a full one. */
+static size_t decode_batch_size(gds_codec_t *c, const decode_ctx_t *x, const size_t *slot, size_t n)
+{
+    size_t per, temp, m = widest_batch(c, x, slot, n, &per, &temp);
+    size_t nb = (n + m - 1) / m;
+    m = (n + nb - 1) / nb;
+    if (gds_codec_debug_on())
+        fprintf(stderr, "h5gds codec: decode: %zu chunks in batches of %zu: arenas %zu B/chunk, nvCOMP %zu B\n", n, m,
+                per, temp);
+    return m;
+}
+
+/* Plans the decode of chunks of p stored with every filter applied
+ * (mask 0) and at most max_stored bytes each; -1 when p cannot be
+ * decoded. */
+static int plan_unmasked(const gds_codec_pipeline_t *p, size_t max_stored, decode_ctx_t *x, gds_codec_step_t *steps,
+                         size_t *forward, size_t *slot)
+{
+    char why[300];
+    memset(x, 0, sizeof *x);
+    x->p = p;
+    x->steps = steps;
+    x->forward = forward;
+    if (!gds_codec_can_decode(p, why, sizeof why) ||
+        gds_codec_plan_steps(p, 0, false, steps, &x->nsteps, why, sizeof why) < 0)
+        return -1;
+    forward[0] = p->chunk_bytes;
+    for (size_t k = 0; k < x->nsteps; k++)
+        forward[k + 1] =
+            forward[k] == GDS_SIZE_UNKNOWN ? GDS_SIZE_UNKNOWN : gds_codec_step_forward(&steps[k], forward[k]);
+    decode_stages(x);
+    decode_slots(x, max_stored, slot);
+    return 0;
+}
+
+/* Read batches (gds_codec_read_batch_chunks). Chunks of one stream each
+ * (Deflate, zstd, LZ4 in one block) decode in about one chunk's time up to
+ * a thousand side by side: the widest batch the budget holds in one
+ * sub-batch. Chunks of MANY_STREAMS or more (bitshuffle's blocks, LZ4 in
+ * blocks smaller than the chunk), or of none (shuffle, fletcher32 alone),
+ * keep the GPU busy from about FILLING_BYTES decoded on (H200, 1 MiB
+ * bitshuffle-LZ4 chunks: 128 in 2.3 ms, 1024 in 12.9): smaller batches
+ * let more of a read overlap its decode (warm 1 GiB reads, H200: 37.3 and
+ * 43.7 GB/s in 128 MiB batches, 32.3 and 37.8 in 512, 35.8 and 36.9 in
+ * 64). Blosc's stage costs about 3 ms a batch whatever its width: the
+ * widest. Results: bench/results/2026-11-26-h200-batch-widths. */
+#define MANY_STREAMS 8
+#define FILLING_BYTES ((size_t)128 << 20)
+
+size_t gds_codec_read_batch_goal(const gds_codec_pipeline_t *p, size_t max_chunks)
+{
+    gds_codec_step_t steps[GDS_CODEC_MAX_FILTERS];
+    size_t forward[GDS_CODEC_MAX_FILTERS + 1], slot[NARENAS], expect, block;
+    decode_ctx_t x;
+    if (max_chunks == 0)
+        max_chunks = 1;
+    if (!p || !p->chunk_bytes || plan_unmasked(p, p->chunk_bytes, &x, steps, forward, slot) < 0)
+        return max_chunks;
+    const gds_codec_step_t *comp = compressor_of(&x, &expect);
+    size_t streams = streams_per_chunk(comp, expect, &block);
+    if (comp && (comp->kind == GDS_STEP_BLOSC || streams < MANY_STREAMS))
+        return max_chunks;
+    size_t fill = FILLING_BYTES / p->chunk_bytes;
+    return fill == 0 ? 1 : fill < max_chunks ? fill : max_chunks;
+}
+
+size_t gds_codec_read_batch_chunks(gds_codec_t *c, const gds_codec_pipeline_t *p, size_t max_stored,
+                                   size_t max_chunks)
+{
+    gds_codec_step_t steps[GDS_CODEC_MAX_FILTERS];
+    size_t forward[GDS_CODEC_MAX_FILTERS + 1], slot[NARENAS], per, temp;
+    decode_ctx_t x;
+    size_t goal = gds_codec_read_batch_goal(p, max_chunks);
+    if (!c || !p || !p->chunk_bytes || plan_unmasked(p, max_stored, &x, steps, forward, slot) < 0)
+        return goal;
+    x.c = c;
+    return widest_batch(c, &x, slot, goal, &per, &temp);
 }
 
 static int cmp_mask(const void *a, const void *b, void *chunks)

@@ -109,6 +109,20 @@ typedef struct gds_codec_chunk {
 int gds_codec_decode(gds_codec_t *c, const gds_codec_pipeline_t *p, const gds_codec_chunk_t *chunks, size_t n,
                      CUstream stream, size_t *bad, gds_status_t *st);
 
+/* How many chunks of p (stored with every filter, at most max_stored bytes
+ * each) a read should give gds_codec_decode at once, at most max_chunks:
+ * as many as one sub-batch of the codec's memory holds where each chunk is
+ * one compressed stream (nvCOMP decodes a batch of those in about one
+ * chunk's time), fewer where a chunk holds many (the GPU is busy from
+ * about 128 MiB of them on, and a read overlaps more of its decode with
+ * smaller batches). max_chunks (at least 1) when p cannot be decoded. */
+size_t gds_codec_read_batch_chunks(gds_codec_t *c, const gds_codec_pipeline_t *p, size_t max_stored,
+                                   size_t max_chunks);
+/* The same without the codec's memory budget (no GPU needed): max_chunks
+ * for chunks of one stream each and Blosc, the chunks of 128 MiB decoded
+ * for the others, at least 1. */
+size_t gds_codec_read_batch_goal(const gds_codec_pipeline_t *p, size_t max_chunks);
+
 /* Bytes an encoded chunk of p may take (dst of gds_codec_encode); 0 when
  * the pipeline cannot be encoded. */
 size_t gds_codec_max_encoded_bytes(const gds_codec_pipeline_t *p);

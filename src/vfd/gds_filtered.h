@@ -64,11 +64,12 @@ __attribute__((visibility("default"))) long long gds_filtered_locate_chunks(hid_
                                                                             gds_chunk_locate_t *used);
 
 /* The batches a GPU read (writing false) or write of `nchunks` chunks of
- * `chunk_bytes` decoded bytes is cut into: their ends, the first `cap` in
+ * `chunk_bytes` decoded bytes is cut into, a read's codec asking for
+ * `codec_chunks` per batch (0: none): their ends, the first `cap` in
  * `ends`.
  * Returns the number of batches, or -1 if one would be empty or run past
  * the end. Exported for tests/test_filtered_batches.c only. */
 __attribute__((visibility("default"))) long long gds_filtered_batches(size_t nchunks, size_t chunk_bytes, bool writing,
-                                                                      size_t *ends, size_t cap);
+                                                                      size_t codec_chunks, size_t *ends, size_t cap);
 
 #endif

@@ -13,13 +13,14 @@
 
 #include "gds_filtered_internal.h"
 
-/* Decoded bytes per batch of a read: nvCOMP decodes a batch's chunks side
- * by side, each chunk's Deflate, LZ4 or zstd stream on its own, so a batch
- * takes about one chunk's time up to the GPU's width (H100, 1 MiB chunks:
- * 512 decode in the time of 256, Deflate and LZ4; zstd from 256 on) and
- * wider batches decode faster; few enough that two batches of stored bytes
- * and one of scratch fit beside a training job's memory. Writes: their
- * first encode and last write overlap nothing, 256 MiB keeps those short. */
+/* Decoded bytes per batch of a read, at most: nvCOMP decodes a batch's
+ * chunks side by side, each chunk's Deflate, LZ4 or zstd stream on its
+ * own, so a batch takes about one chunk's time up to the GPU's width and
+ * wider batches decode faster (the codec says how wide within this:
+ * gds_codec_read_batch_chunks); few enough that two batches of stored
+ * bytes and one of scratch fit beside a training job's memory. Writes:
+ * their first encode and last write overlap nothing, 256 MiB keeps those
+ * short. */
 #define READ_BATCH_DECODED_BYTES ((size_t)512 << 20)
 #define WRITE_BATCH_DECODED_BYTES ((size_t)256 << 20)
 
@@ -178,12 +179,14 @@ void gds_filtered_chunk_text(const box_t *b, const hsize_t *lo, char *out, size_
         snprintf(out + at, size - at, ")");
 }
 
-long long gds_filtered_batches(size_t nchunks, size_t chunk_bytes, bool writing, size_t *ends, size_t cap)
+long long gds_filtered_batches(size_t nchunks, size_t chunk_bytes, bool writing, size_t codec_chunks, size_t *ends,
+                               size_t cap)
 {
     read_state_t s;
     memset(&s, 0, sizeof s);
     s.nchunks = nchunks;
     s.pipe.chunk_bytes = chunk_bytes;
+    s.read_batch_chunks = codec_chunks;
     size_t n = 0;
     for (size_t from = 0, to; from < nchunks; from = to, n++) {
         to = writing ? gds_filtered_write_batch_end(&s, from) : gds_filtered_read_batch_end(&s, from);
@@ -195,19 +198,30 @@ long long gds_filtered_batches(size_t nchunks, size_t chunk_bytes, bool writing,
     return (long long)n;
 }
 
+/* Chunks per batch: H5GDS_DECODE_BATCH_MIB's, else (reads) the codec's
+ * choice, else the default decoded bytes'. */
 static size_t chunks_per_batch(const read_state_t *s, bool writing)
 {
-    size_t per_batch = gds_filtered_batch_decoded_bytes(writing) / s->pipe.chunk_bytes;
+    const char *env = getenv("H5GDS_DECODE_BATCH_MIB");
+    size_t per_batch = !writing && !(env && atol(env) > 0) && s->read_batch_chunks
+                           ? s->read_batch_chunks
+                           : gds_filtered_batch_decoded_bytes(writing) / s->pipe.chunk_bytes;
     return per_batch ? per_batch : 1;
 }
 
+size_t gds_filtered_read_batch_cap(size_t chunk_bytes)
+{
+    size_t n = chunk_bytes ? gds_filtered_batch_decoded_bytes(false) / chunk_bytes : 1;
+    return n ? n : 1;
+}
+
 /* The end of the read batch that starts at chunk `from`: the fewest batches
- * of at most READ_BATCH_DECODED_BYTES decoded, all of one size (within a
- * chunk). nvCOMP's decoders of whole chunks take about as long for a batch
- * of 64 chunks as for 256 (above): every batch costs that time, so a short
- * first or last batch costs as much as a full one, and a read of n batches
- * is fastest when n is least and the first batch, which nothing overlaps,
- * no larger than it must be. */
+ * of at most chunks_per_batch, all of one size (within a chunk). nvCOMP's
+ * decoders of whole chunks take about as long for a batch of 64 chunks as
+ * for 512 (above): every batch costs that time, so a short first or last
+ * batch costs as much as a full one, and a read of n batches is fastest
+ * when n is least and the first batch, which nothing overlaps, no larger
+ * than it must be. */
 size_t gds_filtered_read_batch_end(const read_state_t *s, size_t from)
 {
     size_t per_batch = chunks_per_batch(s, false);

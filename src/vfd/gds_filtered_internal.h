@@ -83,6 +83,7 @@ typedef struct read_state {
     bool abandoned;  /* the codec's work never finished: the buffers it uses are never freed */
     double memory_s; /* spent allocating and freeing the buffers (H5GDS_CODEC_DEBUG's trace) */
     size_t largest_stored; /* reads: the stored bytes of the largest batch */
+    size_t read_batch_chunks; /* reads: chunks per batch the codec asks for (0: by decoded bytes) */
 } read_state_t;
 
 /* ---- gds_filtered_common.c ---- */
@@ -106,6 +107,9 @@ void gds_filtered_error(const char *func, int line, hid_t major, hid_t minor, co
 size_t gds_filtered_batch_decoded_bytes(bool writing);
 /* The end of the batch of a read (write) that starts at chunk `from`. */
 size_t gds_filtered_read_batch_end(const read_state_t *s, size_t from);
+/* The most chunks of chunk_bytes a read batch may hold (the decoded bytes'
+ * limit), at least 1. */
+size_t gds_filtered_read_batch_cap(size_t chunk_bytes);
 size_t gds_filtered_write_batch_end(const read_state_t *s, size_t from);
 int gds_filtered_read_ahead(void);
 double gds_filtered_seconds_now(void);

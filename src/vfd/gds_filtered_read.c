@@ -186,6 +186,12 @@ herr_t gds_filtered_read_all(read_state_t *s)
     int issued = 0, decoded = 0;
     herr_t rc = 0;
     bool trace = gds_filtered_trace_on();
+    size_t max_stored = 0;
+    for (size_t k = 0; k < s->nchunks; k++)
+        if (s->chunks[k].addr != HADDR_UNDEF && s->chunks[k].stored > max_stored)
+            max_stored = (size_t)s->chunks[k].stored;
+    s->read_batch_chunks = gds_codec_read_batch_chunks(s->codec, &s->pipe, max_stored,
+                                                       gds_filtered_read_batch_cap(s->pipe.chunk_bytes));
     s->largest_stored = 0;
     for (size_t a = 0, b; a < s->nchunks; a = b) {
         b = gds_filtered_read_batch_end(s, a);

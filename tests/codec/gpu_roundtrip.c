@@ -154,11 +154,41 @@ static void encode_case(const char *name, const gds_codec_pipeline_t *p, data_ki
     cu->MemFree(back);
 }
 
+/* The read batches the codec asks for (gds_codec_read_batch_chunks) with
+ * its real memory budget: one stream per chunk, the widest one sub-batch
+ * holds; bitshuffle, 128 MiB; and decoding that many and one more (two
+ * sub-batches of one size) gives the data back. */
+static void read_batch_cases(void)
+{
+    const size_t MB = 1 << 20;
+    const unsigned bs_lz4[] = {0, 4, 4, 0, 2};
+    gds_codec_pipeline_t p = pipe_new(MB, 4);
+    pipe_add(&p, GDS_FILTER_SHUFFLE, OPT, 1, CD4);
+    pipe_add(&p, GDS_FILTER_DEFLATE, OPT, 1, CD4);
+    size_t deflate = gds_codec_read_batch_chunks(codec, &p, MB + 1024, 512);
+    CHECK_MSG(deflate >= 256 && deflate <= 512, "shuffle+deflate: %zu chunks per read batch", deflate);
+    p = pipe_new(MB, 4);
+    pipe_add(&p, GDS_FILTER_ZSTD, OPT, 1, CD3);
+    size_t zstd = gds_codec_read_batch_chunks(codec, &p, MB + 1024, 512);
+    CHECK_MSG(zstd >= 64 && zstd <= 512, "zstd: %zu chunks per read batch", zstd);
+    CHECK(gds_codec_read_batch_chunks(codec, &p, MB + 1024, 3) == 3);
+    p = pipe_new(MB, 4);
+    pipe_add(&p, GDS_FILTER_BITSHUFFLE, OPT, 5, bs_lz4);
+    CHECK(gds_codec_read_batch_chunks(codec, &p, MB + 1024, 512) == 128);
+    p = pipe_new(64 * 1024, 4);
+    pipe_add(&p, GDS_FILTER_ZSTD, OPT, 1, CD3);
+    size_t n = gds_codec_read_batch_chunks(codec, &p, 70000, 8192);
+    CHECK_MSG(n >= 256 && n <= 8192, "zstd 64 KiB: %zu chunks per read batch", n);
+    decode_case("zstd3 64 KiB, a read batch and one more", &p, DATA_FLOAT_FIELD, n + 1, NULL);
+}
+
 void roundtrip_tests(void)
 {
     gds_codec_pipeline_t p;
     const size_t MB = 1 << 20;
     ref_load(); /* this file's copy of codec_ref.h's table (a static): encode_case's CPU decoding */
+
+    read_batch_cases();
 
     /* decode */
     p = pipe_new(256 * 1024, 4);

@@ -1029,6 +1029,47 @@ static void test_absent(void)
     gds_codec_close(NULL);
 }
 
+/* Read batches by pipeline (gds_codec_read_batch_goal): chunks of one
+ * stream each and Blosc take the most the caller allows, chunks of many
+ * streams (bitshuffle, LZ4 in small blocks) or none 128 MiB decoded. */
+static void test_read_batch_goal(void)
+{
+    const size_t MB = 1 << 20;
+    const unsigned cd_lz4_64k[] = {65536}, cd_lz4_2m[] = {2u << 20}, cd_blosc[] = {2, 2, 4, 0, 5, 1, 1};
+    struct {
+        unsigned id;
+        size_t ncd;
+        const unsigned *cd;
+        size_t chunk, max, want;
+    } cases[] = {
+        {GDS_FILTER_DEFLATE, 1, CD_DEFL6, MB, 512, 512},
+        {GDS_FILTER_ZSTD, 1, CD_ZSTD3, MB, 512, 512},
+        {GDS_FILTER_LZ4, 1, CD_LZ4_0, MB, 512, 512},        /* one block per chunk */
+        {GDS_FILTER_LZ4, 1, cd_lz4_2m, MB, 512, 512},       /* a block larger than the chunk */
+        {GDS_FILTER_LZ4, 1, cd_lz4_64k, MB, 512, 128},      /* 16 blocks per chunk */
+        {GDS_FILTER_BITSHUFFLE, 5, CD_BS_LZ4, MB, 512, 128},
+        {GDS_FILTER_BITSHUFFLE, 6, CD_BS_ZSTD, 64 << 10, 8192, 2048},
+        {GDS_FILTER_BITSHUFFLE, 3, CD_BS_PLAIN, MB, 512, 128},
+        {GDS_FILTER_BITSHUFFLE, 5, CD_BS_LZ4, MB, 64, 64},  /* the caller's limit wins */
+        {GDS_FILTER_BITSHUFFLE, 5, CD_BS_LZ4, 256 * MB, 2, 1},
+        {GDS_FILTER_BLOSC, 7, cd_blosc, MB, 512, 512},
+        {GDS_FILTER_SHUFFLE, 1, CD_SHUF4, MB, 512, 128},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        gds_codec_pipeline_t p = pipeline(cases[i].chunk, 4);
+        pipe_add(&p, cases[i].id, 1, cases[i].ncd, cases[i].cd);
+        size_t got = gds_codec_read_batch_goal(&p, cases[i].max);
+        CHECK_MSG(got == cases[i].want, "case %zu (filter %u): %zu chunks per batch, expected %zu", i, cases[i].id,
+                  got, cases[i].want);
+    }
+    gds_codec_pipeline_t p = pipeline(MB, 4);
+    pipe_add(&p, 30000, 1, 0, NULL); /* not decodable: the caller's limit */
+    CHECK(gds_codec_read_batch_goal(&p, 77) == 77);
+    CHECK(gds_codec_read_batch_goal(&p, 0) == 1);
+    CHECK(gds_codec_read_batch_goal(NULL, 5) == 5);
+    CHECK(gds_codec_read_batch_chunks(NULL, &p, MB, 9) == 9); /* no codec: the goal */
+}
+
 int main(void)
 {
     ref_load();
@@ -1044,6 +1085,7 @@ int main(void)
     test_blosc_roundtrip();
     test_blosc_encode_plan();
     test_encodes_slowly();
+    test_read_batch_goal();
     test_blosc_shuffle_units();
     test_blosc_encode_frames();
     test_error_texts();
