@@ -441,3 +441,43 @@ def test_reads_in_many_batches(tmp_path, monkeypatch, ahead, fname):
         st = h5gds.last_decode_stats()
         assert st.chunks == written
         assert st.decoded_bytes == written * 37 * 100 * 4
+
+
+def test_read_batches_follow_the_page_cache(tmp_path, monkeypatch, capfd):
+    """Chunks of no compressed stream (shuffle alone; bitshuffle's are of
+    many) come in batches of 128 MiB decoded when their stored bytes are in
+    the page cache, in the widest (512 MiB) when they come from the disk:
+    five chunks of 32 MiB in two batches warm, one cold (the batches from
+    H5GDS_CODEC_DEBUG's trace)."""
+    import os
+    import re
+
+    if NVCOMP is not None:
+        pytest.skip(NVCOMP)
+    monkeypatch.delenv("H5GDS_DECODE_BATCH_MIB", raising=False)
+    monkeypatch.setenv("H5GDS_CODEC_DEBUG", "1")
+    arr = np.tile(field((2048, 512)), (5, 8))  # five chunks of 2048 x 4096 float32: 32 MiB each
+    path = tmp_path / "s.h5"
+    with h5py.File(path, "w") as f:
+        f.create_dataset("x", data=arr, chunks=(2048, 4096), shuffle=True)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+
+        def batches():
+            capfd.readouterr()
+            with h5py.File(path, "r", driver="gds") as f:
+                got = h5gds.read(f["x"], like="cupy")
+                assert h5gds.last_route() == "gpu-decode"
+            np.testing.assert_array_equal(cupy.asnumpy(got), arr)
+            err = capfd.readouterr().err
+            return [(int(a), int(b)) for a, b in re.findall(r"h5gds read '[^']*': chunks \[(\d+), (\d+)\)", err)]
+
+        with open(path, "rb") as fh:  # every page in the cache
+            while fh.read(1 << 24):
+                pass
+        assert batches() == [(0, 3), (3, 5)]
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)  # clean pages leave the cache
+        assert batches() == [(0, 5)]
+    finally:
+        os.close(fd)

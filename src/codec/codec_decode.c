@@ -510,15 +510,17 @@ static int plan_unmasked(const gds_codec_pipeline_t *p, size_t max_stored, decod
  * sub-batch. Chunks of MANY_STREAMS or more (bitshuffle's blocks, LZ4 in
  * blocks smaller than the chunk), or of none (shuffle, fletcher32 alone),
  * keep the GPU busy from about FILLING_BYTES decoded on (H200, 1 MiB
- * bitshuffle-LZ4 chunks: 128 in 2.3 ms, 1024 in 12.9): smaller batches
- * let more of a read overlap its decode (warm 1 GiB reads, H200: 37.3 and
- * 43.7 GB/s in 128 MiB batches, 32.3 and 37.8 in 512, 35.8 and 36.9 in
- * 64). Blosc's stage costs about 3 ms a batch whatever its width: the
- * widest. Results: bench/results/2026-11-26-h200-batch-widths. */
+ * bitshuffle-LZ4 chunks: 128 in 2.3 ms, 1024 in 12.9): where the input
+ * comes fast (the page cache), smaller batches let more of a read overlap
+ * its decode (warm 1 GiB reads, H200: 37.3 and 43.7 GB/s in 128 MiB
+ * batches, 32.3 and 37.8 in 512, 35.8 and 36.9 in 64); from a disk the
+ * widest read fastest (cold: 7-17% slower in 128 MiB batches, even with
+ * three read ahead). Blosc's stage costs about 3 ms a batch whatever its
+ * width: the widest. Results: bench/results/2026-11-26-h200-batch-widths. */
 #define MANY_STREAMS 8
 #define FILLING_BYTES ((size_t)128 << 20)
 
-size_t gds_codec_read_batch_goal(const gds_codec_pipeline_t *p, size_t max_chunks)
+size_t gds_codec_read_batch_goal(const gds_codec_pipeline_t *p, size_t max_chunks, bool fast_input)
 {
     gds_codec_step_t steps[GDS_CODEC_MAX_FILTERS];
     size_t forward[GDS_CODEC_MAX_FILTERS + 1], slot[NARENAS], expect, block;
@@ -529,19 +531,19 @@ size_t gds_codec_read_batch_goal(const gds_codec_pipeline_t *p, size_t max_chunk
         return max_chunks;
     const gds_codec_step_t *comp = compressor_of(&x, &expect);
     size_t streams = streams_per_chunk(comp, expect, &block);
-    if (comp && (comp->kind == GDS_STEP_BLOSC || streams < MANY_STREAMS))
+    if (!fast_input || (comp && (comp->kind == GDS_STEP_BLOSC || streams < MANY_STREAMS)))
         return max_chunks;
     size_t fill = FILLING_BYTES / p->chunk_bytes;
     return fill == 0 ? 1 : fill < max_chunks ? fill : max_chunks;
 }
 
 size_t gds_codec_read_batch_chunks(gds_codec_t *c, const gds_codec_pipeline_t *p, size_t max_stored,
-                                   size_t max_chunks)
+                                   size_t max_chunks, bool fast_input)
 {
     gds_codec_step_t steps[GDS_CODEC_MAX_FILTERS];
     size_t forward[GDS_CODEC_MAX_FILTERS + 1], slot[NARENAS], per, temp;
     decode_ctx_t x;
-    size_t goal = gds_codec_read_batch_goal(p, max_chunks);
+    size_t goal = gds_codec_read_batch_goal(p, max_chunks, fast_input);
     if (!c || !p || !p->chunk_bytes || plan_unmasked(p, max_stored, &x, steps, forward, slot) < 0)
         return goal;
     x.c = c;

@@ -265,6 +265,11 @@ int gds_file_read(gds_file_t *file, uint64_t offset, size_t size, void *buf, gds
 int gds_file_write(gds_file_t *file, uint64_t offset, size_t size, const void *buf, gds_data_t data,
                    gds_status_t *st);
 
+/* Whether the page holding `offset` is in the page cache (asked with a
+ * one-byte read that must not wait; true where the kernel cannot say):
+ * for a caller that sizes its requests for memory or for the disk. */
+bool gds_file_page_cached(gds_file_t *file, uint64_t offset);
+
 /* ---- process-wide ---- */
 
 /* Stops and joins the worker threads, after the jobs in flight have ended,

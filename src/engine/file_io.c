@@ -141,3 +141,5 @@ size_t gds_engine_pinned_bytes(void)
 {
     return gds_staged_pinned_bytes();
 }
+
+bool gds_file_page_cached(gds_file_t *file, uint64_t offset) { return gds_page_cached(file->fd, offset); }

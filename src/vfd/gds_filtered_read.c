@@ -174,6 +174,33 @@ static herr_t wait_read(read_state_t *s, gds_io_t *io)
     return 0;
 }
 
+static size_t largest_chunk(const read_state_t *s)
+{
+    size_t most = 0;
+    for (size_t k = 0; k < s->nchunks; k++)
+        if (s->chunks[k].addr != HADDR_UNDEF && s->chunks[k].stored > most)
+            most = (size_t)s->chunks[k].stored;
+    return most;
+}
+
+/* Whether the stored chunks are mostly in the page cache: the middles of
+ * the written chunks a quarter, half and three quarters of the way. */
+static bool stored_bytes_cached(const read_state_t *s)
+{
+    size_t written = 0, seen = 0, n = 0;
+    uint64_t at[3];
+    for (size_t k = 0; k < s->nchunks; k++)
+        written += s->chunks[k].addr != HADDR_UNDEF;
+    for (size_t k = 0; k < s->nchunks && n < 3; k++) {
+        const chunk_t *c = &s->chunks[k];
+        if (c->addr == HADDR_UNDEF)
+            continue;
+        if (seen++ == written * (n + 1) / 4)
+            at[n++] = (uint64_t)c->addr + (uint64_t)c->stored / 2;
+    }
+    return n > 0 && gds_vfd_raw_mostly_cached(s->fid, at, n);
+}
+
 /* The batches (gds_filtered_read_batch_end): batches k + 1 .. k + ahead
  * (gds_filtered_read_ahead) are read while batch k decodes, each into a
  * stored-bytes slot of its own. */
@@ -186,12 +213,9 @@ herr_t gds_filtered_read_all(read_state_t *s)
     int issued = 0, decoded = 0;
     herr_t rc = 0;
     bool trace = gds_filtered_trace_on();
-    size_t max_stored = 0;
-    for (size_t k = 0; k < s->nchunks; k++)
-        if (s->chunks[k].addr != HADDR_UNDEF && s->chunks[k].stored > max_stored)
-            max_stored = (size_t)s->chunks[k].stored;
-    s->read_batch_chunks = gds_codec_read_batch_chunks(s->codec, &s->pipe, max_stored,
-                                                       gds_filtered_read_batch_cap(s->pipe.chunk_bytes));
+    s->read_batch_chunks = gds_codec_read_batch_chunks(s->codec, &s->pipe, largest_chunk(s),
+                                                       gds_filtered_read_batch_cap(s->pipe.chunk_bytes),
+                                                       stored_bytes_cached(s));
     s->largest_stored = 0;
     for (size_t a = 0, b; a < s->nchunks; a = b) {
         b = gds_filtered_read_batch_end(s, a);

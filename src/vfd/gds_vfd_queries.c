@@ -107,6 +107,15 @@ int gds_vfd_submit_raw_read(hid_t file_id, const gds_segment_t *segs, size_t nse
     return gds_file_submit(file->engine, &req, io, st);
 }
 
+bool gds_vfd_raw_mostly_cached(hid_t file_id, const uint64_t *offsets, size_t n)
+{
+    gds_vfd_file_t *file = vfd_file_of(file_id);
+    size_t cached = 0;
+    for (size_t i = 0; file && i < n; i++)
+        cached += gds_file_page_cached(file->engine, offsets[i]);
+    return file && n && 2 * cached >= n;
+}
+
 gds_held_writes_t *gds_vfd_hold_writes(hid_t file_id)
 {
     gds_vfd_file_t *file = vfd_file_of(file_id);

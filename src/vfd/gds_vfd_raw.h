@@ -13,6 +13,10 @@
  * `st`; else the ticket in *io (gds_io_wait). */
 int gds_vfd_submit_raw_read(hid_t file_id, const gds_segment_t *segs, size_t nseg, gds_io_t **io, gds_status_t *st);
 
+/* Whether most of the file offsets (at least half) are in the page cache:
+ * a warm read; false for a file not of the gds driver. */
+bool gds_vfd_raw_mostly_cached(hid_t file_id, const uint64_t *offsets, size_t n);
+
 /* Held raw writes (gds_vfd_held.c), for the GPU write of filtered
  * datasets: from gds_vfd_hold_writes until gds_vfd_hold_end, the calling
  * thread's raw writes of device memory to the file are recorded, not

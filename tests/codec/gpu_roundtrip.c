@@ -156,7 +156,7 @@ static void encode_case(const char *name, const gds_codec_pipeline_t *p, data_ki
 
 /* The read batches the codec asks for (gds_codec_read_batch_chunks) with
  * its real memory budget: one stream per chunk, the widest one sub-batch
- * holds; bitshuffle, 128 MiB; and decoding that many and one more (two
+ * holds; bitshuffle, 128 MiB from the page cache, 512 from a disk; and decoding that many and one more (two
  * sub-batches of one size) gives the data back. */
 static void read_batch_cases(void)
 {
@@ -165,19 +165,20 @@ static void read_batch_cases(void)
     gds_codec_pipeline_t p = pipe_new(MB, 4);
     pipe_add(&p, GDS_FILTER_SHUFFLE, OPT, 1, CD4);
     pipe_add(&p, GDS_FILTER_DEFLATE, OPT, 1, CD4);
-    size_t deflate = gds_codec_read_batch_chunks(codec, &p, MB + 1024, 512);
+    size_t deflate = gds_codec_read_batch_chunks(codec, &p, MB + 1024, 512, true);
     CHECK_MSG(deflate >= 256 && deflate <= 512, "shuffle+deflate: %zu chunks per read batch", deflate);
     p = pipe_new(MB, 4);
     pipe_add(&p, GDS_FILTER_ZSTD, OPT, 1, CD3);
-    size_t zstd = gds_codec_read_batch_chunks(codec, &p, MB + 1024, 512);
+    size_t zstd = gds_codec_read_batch_chunks(codec, &p, MB + 1024, 512, true);
     CHECK_MSG(zstd >= 64 && zstd <= 512, "zstd: %zu chunks per read batch", zstd);
-    CHECK(gds_codec_read_batch_chunks(codec, &p, MB + 1024, 3) == 3);
+    CHECK(gds_codec_read_batch_chunks(codec, &p, MB + 1024, 3, true) == 3);
     p = pipe_new(MB, 4);
     pipe_add(&p, GDS_FILTER_BITSHUFFLE, OPT, 5, bs_lz4);
-    CHECK(gds_codec_read_batch_chunks(codec, &p, MB + 1024, 512) == 128);
+    CHECK(gds_codec_read_batch_chunks(codec, &p, MB + 1024, 512, true) == 128);
+    CHECK(gds_codec_read_batch_chunks(codec, &p, MB + 1024, 512, false) == 512);
     p = pipe_new(64 * 1024, 4);
     pipe_add(&p, GDS_FILTER_ZSTD, OPT, 1, CD3);
-    size_t n = gds_codec_read_batch_chunks(codec, &p, 70000, 8192);
+    size_t n = gds_codec_read_batch_chunks(codec, &p, 70000, 8192, false);
     CHECK_MSG(n >= 256 && n <= 8192, "zstd 64 KiB: %zu chunks per read batch", n);
     decode_case("zstd3 64 KiB, a read batch and one more", &p, DATA_FLOAT_FIELD, n + 1, NULL);
 }

@@ -1031,7 +1031,8 @@ static void test_absent(void)
 
 /* Read batches by pipeline (gds_codec_read_batch_goal): chunks of one
  * stream each and Blosc take the most the caller allows, chunks of many
- * streams (bitshuffle, LZ4 in small blocks) or none 128 MiB decoded. */
+ * streams (bitshuffle, LZ4 in small blocks) or none 128 MiB decoded where
+ * the input comes fast, the most allowed from a disk. */
 static void test_read_batch_goal(void)
 {
     const size_t MB = 1 << 20;
@@ -1058,16 +1059,17 @@ static void test_read_batch_goal(void)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         gds_codec_pipeline_t p = pipeline(cases[i].chunk, 4);
         pipe_add(&p, cases[i].id, 1, cases[i].ncd, cases[i].cd);
-        size_t got = gds_codec_read_batch_goal(&p, cases[i].max);
+        size_t got = gds_codec_read_batch_goal(&p, cases[i].max, true);
+        CHECK_MSG(gds_codec_read_batch_goal(&p, cases[i].max, false) == cases[i].max, "case %zu from a disk", i);
         CHECK_MSG(got == cases[i].want, "case %zu (filter %u): %zu chunks per batch, expected %zu", i, cases[i].id,
                   got, cases[i].want);
     }
     gds_codec_pipeline_t p = pipeline(MB, 4);
     pipe_add(&p, 30000, 1, 0, NULL); /* not decodable: the caller's limit */
-    CHECK(gds_codec_read_batch_goal(&p, 77) == 77);
-    CHECK(gds_codec_read_batch_goal(&p, 0) == 1);
-    CHECK(gds_codec_read_batch_goal(NULL, 5) == 5);
-    CHECK(gds_codec_read_batch_chunks(NULL, &p, MB, 9) == 9); /* no codec: the goal */
+    CHECK(gds_codec_read_batch_goal(&p, 77, true) == 77);
+    CHECK(gds_codec_read_batch_goal(&p, 0, true) == 1);
+    CHECK(gds_codec_read_batch_goal(NULL, 5, true) == 5);
+    CHECK(gds_codec_read_batch_chunks(NULL, &p, MB, 9, true) == 9); /* no codec: the goal */
 }
 
 int main(void)
