@@ -515,8 +515,10 @@ static int plan_unmasked(const gds_codec_pipeline_t *p, size_t max_stored, decod
  * its decode (warm 1 GiB reads, H200: 37.3 and 43.7 GB/s in 128 MiB
  * batches, 32.3 and 37.8 in 512, 35.8 and 36.9 in 64); from a disk the
  * widest read fastest (cold: 7-17% slower in 128 MiB batches, even with
- * three read ahead). Blosc's stage costs about 3 ms a batch whatever its
- * width: the widest. Results: bench/results/2026-11-26-h200-batch-widths. */
+ * three read ahead), cut into sub-batches by the codec. Blosc's stage
+ * costs about 3 ms a batch whatever its width: from the page cache as many
+ * as one sub-batch holds (9-11% faster than two sub-batches), from a disk
+ * the widest. Results: bench/results/2026-11-26-h200-batch-widths. */
 #define MANY_STREAMS 8
 #define FILLING_BYTES ((size_t)128 << 20)
 
@@ -543,10 +545,14 @@ size_t gds_codec_read_batch_chunks(gds_codec_t *c, const gds_codec_pipeline_t *p
     gds_codec_step_t steps[GDS_CODEC_MAX_FILTERS];
     size_t forward[GDS_CODEC_MAX_FILTERS + 1], slot[NARENAS], per, temp;
     decode_ctx_t x;
-    size_t goal = gds_codec_read_batch_goal(p, max_chunks, fast_input);
+    size_t goal = gds_codec_read_batch_goal(p, max_chunks, fast_input), expect, block;
     if (!c || !p || !p->chunk_bytes || plan_unmasked(p, max_stored, &x, steps, forward, slot) < 0)
         return goal;
     x.c = c;
+    const gds_codec_step_t *comp = compressor_of(&x, &expect);
+    bool one_stream = comp && comp->kind != GDS_STEP_BLOSC && streams_per_chunk(comp, expect, &block) < MANY_STREAMS;
+    if (!one_stream && !fast_input)
+        return goal; /* from a disk the widest: sub-batches of these decode fast */
     return widest_batch(c, &x, slot, goal, &per, &temp);
 }
 

@@ -113,11 +113,11 @@ int gds_codec_decode(gds_codec_t *c, const gds_codec_pipeline_t *p, const gds_co
  * each) a read should give gds_codec_decode at once, at most max_chunks:
  * as many as one sub-batch of the codec's memory holds where each chunk is
  * one compressed stream (nvCOMP decodes a batch of those in about one
- * chunk's time); where a chunk holds many and the stored bytes come fast
- * (fast_input: from the page cache, not a disk), those of about 128 MiB
- * decoded (the GPU is busy from there on, and a read overlaps more of its
- * decode with smaller batches). max_chunks (at least 1) when p cannot be
- * decoded. */
+ * chunk's time); where a chunk holds many, max_chunks from a disk, and
+ * where the stored bytes come fast (fast_input: from the page cache) those
+ * of about 128 MiB decoded (the GPU is busy from there on, and a read
+ * overlaps more of its decode with smaller batches), Blosc's one
+ * sub-batch. max_chunks (at least 1) when p cannot be decoded. */
 size_t gds_codec_read_batch_chunks(gds_codec_t *c, const gds_codec_pipeline_t *p, size_t max_stored,
                                    size_t max_chunks, bool fast_input);
 /* The same without the codec's memory budget (no GPU needed). */

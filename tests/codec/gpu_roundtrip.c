@@ -156,7 +156,8 @@ static void encode_case(const char *name, const gds_codec_pipeline_t *p, data_ki
 
 /* The read batches the codec asks for (gds_codec_read_batch_chunks) with
  * its real memory budget: one stream per chunk, the widest one sub-batch
- * holds; bitshuffle, 128 MiB from the page cache, 512 from a disk; and decoding that many and one more (two
+ * holds; bitshuffle, 128 MiB from the page cache, 512 from a disk; Blosc
+ * one sub-batch from the page cache, 512 from a disk; and decoding that many and one more (two
  * sub-batches of one size) gives the data back. */
 static void read_batch_cases(void)
 {
@@ -175,6 +176,12 @@ static void read_batch_cases(void)
     p = pipe_new(MB, 4);
     pipe_add(&p, GDS_FILTER_BITSHUFFLE, OPT, 5, bs_lz4);
     CHECK(gds_codec_read_batch_chunks(codec, &p, MB + 1024, 512, true) == 128);
+    CHECK(gds_codec_read_batch_chunks(codec, &p, MB + 1024, 512, false) == 512);
+    const unsigned blosc_lz4[] = {2, 2, 4, 0, 5, 1, 1};
+    p = pipe_new(MB, 4);
+    pipe_add(&p, GDS_FILTER_BLOSC, OPT, 7, blosc_lz4);
+    size_t blosc = gds_codec_read_batch_chunks(codec, &p, MB + 1024, 512, true);
+    CHECK_MSG(blosc >= 64 && blosc <= 512, "blosc: %zu chunks per read batch from the page cache", blosc);
     CHECK(gds_codec_read_batch_chunks(codec, &p, MB + 1024, 512, false) == 512);
     p = pipe_new(64 * 1024, 4);
     pipe_add(&p, GDS_FILTER_ZSTD, OPT, 1, CD3);
