@@ -514,7 +514,7 @@ static int plan_unmasked(const gds_codec_pipeline_t *p, size_t max_stored, decod
  * comes fast (the page cache), smaller batches let more of a read overlap
  * its decode (warm 1 GiB reads, H200: 37.3 and 43.7 GB/s in 128 MiB
  * batches, 32.3 and 37.8 in 512, 35.8 and 36.9 in 64); from a disk the
- * widest read fastest (cold: 7-17% slower in 128 MiB batches, even with
+ * widest read fastest (cold: 7-21% slower in 128 MiB batches, even with
  * three read ahead), cut into sub-batches by the codec. Blosc's stage
  * costs about 3 ms a batch whatever its width: from the page cache as many
  * as one sub-batch holds (9-11% faster than two sub-batches), from a disk
