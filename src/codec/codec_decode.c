@@ -449,7 +449,7 @@ static size_t widest_batch(gds_codec_t *c, const decode_ctx_t *x, const size_t *
     size_t per = 256;
     for (int a = 0; a < NARENAS; a++)
         per += slot[a];
-    size_t lo = 1, hi = n < MAX_BATCH ? n : MAX_BATCH, temp = 0;
+    size_t lo = 1, hi = n == 0 ? 1 : n < MAX_BATCH ? n : MAX_BATCH, temp = 0;
     if (batch_fits(c, x, per, hi, &temp))
         lo = hi;
     while (lo < hi) { /* lo fits (or is 1), hi + 1 does not */
@@ -505,7 +505,8 @@ static int plan_unmasked(const gds_codec_pipeline_t *p, size_t max_stored, decod
 }
 
 /* Read batches (gds_codec_read_batch_chunks). Chunks of one stream each
- * (Deflate, zstd, LZ4 in one block) decode in about one chunk's time up to
+ * (Deflate, zstd, LZ4 in one block; LZ4 in fewer than MANY_STREAMS blocks
+ * is counted with them) decode in about one chunk's time up to
  * a thousand side by side: the widest batch the budget holds in one
  * sub-batch. Chunks of MANY_STREAMS or more (bitshuffle's blocks, LZ4 in
  * blocks smaller than the chunk), or of none (shuffle, fletcher32 alone),

@@ -265,10 +265,11 @@ int gds_file_read(gds_file_t *file, uint64_t offset, size_t size, void *buf, gds
 int gds_file_write(gds_file_t *file, uint64_t offset, size_t size, const void *buf, gds_data_t data,
                    gds_status_t *st);
 
-/* Whether the page holding `offset` is in the page cache (asked with a
- * one-byte read that must not wait; true where the kernel cannot say):
- * for a caller that sizes its requests for memory or for the disk. */
-bool gds_file_page_cached(gds_file_t *file, uint64_t offset);
+/* Whether the page holding `offset` is in the page cache: 1 yes, 0 no, -1
+ * the kernel cannot say (asked with a one-byte read that must not wait; a
+ * miss may start the kernel's read-ahead there): for a caller that sizes
+ * its requests for memory or for the disk. */
+int gds_file_page_cached(gds_file_t *file, uint64_t offset);
 
 /* ---- process-wide ---- */
 

@@ -27,11 +27,17 @@
 /* The decoded bytes per batch of a read or a write, or
  * H5GDS_DECODE_BATCH_MIB for both (tuning: wider batches decode faster, at
  * the cost of device memory). */
-size_t gds_filtered_batch_decoded_bytes(bool writing)
+static size_t batch_bytes_set(void)
 {
     const char *env = getenv("H5GDS_DECODE_BATCH_MIB");
     long mib = env ? atol(env) : 0;
-    return mib > 0 && mib <= 65536 ? (size_t)mib << 20 : writing ? WRITE_BATCH_DECODED_BYTES : READ_BATCH_DECODED_BYTES;
+    return mib > 0 && mib <= 65536 ? (size_t)mib << 20 : 0;
+}
+
+size_t gds_filtered_batch_decoded_bytes(bool writing)
+{
+    size_t set = batch_bytes_set();
+    return set ? set : writing ? WRITE_BATCH_DECODED_BYTES : READ_BATCH_DECODED_BYTES;
 }
 
 /* READ_AHEAD, or H5GDS_DECODE_READ_AHEAD (tuning: a disk much faster or
@@ -202,8 +208,7 @@ long long gds_filtered_batches(size_t nchunks, size_t chunk_bytes, bool writing,
  * choice, else the default decoded bytes'. */
 static size_t chunks_per_batch(const read_state_t *s, bool writing)
 {
-    const char *env = getenv("H5GDS_DECODE_BATCH_MIB");
-    size_t per_batch = !writing && !(env && atol(env) > 0) && s->read_batch_chunks
+    size_t per_batch = !writing && !batch_bytes_set() && s->read_batch_chunks
                            ? s->read_batch_chunks
                            : gds_filtered_batch_decoded_bytes(writing) / s->pipe.chunk_bytes;
     return per_batch ? per_batch : 1;
@@ -218,7 +223,7 @@ size_t gds_filtered_read_batch_cap(size_t chunk_bytes)
 /* The end of the read batch that starts at chunk `from`: the fewest batches
  * of at most chunks_per_batch, all of one size (within a chunk). nvCOMP's
  * decoders of whole chunks take about as long for a batch of 64 chunks as
- * for 512 (above): every batch costs that time, so a short first or last
+ * for 512 (gds_codec_read_batch_chunks): every batch costs that time, so a short first or last
  * batch costs as much as a full one, and a read of n batches is fastest
  * when n is least and the first batch, which nothing overlaps, no larger
  * than it must be. */

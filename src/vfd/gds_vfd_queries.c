@@ -111,8 +111,12 @@ bool gds_vfd_raw_mostly_cached(hid_t file_id, const uint64_t *offsets, size_t n)
 {
     gds_vfd_file_t *file = vfd_file_of(file_id);
     size_t cached = 0;
-    for (size_t i = 0; file && i < n; i++)
-        cached += gds_file_page_cached(file->engine, offsets[i]);
+    for (size_t i = 0; file && i < n; i++) {
+        int c = gds_file_page_cached(file->engine, offsets[i]);
+        if (c < 0)
+            return false;
+        cached += (size_t)c;
+    }
     return file && n && 2 * cached >= n;
 }
 

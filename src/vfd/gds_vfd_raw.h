@@ -14,7 +14,8 @@
 int gds_vfd_submit_raw_read(hid_t file_id, const gds_segment_t *segs, size_t nseg, gds_io_t **io, gds_status_t *st);
 
 /* Whether most of the file offsets (at least half) are in the page cache:
- * a warm read; false for a file not of the gds driver. */
+ * a warm read; false where the kernel cannot say for one of them (a read
+ * is then sized for the disk) and for a file not of the gds driver. */
 bool gds_vfd_raw_mostly_cached(hid_t file_id, const uint64_t *offsets, size_t n);
 
 /* Held raw writes (gds_vfd_held.c), for the GPU write of filtered

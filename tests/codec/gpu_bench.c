@@ -219,7 +219,7 @@ static void widths_one(const char *name, const gds_codec_pipeline_t *p, data_kin
     batch_free(&b);
 }
 
-void widths(size_t mib)
+void widths(size_t nchunks)
 {
     lane_t lane[4];
     memset(lane, 0, sizeof lane);
@@ -230,7 +230,7 @@ void widths(size_t mib)
         CHECK_MSG(gds_codec_open(&lane[i].codec, NULL, &st) == 0, "second codec: %s", st.msg);
         GPU_OK(cu->StreamCreate(&lane[i].stream, CU_STREAM_NON_BLOCKING));
     }
-    const size_t MB = 1 << 20, n = mib;
+    const size_t MB = 1 << 20, n = nchunks < 4 ? 4 : nchunks / 4 * 4; /* every chunk in one of four lanes */
     const unsigned bs_lz4[] = {0, 4, 4, 0, 2}, blosc_shuf[] = {2, 2, 4, 0, 5, 1, 1};
     gds_codec_pipeline_t p = pipe_new(MB, 4);
     pipe_add(&p, GDS_FILTER_SHUFFLE, OPT, 1, CD4);
