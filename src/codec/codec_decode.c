@@ -518,7 +518,7 @@ static int plan_unmasked(const gds_codec_pipeline_t *p, size_t max_stored, decod
  * widest read fastest (cold: 7-21% slower in 128 MiB batches, even with
  * three read ahead), cut into sub-batches by the codec. Blosc's stage
  * costs about 3 ms a batch whatever its width: from the page cache as many
- * as one sub-batch holds (9-11% faster than two sub-batches), from a disk
+ * as one sub-batch holds (9-22% faster than two sub-batches), from a disk
  * the widest. Results: bench/results/2026-11-26-h200-batch-widths. */
 #define MANY_STREAMS 8
 #define FILLING_BYTES ((size_t)128 << 20)
