@@ -10,7 +10,6 @@
  * overlaps) to the transfer layer. No layer below calls up.
  */
 #include <errno.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include "strategy.h"
@@ -143,10 +142,4 @@ size_t gds_engine_pinned_bytes(void)
     return gds_staged_pinned_bytes();
 }
 
-int gds_file_page_cached(gds_file_t *file, uint64_t offset)
-{
-    char byte;
-    struct iovec iov = {&byte, 1};
-    ssize_t r = preadv2(file->fd, &iov, 1, (off_t)offset, RWF_NOWAIT);
-    return r >= 0 ? 1 : errno == EAGAIN ? 0 : -1;
-}
+int gds_file_page_cached(gds_file_t *file, uint64_t offset) { return gds_page_cached(file->fd, offset); }

@@ -338,7 +338,7 @@ static int staged_worker(gds_job_t *gjob, void *arg, gds_worker_t *worker, gds_s
     return rc;
 }
 
-bool gds_page_cached(int fd, uint64_t offset)
+int gds_page_cached(int fd, uint64_t offset)
 {
     /* A read that must not wait. (cachestat(2) would not start read-ahead
      * where the page is missing, but on overlayfs it counts no page ever,
@@ -346,7 +346,7 @@ bool gds_page_cached(int fd, uint64_t offset)
     char byte;
     struct iovec iov = {&byte, 1};
     ssize_t r = preadv2(fd, &iov, 1, (off_t)offset, RWF_NOWAIT);
-    return r >= 0 || errno != EAGAIN; /* EOPNOTSUPP, an old kernel: as before, buffered */
+    return r >= 0 ? 1 : errno == EAGAIN ? 0 : -1;
 }
 
 /* Whether a read-once request's bytes are mostly out of the page cache:
@@ -364,7 +364,7 @@ static bool mostly_uncached(int fd, const gds_segment_t *segs, size_t nseg, size
         }
         if (want >= segs[i].size)
             want = segs[i].size ? segs[i].size - 1 : 0;
-        uncached += !gds_page_cached(fd, segs[i].offset + want);
+        uncached += gds_page_cached(fd, segs[i].offset + want) == 0; /* unknown (an old kernel): buffered */
     }
     return uncached >= 2;
 }

@@ -42,8 +42,9 @@ int gds_staged_submit(gds_file_t *file, bool write, const gds_segment_t *segs, s
                       const gds_device_order_t *order, unsigned nworkers, unsigned ring_depth,
                       gds_direct_use_t direct_use, gds_part_t *part, gds_status_t *st);
 /* Whether the page holding `offset` is in the page cache (a read that must
- * not wait: RWF_NOWAIT); true where that cannot be asked. */
-bool gds_page_cached(int fd, uint64_t offset);
+ * not wait: RWF_NOWAIT): 1 yes, 0 no, -1 where that cannot be asked
+ * (gds_file_page_cached). */
+int gds_page_cached(int fd, uint64_t offset);
 /* The same through cuFile; the file must be registered (gds_cufile_register). */
 int gds_cufile_submit(gds_file_t *file, bool write, const gds_segment_t *segs, size_t nseg, void *ctx,
                       const gds_device_order_t *order, gds_part_t *part, gds_status_t *st);
