@@ -523,21 +523,30 @@ static int plan_unmasked(const gds_codec_pipeline_t *p, size_t max_stored, decod
 #define MANY_STREAMS 8
 #define FILLING_BYTES ((size_t)128 << 20)
 
+/* The batch width a planned pipeline wants (gds_codec_read_batch_goal);
+ * *one_stream: its chunks are one compressed stream each. */
+static size_t read_goal(const decode_ctx_t *x, size_t max_chunks, bool fast_input, bool *one_stream)
+{
+    size_t expect, block;
+    const gds_codec_step_t *comp = compressor_of(x, &expect);
+    *one_stream = comp && comp->kind != GDS_STEP_BLOSC && streams_per_chunk(comp, expect, &block) < MANY_STREAMS;
+    if (!fast_input || *one_stream || (comp && comp->kind == GDS_STEP_BLOSC))
+        return max_chunks;
+    size_t fill = FILLING_BYTES / x->p->chunk_bytes;
+    return fill == 0 ? 1 : fill < max_chunks ? fill : max_chunks;
+}
+
 size_t gds_codec_read_batch_goal(const gds_codec_pipeline_t *p, size_t max_chunks, bool fast_input)
 {
     gds_codec_step_t steps[GDS_CODEC_MAX_FILTERS];
-    size_t forward[GDS_CODEC_MAX_FILTERS + 1], slot[NARENAS], expect, block;
+    size_t forward[GDS_CODEC_MAX_FILTERS + 1], slot[NARENAS];
     decode_ctx_t x;
+    bool one_stream;
     if (max_chunks == 0)
         max_chunks = 1;
     if (!p || !p->chunk_bytes || plan_unmasked(p, p->chunk_bytes, &x, steps, forward, slot) < 0)
         return max_chunks;
-    const gds_codec_step_t *comp = compressor_of(&x, &expect);
-    size_t streams = streams_per_chunk(comp, expect, &block);
-    if (!fast_input || (comp && (comp->kind == GDS_STEP_BLOSC || streams < MANY_STREAMS)))
-        return max_chunks;
-    size_t fill = FILLING_BYTES / p->chunk_bytes;
-    return fill == 0 ? 1 : fill < max_chunks ? fill : max_chunks;
+    return read_goal(&x, max_chunks, fast_input, &one_stream);
 }
 
 size_t gds_codec_read_batch_chunks(gds_codec_t *c, const gds_codec_pipeline_t *p, size_t max_stored,
@@ -546,12 +555,13 @@ size_t gds_codec_read_batch_chunks(gds_codec_t *c, const gds_codec_pipeline_t *p
     gds_codec_step_t steps[GDS_CODEC_MAX_FILTERS];
     size_t forward[GDS_CODEC_MAX_FILTERS + 1], slot[NARENAS], per, temp;
     decode_ctx_t x;
-    size_t goal = gds_codec_read_batch_goal(p, max_chunks, fast_input), expect, block;
+    bool one_stream;
+    if (max_chunks == 0)
+        max_chunks = 1;
     if (!c || !p || !p->chunk_bytes || plan_unmasked(p, max_stored, &x, steps, forward, slot) < 0)
-        return goal;
+        return gds_codec_read_batch_goal(p, max_chunks, fast_input);
     x.c = c;
-    const gds_codec_step_t *comp = compressor_of(&x, &expect);
-    bool one_stream = comp && comp->kind != GDS_STEP_BLOSC && streams_per_chunk(comp, expect, &block) < MANY_STREAMS;
+    size_t goal = read_goal(&x, max_chunks, fast_input, &one_stream);
     if (!one_stream && !fast_input)
         return goal; /* from a disk the widest: sub-batches of these decode fast */
     return widest_batch(c, &x, slot, goal, &per, &temp);
