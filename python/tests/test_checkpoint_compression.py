@@ -355,9 +355,8 @@ def _cupy() -> Any:
     return cupy
 
 
-# compressions the GPU encodes (zstd of 4 MiB chunks is left to HDF5's CPU filter: codec_plan.c,
-# gds_codec_encodes_slowly)
-GPU_ENCODED = {"gzip", "lz4", "bitshuffle-lz4"}
+# compressions the GPU encodes (zstd's 4 MiB chunks in 32 KiB pieces, spliced: zstd_splice.h)
+GPU_ENCODED = {"gzip", "lz4", "zstd", "bitshuffle-lz4"}
 
 
 @pytest.mark.gpu

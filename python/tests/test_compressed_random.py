@@ -201,7 +201,8 @@ def _encodable(rng: np.random.Generator, itemsize: int) -> tuple[str, dict[str, 
         kw = dict(**hdf5plugin.Blosc(cname=cname, clevel=int(rng.integers(1, 10)), shuffle=int(rng.integers(0, 3))))
         name = f"blosc-{cname}"
     else:
-        kw, name = dict(**hdf5plugin.Zstd(clevel=3)), "zstd3"  # the GPU for chunks up to 32 KiB
+        # chunks over 32 KiB: pieces spliced into one frame (zstd_splice.h)
+        kw, name = dict(**hdf5plugin.Zstd(clevel=3)), "zstd3"
     if rng.random() < 0.3:
         kw["fletcher32"] = True
         name += "+fletcher32"

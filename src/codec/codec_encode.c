@@ -24,6 +24,7 @@ typedef struct encode_plan {
     /* the compressor's blocks */
     size_t nblocks, block_in;  /* blocks per chunk, bytes of the largest */
     size_t block_out;          /* nvCOMP's slot per block */
+    size_t splice_out;         /* zstd: a piece's slot once spliced (zstd_splice.h), else 0 */
     const gds_codec_step_t *comp; /* the compressor (NULL: none, or deflate level 0) */
     size_t comp_in;            /* bytes entering it */
     bool copy_entries;         /* blosc without nvCOMP (MEMCPYED): entries that only carry its copies */
@@ -65,6 +66,10 @@ static void encode_blocks(const gds_codec_step_t *s, size_t in, size_t *nblocks,
     }
     else if (s->kind == GDS_STEP_BLOSC) /* its streams, the pieces nvCOMP compresses */
         gds_blosc_encode_streams(s, in, nblocks, block_in);
+    else if (s->kind == GDS_STEP_ZSTD && in > GDS_ZSTD_PIECE) { /* pieces spliced into one frame */
+        *nblocks = (in + GDS_ZSTD_PIECE - 1) / GDS_ZSTD_PIECE;
+        *block_in = GDS_ZSTD_PIECE;
+    }
     else {
         *nblocks = 1;
         *block_in = in;
@@ -74,7 +79,9 @@ static void encode_blocks(const gds_codec_step_t *s, size_t in, size_t *nblocks,
 /* nvCOMP's zstd compression by the size of its inputs (H200, tests/codec
  * bench, 1 MiB chunks of a float field): 11.5-11.7 GB/s over inputs of
  * 8-32 KiB, 0.1-0.2 over 64-128 KiB, under 0.05 over chunks of 64 KiB-1 MiB
- * of plain zstd, where HDF5's CPU filter makes 0.1-0.25. */
+ * of plain zstd, where HDF5's CPU filter makes 0.1-0.25. Plain zstd chunks
+ * are cut into pieces of GDS_ZSTD_PIECE and spliced; zstd inside bitshuffle
+ * or blosc compresses those filters' own blocks. */
 #define ZSTD_FAST_INPUT_MAX (32u << 10)
 
 bool gds_codec_encodes_slowly(const gds_codec_pipeline_t *p)
@@ -164,6 +171,8 @@ static int encode_plan(gds_codec_t *c, const gds_codec_pipeline_t *p, const void
             if (nvcomp &&
                 gds_codec_compress_sizes(c, s, e->nblocks, e->block_in, size, stream, &e->block_out, NULL, st) < 0)
                 return -1;
+            if (nvcomp && s->kind == GDS_STEP_ZSTD) /* room for the piece's blocks stored raw */
+                e->splice_out = align_up(e->block_in + 3 * (e->block_in / GDS_ZSTD_RAW_BLOCK_MAX + 1) + 64, 16);
             e->comp = nvcomp ? s : NULL;
             e->comp_in = size;
             e->copy_entries = !nvcomp && s->kind == GDS_STEP_BLOSC;
@@ -205,7 +214,7 @@ static size_t encode_batch_size(gds_codec_t *c, const encode_plan_t *e, size_t n
             size_t ne = m * e->nblocks;
             if (gds_codec_compress_sizes(c, e->comp, ne, e->block_in, m * e->comp_in, stream, &bo, &temp, &ignored) < 0)
                 temp = 0;
-            temp += ne * (e->block_out + 6 * 8 + sizeof(gds_kentry_t));
+            temp += ne * (e->block_out + e->splice_out + 6 * 8 + sizeof(gds_kentry_t));
         }
         else if (e->copy_entries)
             temp = m * e->nblocks * (6 * 8 + sizeof(gds_kentry_t));
@@ -255,7 +264,8 @@ static int encode_batch(gds_codec_t *c, const gds_codec_pipeline_t *p, const enc
         if (nvcomp) {
             size_t bo, temp;
             if (gds_codec_compress_sizes(c, step, ne, e->block_in, in_size * m, s, &bo, &temp, st) < 0 ||
-                gds_codec_entries_reserve(c, ne, temp, ne * e->block_out, s, &em, &comp_base, st) < 0)
+                gds_codec_entries_reserve(c, ne, temp, ne * (e->block_out + e->splice_out), s, &em, &comp_base,
+                                          st) < 0)
                 return -1;
         }
         else if (step && step->kind == GDS_STEP_BLOSC &&
@@ -282,10 +292,14 @@ static int encode_batch(gds_codec_t *c, const gds_codec_pipeline_t *p, const enc
                 else if (step->kind == GDS_STEP_BITSHUFFLE || step->kind == GDS_STEP_BSHUF_LZ4 ||
                          step->kind == GDS_STEP_BSHUF_ZSTD)
                     jb->p1 = (gds_u32)(step->block ? step->block : gds_bshuf_default_block(step->elem));
-                else if (step->kind == GDS_STEP_DEFLATE || step->kind == GDS_STEP_ZSTD) {
+                else if (step->kind == GDS_STEP_DEFLATE) {
                     jb->p0 = 1;
                     jb->p1 = (gds_u32)in_size;
                     jb->mid = comp_base + j * e->block_out;
+                }
+                else if (step->kind == GDS_STEP_ZSTD) { /* pieces of block_in bytes */
+                    jb->p0 = 1;
+                    jb->p1 = (gds_u32)(e->block_in ? e->block_in : 1);
                 }
                 else if (step->kind == GDS_STEP_BLOSC) { /* as the decoder's jobs: typesize | flags << 8, block size */
                     size_t bs = gds_blosc_encode_blocksize(step, in_size);
@@ -385,8 +399,12 @@ static int encode_batch(gds_codec_t *c, const gds_codec_pipeline_t *p, const enc
                     return -1;
             }
             else if (step->kind == GDS_STEP_ZSTD) {
+                /* the pieces' frames made blocks of one frame, then the frame */
+                unsigned long long splice_base = comp_base + ne * e->block_out, splice_slot = e->splice_out;
+                void *sp[] = {&dj, &em.e, &ne64, &splice_base, &splice_slot};
                 void *a[] = {&dj, &em.e, &bm.dsize, &bm.mask, &bm.err, &bm.detail, &code, &bit, &optional};
-                if (gds_codec_launch(c, K_ZSTD_ASSEMBLE, parts_for(e->max_encoded), n32, s, a, st) < 0)
+                if ((nvcomp && gds_codec_launch_threads(c, K_ZSTD_SPLICE, grid, 1, 1, s, sp, st) < 0) ||
+                    gds_codec_launch(c, K_ZSTD_ASSEMBLE, parts_for(e->max_encoded), n32, s, a, st) < 0)
                     return -1;
             }
             else if (step->kind == GDS_STEP_LZ4) {

@@ -46,6 +46,7 @@ enum kernel_id {
     K_SHUFFLE,
     K_BLOCKS_PLAN,
     K_ZLIB_ASSEMBLE,
+    K_ZSTD_SPLICE,
     K_ZSTD_ASSEMBLE,
     K_LZ4H5_LAYOUT,
     K_BSHUF_LAYOUT,
@@ -212,6 +213,9 @@ int gds_codec_dbuf_reserve(gds_codec_t *c, dbuf_t *b, size_t need, CUstream s, g
 int gds_codec_pinned_reserve(gds_codec_t *c, size_t need, CUstream s, gds_status_t *st);
 /* Launches kernel k on a grid of gx x gy blocks of THREADS (nothing when empty). */
 int gds_codec_launch(gds_codec_t *c, int k, unsigned gx, unsigned gy, CUstream s, void **args, gds_status_t *st);
+/* The same with `threads` threads a block (kernels that size their own shared memory). */
+int gds_codec_launch_threads(gds_codec_t *c, int k, unsigned gx, unsigned gy, unsigned threads, CUstream s,
+                             void **args, gds_status_t *st);
 /* H5GDS_CODEC_DEBUG set: print the batching to stderr. */
 bool gds_codec_debug_on(void);
 /* Kernel k's name (NULL past the last): the unit tests compile the kernels

@@ -6,6 +6,7 @@
 // it is used: corrupt input gives an error code, never a read or write
 // outside the buffers.
 #include "codec_shared.h"
+#include "zstd_splice.h"
 
 typedef unsigned char u8;
 typedef gds_u64 u64;
@@ -752,36 +753,57 @@ __global__ void codec_zlib_assemble(const gds_kjob_t *jobs, gds_kentries_t e, u6
     }
 }
 
-// zstd frame from nvCOMP's output (in mid): HDF5's zstd filter sizes its
-// output from the frame's content size, so a frame without one gets it (8
-// bytes, inserted after the header's fixed part). A frame longer than the
-// data in raw blocks is replaced by the raw form. Skipped like deflate.
+// A chunk's zstd pieces, each compressed by nvCOMP into a frame of its own,
+// made the blocks of one frame (zstd_splice.h): one thread block of one
+// thread per piece, its working memory in shared memory. The blocks go to
+// the piece's splice slot (out_base + entry * slot_bytes); the entry then
+// points there, out_actual their size. Entries nvCOMP failed are left for
+// codec_zstd_assemble to report.
+__global__ void codec_zstd_splice(const gds_kjob_t *jobs, gds_kentries_t e, u64 n, u64 out_base, u64 slot_bytes)
+{
+    __shared__ zs_work_t w;
+    for (u64 i = blockIdx.x; i < n; i += gridDim.x) {
+        if (((const int *)e.status)[i] != 0)
+            continue;
+        const gds_kjob_t jb = jobs[((const gds_kentry_t *)e.aux)[i].chunk];
+        const u8 *frame = (const u8 *)((const u64 *)e.out_ptrs)[i];
+        const u8 *src = (const u8 *)((const u64 *)e.in_ptrs)[i];
+        u64 flen = ((const u64 *)e.out_actual)[i], slen = ((const u64 *)e.in_bytes)[i];
+        u8 *out = (u8 *)(out_base + i * slot_bytes);
+        int what = 0;
+        u64 got = zs_splice_piece(&w, frame, flen, src, slen, i == jb.entry0, i + 1 == jb.entry0 + jb.nentries, out,
+                                  slot_bytes, &what);
+        if (got == 0) /* not even raw blocks fit: the host sizes slots so that they do */
+            ((int *)e.status)[i] = -1;
+        ((u64 *)e.out_ptrs)[i] = (u64)out;
+        ((u64 *)e.out_actual)[i] = got;
+    }
+}
+
+// One zstd frame per chunk from its spliced pieces (codec_zstd_splice): the
+// header (HDF5's zstd filter sizes its output from the content size), then
+// the pieces' blocks. A frame longer than the data in raw blocks is
+// replaced by the raw form. Skipped like deflate.
 __global__ void codec_zstd_assemble(const gds_kjob_t *jobs, gds_kentries_t e, u64 *dsize, u32 *mask, u32 *err,
                                     u64 *detail, u32 code, u32 bit, u32 optional)
 {
     const gds_kjob_t jb = jobs[blockIdx.y];
-    const u8 *in = (const u8 *)jb.in, *m = (const u8 *)jb.mid;
+    const u8 *in = (const u8 *)jb.in;
     u8 *out = (u8 *)jb.out;
-    u64 len = jb.in_size;
-    int st = ((const int *)e.status)[jb.entry0];
-    u64 c = ((const u64 *)e.out_actual)[jb.entry0];
-    if (st != 0) {
-        if (blockIdx.x == 0 && threadIdx.x == 0)
-            fail(err, detail, jb.chunk, code | GDS_KERR_ENCODE, (u64)(unsigned)st);
-        return;
+    u64 len = jb.in_size, spliced = ZS_FRAME_HEADER;
+    for (u32 k = 0; k < jb.nentries; k++) {
+        int st = ((const int *)e.status)[jb.entry0 + k];
+        if (st != 0) {
+            if (blockIdx.x == 0 && threadIdx.x == 0)
+                fail(err, detail, jb.chunk, code | GDS_KERR_ENCODE, (u64)(unsigned)st);
+            return;
+        }
+        spliced += ((const u64 *)e.out_actual)[jb.entry0 + k];
     }
     u64 nraw = len ? (len + GDS_ZSTD_RAW_BLOCK_MAX - 1) / GDS_ZSTD_RAW_BLOCK_MAX : 1;
-    u64 raw_total = 13 + 3 * nraw + len;
-    // nvCOMP's frame header
-    bool valid = c >= 6 && le32(m) == 0xFD2FB528u;
-    u32 fhd = valid ? m[4] : 0;
-    u32 fcs_flag = fhd >> 6, single = (fhd >> 5) & 1, did = fhd & 3;
-    u64 fixed = 5 + (single ? 0 : 1) + (did == 3 ? 4 : did);
-    u64 fcs_bytes = fcs_flag ? (1ull << fcs_flag) : (single ? 1 : 0);
-    u64 insert = fcs_bytes ? 0 : 8;
-    valid = valid && c >= fixed + fcs_bytes;
-    bool comp = valid && c + insert <= raw_total;
-    u64 total = comp ? c + insert : raw_total;
+    u64 raw_total = ZS_FRAME_HEADER + 3 * nraw + len;
+    bool comp = spliced <= raw_total;
+    u64 total = comp ? spliced : raw_total;
     bool skip = optional && total >= len;
     u64 tid = gtid(), stride = gstride();
     if (skip) {
@@ -790,32 +812,24 @@ __global__ void codec_zstd_assemble(const gds_kjob_t *jobs, gds_kentries_t e, u6
             mask[jb.chunk] |= bit;
         return;
     }
-    if (comp && !insert)
-        copy_bytes(out, m, c, tid, stride);
-    else if (comp) {
-        for (u64 o = tid; o < total; o += stride) {
-            u8 v;
-            if (o < fixed) v = o == 4 ? (u8)(fhd | 0xC0) : m[o];
-            else if (o < fixed + 8) v = (u8)(len >> (8 * (o - fixed)));
-            else v = m[o - 8];
-            out[o] = v;
+    if (tid == 0)
+        zs_frame_header(out, len);
+    if (comp) {
+        u64 at = ZS_FRAME_HEADER;
+        for (u32 k = 0; k < jb.nentries; k++) {
+            u64 i = jb.entry0 + k, n = ((const u64 *)e.out_actual)[i];
+            copy_bytes(out + at, (const u8 *)((const u64 *)e.out_ptrs)[i], n, tid, stride);
+            at += n;
         }
     }
     else {
         const u64 span = 3 + GDS_ZSTD_RAW_BLOCK_MAX;
-        for (u64 o = tid; o < total; o += stride) {
-            u8 v;
-            if (o < 4) v = (u8)(0xFD2FB528u >> (8 * o));
-            else if (o == 4) v = 0xE0; // content size in 8 bytes, single segment
-            else if (o < 13) v = (u8)(len >> (8 * (o - 5)));
-            else {
-                u64 b = (o - 13) / span, w = (o - 13) % span;
-                u64 bl = len - b * GDS_ZSTD_RAW_BLOCK_MAX;
-                bl = bl < GDS_ZSTD_RAW_BLOCK_MAX ? bl : GDS_ZSTD_RAW_BLOCK_MAX;
-                u32 hdr = (u32)(bl << 3) | (b == nraw - 1 ? 1u : 0u); // raw block, last flag
-                v = w < 3 ? (u8)(hdr >> (8 * w)) : in[b * GDS_ZSTD_RAW_BLOCK_MAX + w - 3];
-            }
-            out[o] = v;
+        for (u64 o = ZS_FRAME_HEADER + tid; o < total; o += stride) {
+            u64 b = (o - ZS_FRAME_HEADER) / span, w = (o - ZS_FRAME_HEADER) % span;
+            u64 bl = len - b * GDS_ZSTD_RAW_BLOCK_MAX;
+            bl = bl < GDS_ZSTD_RAW_BLOCK_MAX ? bl : GDS_ZSTD_RAW_BLOCK_MAX;
+            u32 hdr = (u32)(bl << 3) | (b == nraw - 1 ? 1u : 0u); // raw block, last flag
+            out[o] = w < 3 ? (u8)(hdr >> (8 * w)) : in[b * GDS_ZSTD_RAW_BLOCK_MAX + w - 3];
         }
     }
     if (tid == 0)

@@ -78,6 +78,10 @@ enum {
 /* Bytes of an encoded deflate stored block's data and the zstd raw block. */
 #define GDS_DEFLATE_STORED_MAX 65535u
 #define GDS_ZSTD_RAW_BLOCK_MAX 131072u
+/* Plain zstd chunks are compressed in pieces of this size, then spliced
+ * into one frame (zstd_splice.h): nvCOMP's zstd compression is fast on
+ * inputs up to 32 KiB only. */
+#define GDS_ZSTD_PIECE 32768u
 
 /* The header bytes the host reads of a chunk to plan its blocks (blosc's
  * header is all of them). */

@@ -14,9 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Generated at build time from codec_kernels.cu and codec_shared.h. */
+/* Generated at build time from codec_kernels.cu, codec_shared.h and zstd_splice.h. */
 extern const unsigned char gds_codec_kernels_source[];
 extern const unsigned char gds_codec_shared_source[];
+extern const unsigned char gds_codec_zstd_splice_source[];
 
 static const char *const kernel_names[K_COUNT] = {
     "codec_gather_head",   "codec_copy",          "codec_fletcher_sum",
@@ -24,7 +25,7 @@ static const char *const kernel_names[K_COUNT] = {
     "codec_zlib_prep",     "codec_zstd_prep",  "codec_nvcomp_check",  "codec_entry_copy",
     "codec_lz4h5_walk",    "codec_bshuf_walk",    "codec_bitunshuffle",  "codec_bitshuffle",
     "codec_unshuffle",     "codec_shuffle",       "codec_blocks_plan",   "codec_zlib_assemble",
-    "codec_zstd_assemble", "codec_lz4h5_layout",  "codec_bshuf_layout",  "codec_blosc_walk",
+    "codec_zstd_splice",   "codec_zstd_assemble", "codec_lz4h5_layout",  "codec_bshuf_layout",  "codec_blosc_walk",
     "codec_blosc_finish",  "codec_blosc_shuffle", "codec_blosc_layout",
 };
 
@@ -67,10 +68,10 @@ static int compile_kernels(int arch, char **data, gds_status_t *st)
         bool ptx = t == 1;
         snprintf(opt_arch, sizeof opt_arch, "--gpu-architecture=%s_%d", ptx ? "compute" : "sm", tries[t]);
         const char *opts[] = {opt_arch, "--std=c++17", "-default-device"};
-        const char *headers[] = {(const char *)gds_codec_shared_source};
-        const char *names[] = {"codec_shared.h"};
+        const char *headers[] = {(const char *)gds_codec_shared_source, (const char *)gds_codec_zstd_splice_source};
+        const char *names[] = {"codec_shared.h", "zstd_splice.h"};
         gds_nvrtc_program_t prog = NULL;
-        int rc = rtc->CreateProgram(&prog, (const char *)gds_codec_kernels_source, "codec_kernels.cu", 1, headers, names);
+        int rc = rtc->CreateProgram(&prog, (const char *)gds_codec_kernels_source, "codec_kernels.cu", 2, headers, names);
         if (rc != 0) {
             gds_status_set(st, 0, "GPU codec: nvrtcCreateProgram failed: %s", rtc->GetErrorString(rc));
             return -1;
@@ -366,9 +367,15 @@ int gds_codec_pinned_reserve(gds_codec_t *c, size_t need, CUstream s, gds_status
 
 int gds_codec_launch(gds_codec_t *c, int k, unsigned gx, unsigned gy, CUstream s, void **args, gds_status_t *st)
 {
+    return gds_codec_launch_threads(c, k, gx, gy, THREADS, s, args, st);
+}
+
+int gds_codec_launch_threads(gds_codec_t *c, int k, unsigned gx, unsigned gy, unsigned threads, CUstream s,
+                             void **args, gds_status_t *st)
+{
     if (gx == 0 || gy == 0)
         return 0;
-    CUresult rc = c->cu->LaunchKernel(c->fn[k], gx, gy, 1, THREADS, 1, 1, 0, s, args, NULL);
+    CUresult rc = c->cu->LaunchKernel(c->fn[k], gx, gy, 1, threads, 1, 1, 0, s, args, NULL);
     if (rc != CUDA_SUCCESS) {
         gds_status_set(st, 0, "GPU codec: launching %s failed: %s", kernel_names[k], gds_cuda_error_text(rc));
         return -1;

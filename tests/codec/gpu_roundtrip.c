@@ -342,6 +342,22 @@ void roundtrip_tests(void)
     pipe_add(&p, GDS_FILTER_ZSTD, OPT, 1, CD3);
     pipe_add(&p, GDS_FILTER_FLETCHER32, 0, 0, NULL);
     encode_case("shuffle+zstd+fletcher32", &p, DATA_FLOAT_FIELD, 5, false);
+    /* zstd chunks over 32 KiB: pieces spliced into one frame (zstd_splice.h) */
+    p = pipe_new(GDS_ZSTD_PIECE + 1, 1);
+    pipe_add(&p, GDS_FILTER_ZSTD, OPT, 1, CD3);
+    encode_case("zstd 32 KiB + 1 (a 1-byte last piece)", &p, DATA_IMAGE_U8, 6, false);
+    p = pipe_new(GDS_ZSTD_PIECE, 4);
+    pipe_add(&p, GDS_FILTER_ZSTD, OPT, 1, CD3);
+    encode_case("zstd 32 KiB (one piece)", &p, DATA_SPARSE_INT, 6, false);
+    p = pipe_new(64 * 1024, 4);
+    pipe_add(&p, GDS_FILTER_ZSTD, OPT, 1, CD3);
+    encode_case("zstd 64 KiB sparse (repeat offsets)", &p, DATA_SPARSE_INT, 40, false);
+    p = pipe_new(MB, 1);
+    pipe_add(&p, GDS_FILTER_ZSTD, OPT, 1, CD3);
+    encode_case("zstd 1 MiB image", &p, DATA_IMAGE_U8, 8, false);
+    p = pipe_new(4 * MB + 8, 8);
+    pipe_add(&p, GDS_FILTER_ZSTD, 0, 1, CD3);
+    encode_case("zstd 4 MiB + 8 double field", &p, DATA_DOUBLE_FIELD, 3, false);
     p = pipe_new(300000, 1);
     pipe_add(&p, GDS_FILTER_ZSTD, OPT, 1, CD3);
     encode_case("zstd random (skipped)", &p, DATA_RANDOM, 3, true);

@@ -744,7 +744,8 @@ static gds_codec_step_t blosc_step(unsigned ts, unsigned clevel, unsigned shuffl
 }
 
 /* Which pipelines the GPU would encode more slowly than HDF5's filter:
- * zstd inputs (a plain chunk, a bitshuffle or blosc block) over 32 KiB. */
+ * zstd inputs inside bitshuffle or blosc blocks over 32 KiB (plain zstd
+ * chunks of any size are compressed in 32 KiB pieces, then spliced). */
 static void test_encodes_slowly(void)
 {
     gds_codec_pipeline_t p = pipeline(32 << 10, 4);
@@ -753,7 +754,10 @@ static void test_encodes_slowly(void)
     p = pipeline((32 << 10) + 4, 4);
     pipe_add(&p, GDS_FILTER_SHUFFLE, 0, 1, CD_SHUF4);
     pipe_add(&p, GDS_FILTER_ZSTD, 1, 1, CD_ZSTD3);
-    CHECK(gds_codec_encodes_slowly(&p));
+    CHECK(!gds_codec_encodes_slowly(&p)); /* two pieces */
+    p = pipeline(64 << 20, 4);
+    pipe_add(&p, GDS_FILTER_ZSTD, 1, 1, CD_ZSTD3);
+    CHECK(!gds_codec_encodes_slowly(&p)); /* 2048 pieces */
     p = pipeline(1 << 20, 4);
     pipe_add(&p, GDS_FILTER_BITSHUFFLE, 1, 6, CD_BS_ZSTD); /* the default block: 8 KiB */
     CHECK(!gds_codec_encodes_slowly(&p));
