@@ -403,7 +403,7 @@ static int encode_batch(gds_codec_t *c, const gds_codec_pipeline_t *p, const enc
                 unsigned long long splice_base = comp_base + ne * e->block_out, splice_slot = e->splice_out;
                 void *sp[] = {&dj, &em.e, &ne64, &splice_base, &splice_slot};
                 void *a[] = {&dj, &em.e, &bm.dsize, &bm.mask, &bm.err, &bm.detail, &code, &bit, &optional};
-                if ((nvcomp && gds_codec_launch_threads(c, K_ZSTD_SPLICE, grid, 1, 1, s, sp, st) < 0) ||
+                if ((nvcomp && gds_codec_launch_threads(c, K_ZSTD_SPLICE, grid, 1, 64, s, sp, st) < 0) ||
                     gds_codec_launch(c, K_ZSTD_ASSEMBLE, parts_for(e->max_encoded), n32, s, a, st) < 0)
                     return -1;
             }

@@ -754,8 +754,9 @@ __global__ void codec_zlib_assemble(const gds_kjob_t *jobs, gds_kentries_t e, u6
 }
 
 // A chunk's zstd pieces, each compressed by nvCOMP into a frame of its own,
-// made the blocks of one frame (zstd_splice.h): one thread block of one
-// thread per piece, its working memory in shared memory. The blocks go to
+// made the blocks of one frame (zstd_splice.h): one thread block per piece,
+// its working memory in shared memory; thread 0 parses and re-codes, all
+// threads share the byte copies. The blocks go to
 // the piece's splice slot (out_base + entry * slot_bytes); the entry then
 // points there, out_actual their size. Entries nvCOMP failed are left for
 // codec_zstd_assemble to report.
@@ -765,18 +766,26 @@ __global__ void codec_zstd_splice(const gds_kjob_t *jobs, gds_kentries_t e, u64 
     for (u64 i = blockIdx.x; i < n; i += gridDim.x) {
         if (((const int *)e.status)[i] != 0)
             continue;
-        const gds_kjob_t jb = jobs[((const gds_kentry_t *)e.aux)[i].chunk];
-        const u8 *frame = (const u8 *)((const u64 *)e.out_ptrs)[i];
-        const u8 *src = (const u8 *)((const u64 *)e.in_ptrs)[i];
-        u64 flen = ((const u64 *)e.out_actual)[i], slen = ((const u64 *)e.in_bytes)[i];
         u8 *out = (u8 *)(out_base + i * slot_bytes);
-        int what = 0;
-        u64 got = zs_splice_piece(&w, frame, flen, src, slen, i == jb.entry0, i + 1 == jb.entry0 + jb.nentries, out,
-                                  slot_bytes, &what);
-        if (got == 0) /* not even raw blocks fit: the host sizes slots so that they do */
-            ((int *)e.status)[i] = -1;
-        ((u64 *)e.out_ptrs)[i] = (u64)out;
-        ((u64 *)e.out_actual)[i] = got;
+        if (threadIdx.x == 0) {
+            const gds_kjob_t jb = jobs[((const gds_kentry_t *)e.aux)[i].chunk];
+            const u8 *frame = (const u8 *)((const u64 *)e.out_ptrs)[i];
+            const u8 *src = (const u8 *)((const u64 *)e.in_ptrs)[i];
+            u64 flen = ((const u64 *)e.out_actual)[i], slen = ((const u64 *)e.in_bytes)[i];
+            int what = 0;
+            u64 got = zs_splice_piece(&w, frame, flen, src, slen, i == jb.entry0, i + 1 == jb.entry0 + jb.nentries,
+                                      out, slot_bytes, &what);
+            if (got == 0) { /* not even raw blocks fit: the host sizes slots so that they do */
+                ((int *)e.status)[i] = -1;
+                w.ncopies = 0;
+            }
+            ((u64 *)e.out_actual)[i] = got;
+        }
+        __syncthreads();
+        zs_run_copies(&w, threadIdx.x, blockDim.x);
+        if (threadIdx.x == 0)
+            ((u64 *)e.out_ptrs)[i] = (u64)out;
+        __syncthreads();
     }
 }
 

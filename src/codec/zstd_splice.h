@@ -27,9 +27,11 @@
 #ifdef __CUDACC_RTC__
 #define ZS_FN __device__ static inline
 #define ZS_DATA __constant__ static const
+#define ZS_SYNC() __syncthreads()
 #else
 #define ZS_FN static inline
 #define ZS_DATA static const
+#define ZS_SYNC() ((void)0)
 #endif
 
 typedef unsigned char zs_u8;
@@ -43,6 +45,7 @@ typedef unsigned long long zs_u64;
 #define ZS_MAX_AL 9u               /* FSE accuracy of sequence tables at most */
 #define ZS_SEG 128u                /* sequences between two checkpoints of the decoder */
 #define ZS_MAX_CHECKPOINTS 342u    /* enough for a block's most sequences (131072 / 3) */
+#define ZS_MAX_COPIES 32u          /* byte copies a piece defers (zs_copy) */
 
 enum { ZS_LL = 0, ZS_OF = 1, ZS_ML = 2 };
 enum { ZS_MODE_PREDEFINED = 0, ZS_MODE_RLE = 1, ZS_MODE_FSE = 2, ZS_MODE_REPEAT = 3 };
@@ -98,6 +101,13 @@ typedef struct zs_checkpoint {
     zs_u16 state[3];
 } zs_checkpoint_t;
 
+/* A copy of bytes the parse defers, so that a thread block can share it. */
+typedef struct zs_copy {
+    zs_u8 *dst;
+    const zs_u8 *src;
+    zs_u64 n;
+} zs_copy_t;
+
 typedef struct zs_seq {
     zs_u32 llx, mlx, ofv; /* extra bits of the length codes; the offset value written again */
     zs_u8 llc, mlc;
@@ -111,6 +121,8 @@ typedef struct zs_work {
     zs_checkpoint_t ck[ZS_MAX_CHECKPOINTS];
     zs_seq_t seg[ZS_SEG];
     zs_u8 have[3];      /* a table is in force */
+    zs_copy_t copy[ZS_MAX_COPIES]; /* in order: a later one may overwrite an earlier one */
+    zs_u32 ncopies;
     zs_history_t piece;   /* the repeat offsets as the piece's own stream has them */
     zs_history_t spliced; /* and as the spliced frame has them at the same point */
 } zs_work_t;
@@ -124,6 +136,34 @@ ZS_FN unsigned zs_hibit(zs_u64 v)
     while (v >>= 1)
         r++;
     return r;
+}
+
+/* Runs the deferred copies in order, `lane` of `lanes` threads sharing
+ * each (all of a thread block's threads call it in the kernel). */
+ZS_FN void zs_run_copies(zs_work_t *w, unsigned lane, unsigned lanes)
+{
+    for (zs_u32 c = 0; c < w->ncopies; c++) {
+        zs_u8 *dst = w->copy[c].dst;
+        const zs_u8 *src = w->copy[c].src;
+        for (zs_u64 k = lane; k < w->copy[c].n; k += lanes)
+            dst[k] = src[k];
+        ZS_SYNC();
+    }
+}
+
+/* Copies n bytes later (zs_run_copies), or now when the list is full. */
+ZS_FN void zs_copy(zs_work_t *w, zs_u8 *dst, const zs_u8 *src, zs_u64 n)
+{
+    if (w->ncopies == ZS_MAX_COPIES) {
+        for (zs_u32 c = 0; c < w->ncopies; c++)
+            for (zs_u64 k = 0; k < w->copy[c].n; k++)
+                w->copy[c].dst[k] = w->copy[c].src[k];
+        w->ncopies = 0;
+    }
+    w->copy[w->ncopies].dst = dst;
+    w->copy[w->ncopies].src = src;
+    w->copy[w->ncopies].n = n;
+    w->ncopies++;
 }
 
 ZS_FN zs_u32 zs_le24(const zs_u8 *p) { return (zs_u32)p[0] | ((zs_u32)p[1] << 8) | ((zs_u32)p[2] << 16); }
@@ -595,7 +635,7 @@ ZS_FN void zs_put_block_header(zs_u8 *p, int last, unsigned type, zs_u32 size)
 
 /* Raw blocks of src[0 .. len) at out (cap bytes), the last one marked when
  * `last`; the bytes written, 0 when they do not fit. */
-ZS_FN zs_u64 zs_raw_blocks(const zs_u8 *src, zs_u64 len, int last, zs_u8 *out, zs_u64 cap)
+ZS_FN zs_u64 zs_raw_blocks(zs_work_t *w, const zs_u8 *src, zs_u64 len, int last, zs_u8 *out, zs_u64 cap)
 {
     zs_u64 o = 0, done = 0;
     do {
@@ -603,8 +643,7 @@ ZS_FN zs_u64 zs_raw_blocks(const zs_u8 *src, zs_u64 len, int last, zs_u8 *out, z
         if (o + 3 + n > cap)
             return 0;
         zs_put_block_header(out + o, last && done + n == len, 0, n);
-        for (zs_u32 k = 0; k < n; k++)
-            out[o + 3 + k] = src[done + k];
+        zs_copy(w, out + o + 3, src + done, n);
         o += 3 + n;
         done += n;
     } while (done < len);
@@ -754,8 +793,7 @@ ZS_FN int zs_block(zs_work_t *w, const zs_u8 *lit, zs_u64 lit_len, zs_u32 regen,
     if (h + 3 + lit_len + 4 > cap)
         return -1;
     zs_u64 q0 = h + 3;
-    for (zs_u64 k = 0; k < lit_len; k++)
-        out[q0 + k] = lit[k];
+    zs_copy(w, out + q0, lit, lit_len);
     zs_u64 q1 = q0 + lit_len;
     if (nseq < 128)
         out[q1++] = (zs_u8)nseq;
@@ -846,13 +884,15 @@ ZS_FN int zs_block(zs_work_t *w, const zs_u8 *lit, zs_u64 lit_len, zs_u32 regen,
 /* Splices one piece: `frame` (flen bytes), one zstd frame of src[0 .. slen),
  * into blocks at out (cap bytes), no block marked last unless `last`. The
  * first piece of a frame (`first`) keeps its blocks as they are; a later
- * one is re-coded from its first block that uses the starting history. The
- * bytes written, or 0 when the frame cannot be used (then raw blocks of src
- * are written instead). *what: ZS_PIECE_*. */
+ * one is re-coded from its first block that uses the starting history; a
+ * frame that cannot be used gives raw blocks of src. The bytes the blocks
+ * take (0: not even raw blocks fit), their byte copies left in w for
+ * zs_run_copies. *what: ZS_PIECE_*. */
 ZS_FN zs_u64 zs_splice_piece(zs_work_t *w, const zs_u8 *frame, zs_u64 flen, const zs_u8 *src, zs_u64 slen,
                              int first, int last, zs_u8 *out, zs_u64 cap, int *what)
 {
     *what = ZS_PIECE_COPIED;
+    w->ncopies = 0;
     w->have[0] = w->have[1] = w->have[2] = 0;
     w->piece.rep[0] = 1;
     w->piece.rep[1] = 4;
@@ -897,8 +937,7 @@ ZS_FN zs_u64 zs_splice_piece(zs_work_t *w, const zs_u8 *frame, zs_u64 flen, cons
                     if (decoded + block_decoded > slen || o + 3 + block_decoded > cap)
                         goto raw;
                     zs_put_block_header(out + o, put_last, 0, (zs_u32)block_decoded);
-                    for (zs_u64 k = 0; k < block_decoded; k++)
-                        out[o + 3 + k] = src[decoded + k];
+                    zs_copy(w, out + o + 3, src + decoded, block_decoded);
                     o += 3 + block_decoded;
                 }
             }
@@ -907,8 +946,7 @@ ZS_FN zs_u64 zs_splice_piece(zs_work_t *w, const zs_u8 *frame, zs_u64 flen, cons
             if (o + 3 + stored > cap)
                 goto raw;
             zs_put_block_header(out + o, put_last, type, size);
-            for (zs_u64 k = 0; k < stored; k++)
-                out[o + 3 + k] = body[k];
+            zs_copy(w, out + o + 3, body, stored);
             o += 3 + stored;
         }
         decoded += block_decoded;
@@ -921,7 +959,8 @@ ZS_FN zs_u64 zs_splice_piece(zs_work_t *w, const zs_u8 *frame, zs_u64 flen, cons
     return o;
 raw:
     *what = ZS_PIECE_RAW;
-    return zs_raw_blocks(src, slen, last, out, cap);
+    w->ncopies = 0;
+    return zs_raw_blocks(w, src, slen, last, out, cap);
 }
 
 #endif

@@ -83,6 +83,7 @@ static bytes_t splice(const uint8_t *src, size_t len, size_t piece, int level, z
         memset(slot + cap, 0xA5, 64);
         int what = -1;
         zs_u64 got = zs_splice_piece(w, frame.p, frame.n, src + off, plen, k == 0, k + 1 == n, slot, cap, &what);
+        zs_run_copies(w, 0, 1);
         bool guard = true;
         for (int g = 0; g < 64; g++)
             guard &= slot[cap + g] == 0xA5;
@@ -158,6 +159,9 @@ static void mutations(zs_work_t *w)
             memset(slot + cap, 0xA5, 64);
             int what = -1;
             zs_u64 got = zs_splice_piece(w, bad.p, bad.n, src + k * piece, piece, k == 0, 1, slot, cap, &what);
+            zs_run_copies(w, (unsigned)(m % 3), 3); /* one lane of three: the others' bytes stay unwritten */
+            zs_run_copies(w, (unsigned)((m + 1) % 3), 3);
+            zs_run_copies(w, (unsigned)((m + 2) % 3), 3);
             bool guard = true;
             for (int g = 0; g < 64; g++)
                 guard &= slot[cap + g] == 0xA5;
