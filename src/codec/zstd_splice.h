@@ -123,6 +123,8 @@ typedef struct zs_work {
     zs_u8 have[3];      /* a table is in force */
     zs_copy_t copy[ZS_MAX_COPIES]; /* in order: a later one may overwrite an earlier one */
     zs_u32 ncopies;
+    zs_u8 settled;        /* no repeat offset of the starting history is left: the rest of the piece
+                             decodes the same in the spliced frame (first pieces: from the start) */
     zs_history_t piece;   /* the repeat offsets as the piece's own stream has them */
     zs_history_t spliced; /* and as the spliced frame has them at the same point */
 } zs_work_t;
@@ -663,7 +665,9 @@ ZS_FN void zs_frame_header(zs_u8 *p, zs_u64 content)
  * find whether it uses the starting history; written again at out + *o
  * (block header included) when `recode`, or when it uses that history and
  * recoding is allowed (`may_recode`). Sets *decoded (the block's bytes
- * once decoded), *recoded (whether it was written); -1 when malformed. */
+ * once decoded), *recoded (whether it was written). 0: done; 1: store it
+ * raw; 2: kept as it is and the piece settled (w->settled: decoding
+ * stopped, *decoded not set); -1: malformed. */
 ZS_FN int zs_block(zs_work_t *w, const zs_u8 *lit, zs_u64 lit_len, zs_u32 regen, const zs_u8 *seq, zs_u64 len,
                    int recode, int may_recode, int last, zs_u8 *out, zs_u64 cap, zs_u64 *o, zs_u64 *decoded,
                    int *recoded)
@@ -749,6 +753,10 @@ ZS_FN int zs_block(zs_work_t *w, const zs_u8 *lit, zs_u64 lit_len, zs_u32 regen,
             return -1;
         of_codable &= zs_codable(of_in_force, ofc);
         w->of_count[ofc]++;
+        if (!recode && !uses_start && piece.unknown == 0) {
+            w->settled = 1; /* kept as it is, and so are the piece's later blocks */
+            return 2;
+        }
     }
     if (r.overrun || r.pos != 0 || lits > regen || regen + matched > ZS_BLOCK_MAX)
         return -1;
@@ -893,6 +901,7 @@ ZS_FN zs_u64 zs_splice_piece(zs_work_t *w, const zs_u8 *frame, zs_u64 flen, cons
 {
     *what = ZS_PIECE_COPIED;
     w->ncopies = 0;
+    w->settled = (zs_u8)(first != 0);
     w->have[0] = w->have[1] = w->have[2] = 0;
     w->piece.rep[0] = 1;
     w->piece.rep[1] = 4;
@@ -900,7 +909,7 @@ ZS_FN zs_u64 zs_splice_piece(zs_work_t *w, const zs_u8 *frame, zs_u64 flen, cons
     w->piece.unknown = 7;
     w->spliced = w->piece;
     zs_u64 p = 0, o = 0, decoded = 0;
-    int recoding = 0, ok = flen >= 6 && (frame[0] | frame[1] << 8 | frame[2] << 16 | (zs_u32)frame[3] << 24) == ZS_MAGIC;
+    int recoding = 0, unchecked = 0, ok = flen >= 6 && (frame[0] | frame[1] << 8 | frame[2] << 16 | (zs_u32)frame[3] << 24) == ZS_MAGIC;
     zs_u8 fhd = ok ? frame[4] : 0;
     unsigned fcs_flag = fhd >> 6, single = (fhd >> 5) & 1u, checksum = (fhd >> 2) & 1u, did = fhd & 3u;
     if (!ok || (fhd & 8u) || did) /* reserved bit, or a dictionary */
@@ -919,7 +928,9 @@ ZS_FN zs_u64 zs_splice_piece(zs_work_t *w, const zs_u8 *frame, zs_u64 flen, cons
             goto raw;
         int put_last = last && is_last, copy = 1;
         zs_u64 block_decoded = size;
-        if (type == 2) {
+        if (type == 2 && w->settled)
+            unchecked = 1; /* nothing to change: not decoded */
+        else if (type == 2) {
             zs_u32 regen = 0;
             zs_u64 lit = zs_literals_size(body, size, &regen);
             int recoded = 0;
@@ -929,6 +940,7 @@ ZS_FN zs_u64 zs_splice_piece(zs_work_t *w, const zs_u8 *frame, zs_u64 flen, cons
                               &block_decoded, &recoded);
             if (rc < 0)
                 goto raw;
+            unchecked |= rc == 2;
             if (rc == 1 || recoded) {
                 recoding = 1;
                 *what = ZS_PIECE_RECODED;
@@ -954,7 +966,7 @@ ZS_FN zs_u64 zs_splice_piece(zs_work_t *w, const zs_u8 *frame, zs_u64 flen, cons
         if (is_last)
             break;
     }
-    if (decoded != slen || p + (checksum ? 4 : 0) > flen)
+    if ((!unchecked && decoded != slen) || p + (checksum ? 4 : 0) > flen)
         goto raw;
     return o;
 raw:
