@@ -6,6 +6,9 @@
 // it is used: corrupt input gives an error code, never a read or write
 // outside the buffers.
 #include "codec_shared.h"
+// pieces of GDS_ZSTD_PIECE bytes have GDS_ZSTD_PIECE / 3 sequences at most:
+// checkpoints for those only, so that more pieces fit the shared memory
+#define ZS_MAX_CHECKPOINTS (GDS_ZSTD_PIECE / 3 / 128 + 1) /* 128: ZS_SEG */
 #include "zstd_splice.h"
 
 typedef unsigned char u8;

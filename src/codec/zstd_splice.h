@@ -44,7 +44,9 @@ typedef unsigned long long zs_u64;
 #define ZS_BLOCK_MAX 131072u       /* a block's decoded bytes at most */
 #define ZS_MAX_AL 9u               /* FSE accuracy of sequence tables at most */
 #define ZS_SEG 128u                /* sequences between two checkpoints of the decoder */
-#define ZS_MAX_CHECKPOINTS 342u    /* enough for a block's most sequences (131072 / 3) */
+#ifndef ZS_MAX_CHECKPOINTS        /* enough for a block's most sequences (131072 / 3); a user whose */
+#define ZS_MAX_CHECKPOINTS 342u    /* pieces are smaller may set fewer (less shared memory) */
+#endif
 #define ZS_MAX_COPIES 32u          /* byte copies a piece defers (zs_copy) */
 
 enum { ZS_LL = 0, ZS_OF = 1, ZS_ML = 2 };
@@ -113,7 +115,8 @@ typedef struct zs_seq {
     zs_u8 llc, mlc;
 } zs_seq_t;
 
-/* A piece's working memory (shared memory in the kernel: about 31 KiB). */
+/* A piece's working memory (31 KiB; the kernel's, with checkpoints for
+ * 32 KiB pieces only, 19 KiB of shared memory). */
 typedef struct zs_work {
     zs_table_t t[3];    /* the tables in force (Repeat_Mode reuses them) */
     zs_table_t of_new;  /* an offsets table for the codes a re-coded block writes */
