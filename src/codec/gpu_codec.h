@@ -64,8 +64,9 @@ bool gds_codec_can_decode(const gds_codec_pipeline_t *p, char *why, size_t why_s
 bool gds_codec_can_encode(const gds_codec_pipeline_t *p, char *why, size_t why_size);
 
 /* Whether encoding p on the GPU is slower than HDF5's CPU filter would be:
- * nvCOMP's zstd compression is fast on inputs of up to 32 KiB only (the
- * chunk for zstd alone, a block inside bitshuffle or blosc). */
+ * nvCOMP's zstd compression is fast on inputs of up to 32 KiB only, so a
+ * zstd block inside bitshuffle over 32 KiB (plain zstd chunks are cut in
+ * pieces of GDS_ZSTD_PIECE and spliced, blosc's zstd blocks are 32 KiB). */
 bool gds_codec_encodes_slowly(const gds_codec_pipeline_t *p);
 
 /* One per CUDA context: nvCOMP entry points, the NVRTC-compiled module,
