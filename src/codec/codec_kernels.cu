@@ -770,25 +770,27 @@ __global__ void codec_zstd_splice(const gds_kjob_t *jobs, gds_kentries_t e, u64 
         if (((const int *)e.status)[i] != 0)
             continue;
         u8 *out = (u8 *)(out_base + i * slot_bytes);
+        u64 got = 0;
         if (threadIdx.x == 0) {
             const gds_kjob_t jb = jobs[((const gds_kentry_t *)e.aux)[i].chunk];
             const u8 *frame = (const u8 *)((const u64 *)e.out_ptrs)[i];
             const u8 *src = (const u8 *)((const u64 *)e.in_ptrs)[i];
             u64 flen = ((const u64 *)e.out_actual)[i], slen = ((const u64 *)e.in_bytes)[i];
             int what = 0;
-            u64 got = zs_splice_piece(&w, frame, flen, src, slen, i == jb.entry0, i + 1 == jb.entry0 + jb.nentries,
-                                      out, slot_bytes, &what);
-            if (got == 0) { /* not even raw blocks fit: the host sizes slots so that they do */
-                ((int *)e.status)[i] = -1;
+            got = zs_splice_piece(&w, frame, flen, src, slen, i == jb.entry0, i + 1 == jb.entry0 + jb.nentries, out,
+                                  slot_bytes, &what);
+            if (got == 0) /* not even raw blocks fit: the host sizes slots so that they do */
                 w.ncopies = 0;
-            }
-            ((u64 *)e.out_actual)[i] = got;
         }
         __syncthreads();
         zs_run_copies(&w, threadIdx.x, blockDim.x);
-        if (threadIdx.x == 0)
-            ((u64 *)e.out_ptrs)[i] = (u64)out;
         __syncthreads();
+        if (threadIdx.x == 0) { /* status[i] only now: every thread has read it */
+            ((u64 *)e.out_ptrs)[i] = (u64)out;
+            ((u64 *)e.out_actual)[i] = got;
+            if (got == 0)
+                ((int *)e.status)[i] = -1;
+        }
     }
 }
 

@@ -803,8 +803,7 @@ ZS_FN int zs_block(zs_work_t *w, const zs_u8 *lit, zs_u64 lit_len, zs_u32 regen,
     zs_u64 h = *o;
     if (h + 3 + lit_len + 4 > cap)
         return -1;
-    zs_u64 q0 = h + 3;
-    zs_copy(w, out + q0, lit, lit_len);
+    zs_u64 q0 = h + 3; /* the literals go there once the block is kept (below) */
     zs_u64 q1 = q0 + lit_len;
     if (nseq < 128)
         out[q1++] = (zs_u8)nseq;
@@ -886,6 +885,10 @@ ZS_FN int zs_block(zs_work_t *w, const zs_u8 *lit, zs_u64 lit_len, zs_u32 regen,
     if (size > ZS_BLOCK_MAX)
         return -1;
     w->spliced = spliced;
+    /* queued only now: a block stored raw instead may be shorter than its
+     * literals, and a queued copy runs after the direct writes of the
+     * blocks that follow */
+    zs_copy(w, out + q0, lit, lit_len);
     zs_put_block_header(out + h, last, 2, (zs_u32)size);
     *o = q0 + size;
     *recoded = 1;
@@ -915,9 +918,20 @@ ZS_FN zs_u64 zs_splice_piece(zs_work_t *w, const zs_u8 *frame, zs_u64 flen, cons
     int recoding = 0, unchecked = 0, ok = flen >= 6 && (frame[0] | frame[1] << 8 | frame[2] << 16 | (zs_u32)frame[3] << 24) == ZS_MAGIC;
     zs_u8 fhd = ok ? frame[4] : 0;
     unsigned fcs_flag = fhd >> 6, single = (fhd >> 5) & 1u, checksum = (fhd >> 2) & 1u, did = fhd & 3u;
+    unsigned fcs_bytes = fcs_flag ? (1u << fcs_flag) : single;
     if (!ok || (fhd & 8u) || did) /* reserved bit, or a dictionary */
         goto raw;
-    p = 5 + (single ? 0 : 1) + (fcs_flag ? (1u << fcs_flag) : single);
+    p = 5 + (single ? 0 : 1);
+    if (p + fcs_bytes > flen)
+        goto raw;
+    if (fcs_bytes) { /* a content size that is not the piece's: not this piece's frame */
+        zs_u64 fcs = 0;
+        for (unsigned k = 0; k < fcs_bytes; k++)
+            fcs |= (zs_u64)frame[p + k] << (8 * k);
+        if ((fcs_bytes == 2 ? fcs + 256 : fcs) != slen)
+            goto raw;
+    }
+    p += fcs_bytes;
     for (;;) {
         if (p + 3 > flen)
             goto raw;

@@ -178,6 +178,81 @@ static void mutations(zs_work_t *w)
     free(src);
 }
 
+/* A frame made by hand the way another encoder may write it: single
+ * segment with a 1-byte content size, a raw block, a compressed block of
+ * RLE literals (regenerated size 0) and one match that uses the starting
+ * history's repeat offset 4 (re-coded, then stored raw: shorter than its
+ * literals section), a raw last block. Spliced after a first piece it must
+ * decode; a piece frame whose content size is not the piece's falls back
+ * to raw blocks. */
+static void crafted(zs_work_t *w)
+{
+    static const uint8_t first[16] = "0123456789abcdef", second[14] = "ABCDEFGHEFGxyz";
+    uint8_t f1[64], f2[64], out[512];
+    size_t n1 = 0, n2 = 0;
+    const uint8_t head1[6] = {0x28, 0xB5, 0x2F, 0xFD, 0x20, 16}, head2[6] = {0x28, 0xB5, 0x2F, 0xFD, 0x20, 14};
+    memcpy(f1, head1, 6);
+    n1 = 6;
+    zs_put_block_header(f1 + n1, 1, 0, 16);
+    memcpy(f1 + n1 + 3, first, 16);
+    n1 += 19;
+    memcpy(f2, head2, 6);
+    n2 = 6;
+    zs_put_block_header(f2 + n2, 0, 0, 8);
+    memcpy(f2 + n2 + 3, second, 8);
+    n2 += 11;
+    /* the compressed block: RLE literals, 3-byte header, 0 bytes, 'Q';
+     * one sequence, predefined tables: LL 0, offset value 1 (with LL 0:
+     * repeat offset 2 of the history, 4), match length 3 */
+    uint8_t blk[32];
+    size_t b = 0;
+    blk[b++] = 0x01 | (3u << 2);
+    blk[b++] = 0;
+    blk[b++] = 0;
+    blk[b++] = 'Q';
+    blk[b++] = 1;    /* one sequence */
+    blk[b++] = 0x00; /* predefined LL, OF, ML */
+    zs_table_build(&w->t[ZS_LL], zs_ll_default, 36, 6);
+    zs_table_build(&w->t[ZS_OF], zs_of_default, 29, 5);
+    zs_table_build(&w->t[ZS_ML], zs_ml_default, 53, 6);
+    zs_wbits_t bw = {blk + b, sizeof blk - b, 0, 0, 0};
+    zs_put(&bw, w->t[ZS_ML].order[w->t[ZS_ML].start[0]], 6); /* initial states, read LL, OF, ML */
+    zs_put(&bw, w->t[ZS_OF].order[w->t[ZS_OF].start[0]], 5);
+    zs_put(&bw, w->t[ZS_LL].order[w->t[ZS_LL].start[0]], 6);
+    zs_put_end(&bw);
+    b += bw.len;
+    zs_put_block_header(f2 + n2, 0, 2, (zs_u32)b);
+    memcpy(f2 + n2 + 3, blk, b);
+    n2 += 3 + b;
+    zs_put_block_header(f2 + n2, 1, 0, 3);
+    memcpy(f2 + n2 + 3, "xyz", 3);
+    n2 += 6;
+    bytes_t alone = {f2, n2}, back = {0};
+    bool ok = ref_unzstd(&alone, &back) && back.n == 14 && memcmp(back.p, second, 14) == 0;
+    CHECK(ok, "crafted piece frame: libzstd reads it alone");
+    free(back.p);
+    for (int bad_size = 0; bad_size < 2; bad_size++) {
+        f2[5] = bad_size ? 15 : 14;
+        zs_frame_header(out, 30);
+        size_t o = ZS_FRAME_HEADER;
+        int what1 = -1, what2 = -1;
+        o += zs_splice_piece(w, f1, n1, first, 16, 1, 0, out + o, 200, &what1);
+        zs_run_copies(w, 0, 1);
+        o += zs_splice_piece(w, f2, n2, second, 14, 0, 1, out + o, 200, &what2);
+        zs_run_copies(w, 0, 1);
+        bytes_t spliced = {out, o};
+        back = (bytes_t){0};
+        ok = ref_unzstd(&spliced, &back) && back.n == 30 && memcmp(back.p, first, 16) == 0 &&
+             memcmp(back.p + 16, second, 14) == 0;
+        CHECK(ok && what2 == (bad_size ? ZS_PIECE_RAW : ZS_PIECE_RECODED),
+              "crafted pieces spliced (%s content size): %s, second piece %d", bad_size ? "a wrong" : "the right",
+              ok ? "reads back" : "reads back wrong", what2);
+        printf("%-4s crafted pieces, %s content size: second piece %s\n", ok ? "ok" : "FAIL",
+               bad_size ? "a wrong" : "the right", what2 == ZS_PIECE_RAW ? "raw" : "re-coded");
+        free(back.p);
+    }
+}
+
 /* The FSE helpers against the format's own numbers: the predefined tables
  * fill exactly, and a symbol's states cover the whole state range once. */
 static void tables(zs_work_t *w)
@@ -247,6 +322,7 @@ int main(void)
     zs_work_t *w = malloc(sizeof *w);
     splice_stats_t total = {{0, 0, 0}, 0};
     tables(w);
+    crafted(w);
     const size_t sizes[] = {1u << 20, (1u << 20) + 777, 70000, 1};
     const size_t pieces[] = {32768, 4096, 100000, 262144};
     const int levels[] = {-3, 1, 3, 9};
