@@ -6,9 +6,7 @@
 // it is used: corrupt input gives an error code, never a read or write
 // outside the buffers.
 #include "codec_shared.h"
-// pieces of GDS_ZSTD_PIECE bytes have GDS_ZSTD_PIECE / 3 sequences at most:
-// checkpoints for those only, so that more pieces fit the shared memory
-#define ZS_MAX_CHECKPOINTS (GDS_ZSTD_PIECE / 3 / 128 + 1) /* 128: ZS_SEG */
+#define ZS_MAX_CHECKPOINTS GDS_ZSTD_SPLICE_CHECKPOINTS
 #include "zstd_splice.h"
 
 typedef unsigned char u8;

@@ -82,6 +82,11 @@ enum {
  * into one frame (zstd_splice.h): nvCOMP's zstd compression is fast on
  * inputs up to 32 KiB only. */
 #define GDS_ZSTD_PIECE 32768u
+/* The splice kernel's decoder checkpoints (one every 128 sequences,
+ * ZS_SEG): enough for a block of a piece, whose matches are 3 bytes at
+ * least; fewer than a 128 KiB block needs, so that more pieces fit the
+ * shared memory. */
+#define GDS_ZSTD_SPLICE_CHECKPOINTS (GDS_ZSTD_PIECE / 3 / 128 + 1)
 
 /* The header bytes the host reads of a chunk to plan its blocks (blosc's
  * header is all of them). */

@@ -7,7 +7,9 @@
  * many pieces were re-coded (the path must be taken) or fell back to raw
  * blocks (never, for libzstd's frames), what splicing costs in size, and
  * mutated pieces (no write outside the output, no hang). Skipped (77)
- * without libzstd.
+ * without libzstd. Built twice: as the host uses the splicer (any piece
+ * size), and as the kernel does (SPLICE_AS_KERNEL: its fewer checkpoints,
+ * pieces of GDS_ZSTD_PIECE bytes at most).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -15,6 +17,10 @@
 #include <string.h>
 
 #include "codec_ref.h"
+#ifdef SPLICE_AS_KERNEL
+#include "codec_shared.h"
+#define ZS_MAX_CHECKPOINTS GDS_ZSTD_SPLICE_CHECKPOINTS
+#endif
 #include "zstd_splice.h"
 
 static int failures, checks;
@@ -324,7 +330,11 @@ int main(void)
     tables(w);
     crafted(w);
     const size_t sizes[] = {1u << 20, (1u << 20) + 777, 70000, 1};
+#ifdef SPLICE_AS_KERNEL
+    const size_t pieces[] = {GDS_ZSTD_PIECE, 4096, 10000};
+#else
     const size_t pieces[] = {32768, 4096, 100000, 262144};
+#endif
     const int levels[] = {-3, 1, 3, 9};
     for (int kind = 0; kind < NKINDS; kind++)
         for (size_t a = 0; a < sizeof sizes / sizeof *sizes; a++)
@@ -341,7 +351,13 @@ int main(void)
     CHECK(total.what[ZS_PIECE_RECODED] > 0, "some piece was re-coded (%d copied)", total.what[ZS_PIECE_COPIED]);
     mutations(w);
     free(w);
-    printf("test_zstd_splice: %d checks, %d failed (%d pieces copied, %d re-coded, %d raw)\n", checks, failures,
+    printf("test_zstd_splice%s: %d checks, %d failed (%d pieces copied, %d re-coded, %d raw)\n",
+#ifdef SPLICE_AS_KERNEL
+           " (as the kernel)",
+#else
+           "",
+#endif
+           checks, failures,
            total.what[0], total.what[1], total.what[2]);
     return failures ? 1 : 0;
 }
