@@ -11,11 +11,14 @@
  * sequences uses a repeat offset whose value came from the starting history
  * {1, 4, 8}: there the longer frame's history differs. From the first block
  * of a piece where that happens, the piece's blocks are re-coded: their
- * sequences decoded, every offset written explicitly, the literals kept
- * byte for byte, the FSE tables kept where the new offset codes allow (else
- * the predefined offsets table). A block that would grow past its decoded
- * size is stored raw; a piece that cannot be parsed is stored as raw blocks
- * (right, only larger).
+ * sequences decoded and written again with offset values the longer frame
+ * resolves the same way (a repeat offset where its history is known there,
+ * the offset itself elsewhere), the literals kept byte for byte, the FSE
+ * tables kept where they code every new offset code (else an offsets table
+ * made for them). A piece whose history no longer holds starting values is
+ * copied without decoding further. A block that would grow past its
+ * decoded size is stored raw; a piece that cannot be parsed is stored as
+ * raw blocks (right, only larger).
  *
  * Plain C that CUDA C++ (NVRTC) compiles too: the codec's kernel runs it one
  * piece per thread block, the unit tests on the host against libzstd.
@@ -156,7 +159,8 @@ ZS_FN void zs_run_copies(zs_work_t *w, unsigned lane, unsigned lanes)
     }
 }
 
-/* Copies n bytes later (zs_run_copies), or now when the list is full. */
+/* Copies n bytes later (zs_run_copies), or now when the list is full (by
+ * this thread alone: not zs_run_copies, whose barriers want every thread). */
 ZS_FN void zs_copy(zs_work_t *w, zs_u8 *dst, const zs_u8 *src, zs_u64 n)
 {
     if (w->ncopies == ZS_MAX_COPIES) {
@@ -334,17 +338,16 @@ ZS_FN int zs_read_table(zs_work_t *w, int type, unsigned mode, const zs_u8 *p, z
         w->have[type] = 1;
         return 1;
     }
-    short norm[53];
+    short read[53];
+    const short *norm = read;
     unsigned sym_end, al;
     int used = 0;
     if (mode == ZS_MODE_PREDEFINED) {
-        const short *d = type == ZS_LL ? zs_ll_default : type == ZS_ML ? zs_ml_default : zs_of_default;
+        norm = type == ZS_LL ? zs_ll_default : type == ZS_ML ? zs_ml_default : zs_of_default;
         sym_end = type == ZS_LL ? 36 : type == ZS_ML ? 53 : 29;
         al = type == ZS_OF ? 5 : 6;
-        for (unsigned s = 0; s < sym_end; s++)
-            norm[s] = d[s];
     }
-    else if ((used = zs_read_counts(norm, &sym_end, &al, p, len, zs_max_al[type], zs_max_sym[type])) < 0)
+    else if ((used = zs_read_counts(read, &sym_end, &al, p, len, zs_max_al[type], zs_max_sym[type])) < 0)
         return -1;
     if (zs_table_build(t, norm, sym_end, al) < 0)
         return -1;
@@ -498,20 +501,17 @@ ZS_FN zs_u64 zs_decode_seq(const zs_work_t *w, zs_rbits_t *r, zs_u16 *state, int
  * writes the bits that lead from one to the other. */
 ZS_FN unsigned zs_encode_step(const zs_table_t *t, unsigned x, unsigned next, zs_wbits_t *bw)
 {
-    unsigned c = (unsigned)(t->start[x + 1] - t->start[x]), al = t->al, hb = zs_hibit(c), nb, k;
+    unsigned c = (unsigned)(t->start[x + 1] - t->start[x]), al = t->al, hb = zs_hibit(c);
     zs_u32 v = next + (1u << al);
     if (al == 0)
         return t->order[t->start[x]];
-    if (hb + 1 <= al && (v >> (al - hb - 1)) >= (2u << hb) && (v >> (al - hb - 1)) < 2 * c) {
-        nb = al - hb - 1;
-        k = (v >> nb) - c;
-    }
-    else {
-        nb = al - hb;
-        k = (v >> nb) - c;
-    }
+    /* x's states in order lead to c .. 2c - 1 shifted by nb bits: one bit
+     * fewer for those from 2^(hb + 1) on */
+    unsigned nb = al - hb;
+    if (hb < al && (v >> (nb - 1)) >= (2u << hb) && (v >> (nb - 1)) < 2 * c)
+        nb--;
     zs_put(bw, v, nb);
-    return t->order[t->start[x] + k];
+    return t->order[t->start[x] + (v >> nb) - c];
 }
 
 ZS_FN int zs_codable(const zs_table_t *t, unsigned x) { return x < t->sym_end && t->start[x + 1] > t->start[x]; }
