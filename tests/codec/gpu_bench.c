@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "codec_shared.h"
 #include "gpu_test_common.h"
 
 /* ---- throughput ---- */
@@ -102,6 +103,9 @@ static void bench_zstd_sizes(size_t mib)
     p = pipe_new(64 * KB, 4);
     pipe_add(&p, GDS_FILTER_ZSTD, OPT, 1, CD3);
     bench_one("zstd3 64 KiB chunks", &p, DATA_FLOAT_FIELD, mib);
+    p = pipe_new(GDS_ZSTD_PIECE, 4); /* one piece a chunk: nvCOMP alone, nothing spliced */
+    pipe_add(&p, GDS_FILTER_ZSTD, OPT, 1, CD3);
+    bench_one("zstd3 32 KiB chunks (no splice)", &p, DATA_FLOAT_FIELD, mib);
 }
 
 void bench(size_t mib)
