@@ -9,16 +9,19 @@
  *
  * A block decodes the same inside the longer frame, except where one of its
  * sequences uses a repeat offset whose value came from the starting history
- * {1, 4, 8}: there the longer frame's history differs. From the first block
- * of a piece where that happens, the piece's blocks are re-coded: their
- * sequences decoded and written again with offset values the longer frame
- * resolves the same way (a repeat offset where its history is known there,
- * the offset itself elsewhere), the literals kept byte for byte, the FSE
- * tables kept where they code every new offset code (else an offsets table
- * made for them). A piece whose history no longer holds starting values is
- * copied without decoding further. A block that would grow past its
- * decoded size is stored raw; a piece that cannot be parsed is stored as
- * raw blocks (right, only larger).
+ * {1, 4, 8}: there the longer frame's history differs, and such a sequence
+ * is given another offset value (a repeat offset where the longer frame's
+ * history is known to hold the offset, else the offset itself). The
+ * decoder reads a block's sequences from the end of its bitstream back, so
+ * a block is patched, not coded again: its bitstream kept up to the bits of
+ * its last changed sequence, that one and those before it coded again from
+ * the decoder's state there, the literals and tables kept byte for byte. Decoding stops where the two
+ * histories agree (the rest of the piece means the same in both frames).
+ * Where the tables in force cannot code a new offset value, the block is
+ * coded again whole with an offsets table made for its codes, and so are
+ * the piece's later blocks. A block that would grow past its decoded size
+ * is stored raw; a piece that cannot be parsed is stored as raw blocks
+ * (right, only larger).
  *
  * Plain C that CUDA C++ (NVRTC) compiles too: the codec's kernel runs it one
  * piece per thread block, the unit tests on the host against libzstd.
@@ -136,7 +139,12 @@ typedef struct zs_work {
 } zs_work_t;
 
 /* What happened to a piece (for tests and counters). */
-enum { ZS_PIECE_COPIED = 0, ZS_PIECE_RECODED = 1, ZS_PIECE_RAW = 2 };
+enum {
+    ZS_PIECE_COPIED = 0,
+    ZS_PIECE_RECODED = 1, /* a block or more written again whole */
+    ZS_PIECE_RAW = 2,
+    ZS_PIECE_PATCHED = 3 /* only the first sequences of one block written again */
+};
 
 ZS_FN unsigned zs_hibit(zs_u64 v)
 {
@@ -470,6 +478,25 @@ ZS_FN zs_u64 zs_choose(const zs_history_t *h, zs_u32 off, zs_u32 ll)
     return (zs_u64)off + 3;
 }
 
+/* The spliced frame's history known and the same as the piece's: from
+ * here on the piece's offset values mean the same in the spliced frame
+ * (the piece's own may still hold starting values: they are values too). */
+ZS_FN int zs_same_history(const zs_history_t *piece, const zs_history_t *spliced)
+{
+    return spliced->unknown == 0 && piece->rep[0] == spliced->rep[0] && piece->rep[1] == spliced->rep[1] &&
+           piece->rep[2] == spliced->rep[2];
+}
+
+/* The offset value the spliced frame (history h) writes for offset `off`,
+ * which the piece wrote as ofv: the piece's own where it means the same
+ * there (its bits can stay), else zs_choose's. */
+ZS_FN zs_u64 zs_rewrite(const zs_history_t *h, zs_u64 ofv, zs_u32 off, zs_u32 ll)
+{
+    zs_history_t t = *h;
+    int unknown = 0;
+    return zs_resolve(&t, ofv, ll, &unknown) == off && !unknown ? ofv : zs_choose(h, off, ll);
+}
+
 /* Decodes one sequence at the reader's position with the tables in force
  * (state[] advanced unless it is the block's last): its codes and extra
  * bits in *q, its offset value, literal and match lengths. */
@@ -663,19 +690,102 @@ ZS_FN void zs_frame_header(zs_u8 *p, zs_u64 content)
         p[5 + k] = (zs_u8)(content >> (8 * k));
 }
 
+/* Writes sequences top - 1 .. 0 of a block (bits: its bitstream, bits_len
+ * bytes; re-decoded from w->ck's checkpoints) with the offset values the
+ * spliced frame gives them, tof their offsets table, onto bw; enc[]: the
+ * decoder's states at sequence `top` (top < nseq), else set from the last
+ * sequence. Then the initial states and the end mark. The decoder reads a
+ * block's sequences from the end of the bitstream back, so the encoder
+ * writes them last to first (RFC 8878 4.1). */
+ZS_FN void zs_write_seqs(zs_work_t *w, const zs_u8 *bits, zs_u64 bits_len, zs_u64 nseq, zs_u64 top,
+                         const zs_table_t *tof, zs_u16 *enc, zs_wbits_t *bw)
+{
+    for (zs_u64 g = (top + ZS_SEG - 1) / ZS_SEG; g-- > 0;) {
+        const zs_checkpoint_t *ck = &w->ck[g];
+        zs_rbits_t rr = {bits, bits_len, ck->bitpos, 0};
+        zs_u16 st[3] = {ck->state[0], ck->state[1], ck->state[2]};
+        zs_history_t hp = ck->piece, hs = ck->spliced;
+        zs_u64 i0 = g * ZS_SEG, n = top - i0 < ZS_SEG ? top - i0 : ZS_SEG;
+        for (zs_u64 k = 0; k < n; k++) {
+            zs_u32 ll, ml;
+            int ignored = 0;
+            zs_u64 ofv = zs_decode_seq(w, &rr, st, i0 + k + 1 == nseq, &w->seg[k], &ll, &ml);
+            zs_u32 off = zs_resolve(&hp, ofv, ll, &ignored);
+            w->seg[k].ofv = (zs_u32)zs_rewrite(&hs, ofv, off, ll);
+            zs_resolve(&hs, w->seg[k].ofv, ll, &ignored);
+        }
+        for (zs_u64 k = n; k-- > 0;) {
+            const zs_seq_t *q = &w->seg[k];
+            unsigned ofc = zs_hibit(q->ofv);
+            if (i0 + k + 1 == nseq) {
+                enc[ZS_LL] = w->t[ZS_LL].order[w->t[ZS_LL].start[q->llc]];
+                enc[ZS_OF] = tof->order[tof->start[ofc]];
+                enc[ZS_ML] = w->t[ZS_ML].order[w->t[ZS_ML].start[q->mlc]];
+            }
+            else { /* the decoder updates LL, ML, OF: written in reverse */
+                enc[ZS_OF] = (zs_u16)zs_encode_step(tof, ofc, enc[ZS_OF], bw);
+                enc[ZS_ML] = (zs_u16)zs_encode_step(&w->t[ZS_ML], q->mlc, enc[ZS_ML], bw);
+                enc[ZS_LL] = (zs_u16)zs_encode_step(&w->t[ZS_LL], q->llc, enc[ZS_LL], bw);
+            }
+            /* the decoder reads OF, ML, LL extra bits: written in reverse */
+            zs_put(bw, q->llx, q->llc < 16 ? 0 : zs_ll_bits[q->llc - 16]);
+            zs_put(bw, q->mlx, q->mlc < 32 ? 0 : zs_ml_bits[q->mlc - 32]);
+            zs_put(bw, (zs_u32)(q->ofv - ((zs_u64)1 << ofc)), ofc);
+        }
+    }
+    zs_put(bw, enc[ZS_ML], w->t[ZS_ML].al);
+    zs_put(bw, enc[ZS_OF], tof->al);
+    zs_put(bw, enc[ZS_LL], w->t[ZS_LL].al);
+    zs_put_end(bw);
+}
+
+/* Writes a block again with only its first `top` sequences changed, the
+ * tables in force kept: the bitstream's first `top_pos` bits, which code
+ * sequences top .. nseq - 1, stay as they are, and the encoder goes on from
+ * the decoder's states there (top_state). The block (body: literals, then
+ * `head` bytes of sequences header and tables; all copied, with the kept
+ * bits) goes to out + *o when it takes at most `limit` bytes. 0: done; 1:
+ * it does not fit (nothing queued). */
+ZS_FN int zs_patch_block(zs_work_t *w, const zs_u8 *body, zs_u64 head, zs_u64 bits_len, zs_u64 nseq, zs_u64 top,
+                         zs_u64 top_pos, const zs_u16 *top_state, int last, zs_u64 limit, zs_u8 *out, zs_u64 cap,
+                         zs_u64 *o)
+{
+    zs_u64 whole = top_pos >> 3, q = *o + 3 + head + whole;
+    unsigned part = (unsigned)(top_pos & 7u);
+    if (q > cap)
+        return 1;
+    zs_wbits_t bw = {out + q, cap - q, 0, (zs_u64)(body[head + whole] & ((1u << part) - 1u)), part};
+    zs_u16 enc[3] = {top_state[0], top_state[1], top_state[2]};
+    zs_write_seqs(w, body + head, bits_len, nseq, top, &w->t[ZS_OF], enc, &bw);
+    zs_u64 size = head + whole + bw.len;
+    if (bw.len > bw.cap || size > limit)
+        return 1;
+    zs_copy(w, out + *o + 3, body, head + whole);
+    zs_put_block_header(out + *o, last, 2, (zs_u32)size);
+    *o += 3 + size;
+    return 0;
+}
+
 /* One compressed block's sequences section (seq, len bytes), after a
  * literals section of `lit_len` bytes at lit: decoded to check it and to
- * find whether it uses the starting history; written again at out + *o
- * (block header included) when `recode`, or when it uses that history and
- * recoding is allowed (`may_recode`). Sets *decoded (the block's bytes
- * once decoded), *recoded (whether it was written). 0: done; 1: store it
- * raw; 2: kept as it is and the piece settled (w->settled: decoding
- * stopped, *decoded not set); -1: malformed. */
+ * find the sequences whose offset values the spliced frame must write
+ * otherwise (they use the starting history), and written again at out + *o
+ * (block header included) when there are such sequences and recoding is
+ * allowed (`may_recode`), or always when `recode`: as a patch (only up to
+ * the last such sequence, *patched set) where the tables in force code
+ * every new offset value, else whole (an offsets table made for them where
+ * needed). Decoding stops once the two frames' histories agree: the rest
+ * means the same in both. A block written again takes at most `limit`
+ * bytes. Sets *decoded (the block's bytes once decoded), *recoded (whether
+ * it was written). 0: done; 1: store it raw; 2: the piece settled
+ * (w->settled: decoding stopped, *decoded not set), the block kept as it
+ * is or patched; -1: malformed. */
 ZS_FN int zs_block(zs_work_t *w, const zs_u8 *lit, zs_u64 lit_len, zs_u32 regen, const zs_u8 *seq, zs_u64 len,
-                   int recode, int may_recode, int last, zs_u8 *out, zs_u64 cap, zs_u64 *o, zs_u64 *decoded,
-                   int *recoded)
+                   int recode, int may_recode, int last, zs_u64 limit, zs_u8 *out, zs_u64 cap, zs_u64 *o,
+                   zs_u64 *decoded, int *recoded, int *patched)
 {
     *recoded = 0;
+    *patched = 0;
     if (len < 1)
         return -1;
     zs_u64 p = 0, nseq;
@@ -722,12 +832,12 @@ ZS_FN int zs_block(zs_work_t *w, const zs_u8 *lit, zs_u64 lit_len, zs_u32 regen,
     state[ZS_LL] = (zs_u16)zs_read(&r, w->t[ZS_LL].al);
     state[ZS_OF] = (zs_u16)zs_read(&r, w->t[ZS_OF].al);
     state[ZS_ML] = (zs_u16)zs_read(&r, w->t[ZS_ML].al);
-    /* pass 1: check the block, see whether it uses the starting history,
-     * choose the offset values a re-coded block would write, keep
-     * checkpoints */
+    /* pass 1: check the block, find the last sequence whose offset value
+     * changes (top - 1), keep checkpoints and the decoder's place after it */
     zs_history_t piece = w->piece, spliced = w->spliced;
-    zs_u64 lits = 0, matched = 0;
-    int of_codable = 1, uses_start = 0;
+    zs_u64 lits = 0, matched = 0, top = 0, top_pos = 0;
+    zs_u16 top_state[3] = {0, 0, 0};
+    int of_codable = 1;
     const zs_table_t *of_in_force = &w->t[ZS_OF];
     for (unsigned c = 0; c < 32; c++)
         w->of_count[c] = 0;
@@ -742,10 +852,10 @@ ZS_FN int zs_block(zs_work_t *w, const zs_u8 *lit, zs_u64 lit_len, zs_u32 regen,
         }
         zs_seq_t q;
         zs_u32 ll, ml;
-        int unknown = 0;
+        int unknown = 0, ignored = 0;
         zs_u64 ofv = zs_decode_seq(w, &r, state, i + 1 == nseq, &q, &ll, &ml);
-        zs_u32 off = zs_resolve(&piece, ofv, ll, &uses_start);
-        zs_u64 nv = zs_choose(&spliced, off, ll);
+        zs_u32 off = zs_resolve(&piece, ofv, ll, &ignored);
+        zs_u64 nv = zs_rewrite(&spliced, ofv, off, ll);
         zs_resolve(&spliced, nv, ll, &unknown);
         lits += ll;
         matched += ml;
@@ -756,26 +866,51 @@ ZS_FN int zs_block(zs_work_t *w, const zs_u8 *lit, zs_u64 lit_len, zs_u32 regen,
             return -1;
         of_codable &= zs_codable(of_in_force, ofc);
         w->of_count[ofc]++;
-        if (!recode && !uses_start && piece.unknown == 0) {
+        if (nv != ofv) {
+            top = i + 1;
+            top_pos = r.pos;
+            for (int k = 0; k < 3; k++)
+                top_state[k] = state[k];
+        }
+        if (recode || !zs_same_history(&piece, &spliced))
+            continue;
+        /* every later sequence means the same in both frames as it is */
+        if (top == 0) {
             w->settled = 1; /* kept as it is, and so are the piece's later blocks */
+            return 2;
+        }
+        if (may_recode && of_codable && top < nseq &&
+            zs_patch_block(w, lit, lit_len + p, len - p, nseq, top, top_pos, top_state, last, limit, out, cap, o) == 0) {
+            w->settled = 1;
+            *recoded = *patched = 1;
             return 2;
         }
     }
     if (r.overrun || r.pos != 0 || lits > regen || regen + matched > ZS_BLOCK_MAX)
         return -1;
     *decoded = regen + matched;
-    if (!recode && !(uses_start && may_recode)) {
-        /* kept as it is: the spliced frame's history is the piece's, except
-         * where that came from the starting history */
+    if (!recode && (top == 0 || !may_recode)) {
+        /* kept as it is: the spliced frame's history went on as simulated */
         w->piece = piece;
-        w->spliced = piece;
+        w->spliced = top == 0 ? spliced : piece;
         return 0;
     }
-    if (nseq > (zs_u64)ZS_SEG * ZS_MAX_CHECKPOINTS)
+    if (top > (zs_u64)ZS_SEG * ZS_MAX_CHECKPOINTS)
         return -1;
-    /* pass 2: the block again, in reverse, with the offset values chosen */
-    /* the offsets table: the one in force if it codes every new offset
-     * code, else one made for them */
+    /* not worth it: the caller stores the block raw (which leaves the
+     * spliced frame's history as it was), unless a later block's literals
+     * may need this one's Huffman tree */
+    int tree = (lit[0] & 3u) == 2;
+    zs_u64 worth = tree || *decoded > limit ? limit : *decoded - 1;
+    if (!recode && of_codable && top < nseq &&
+        zs_patch_block(w, lit, lit_len + p, len - p, nseq, top, top_pos, top_state, last, worth, out, cap, o) == 0) {
+        w->piece = piece;
+        w->spliced = spliced;
+        *recoded = *patched = 1;
+        return 0;
+    }
+    /* pass 2: the whole block again, with an offsets table that codes every
+     * new offset code: the one in force if it does, else one made for them */
     const zs_table_t *tof = of_in_force;
     short of_norm[32];
     unsigned of_end = 0, of_distinct = 0, of_al = 0;
@@ -829,47 +964,11 @@ ZS_FN int zs_block(zs_work_t *w, const zs_u8 *lit, zs_u64 lit_len, zs_u32 regen,
         return -1;
     if (zs_put_table(&w->t[ZS_ML], out, cap, &q1) < 0)
         return -1;
+    if (q1 > cap)
+        return -1;
     zs_wbits_t bw = {out + q1, cap - q1, 0, 0, 0};
     zs_u16 enc[3] = {0, 0, 0};
-    zs_u64 nseg = (nseq + ZS_SEG - 1) / ZS_SEG;
-    for (zs_u64 g = nseg; g-- > 0;) {
-        const zs_checkpoint_t *ck = &w->ck[g];
-        zs_rbits_t rr = {seq + p, len - p, ck->bitpos, 0};
-        zs_u16 st[3] = {ck->state[0], ck->state[1], ck->state[2]};
-        zs_history_t hp = ck->piece, hs = ck->spliced;
-        zs_u64 i0 = g * ZS_SEG, n = nseq - i0 < ZS_SEG ? nseq - i0 : ZS_SEG;
-        for (zs_u64 k = 0; k < n; k++) {
-            zs_u32 ll, ml;
-            int ignored = 0;
-            zs_u64 ofv = zs_decode_seq(w, &rr, st, i0 + k + 1 == nseq, &w->seg[k], &ll, &ml);
-            zs_u32 off = zs_resolve(&hp, ofv, ll, &ignored);
-            w->seg[k].ofv = (zs_u32)zs_choose(&hs, off, ll);
-            zs_resolve(&hs, w->seg[k].ofv, ll, &ignored);
-        }
-        for (zs_u64 k = n; k-- > 0;) {
-            const zs_seq_t *q = &w->seg[k];
-            zs_u64 ofv = q->ofv;
-            unsigned ofc = zs_hibit(ofv);
-            if (i0 + k + 1 == nseq) {
-                enc[ZS_LL] = w->t[ZS_LL].order[w->t[ZS_LL].start[q->llc]];
-                enc[ZS_OF] = tof->order[tof->start[ofc]];
-                enc[ZS_ML] = w->t[ZS_ML].order[w->t[ZS_ML].start[q->mlc]];
-            }
-            else { /* the decoder updates LL, ML, OF: written in reverse */
-                enc[ZS_OF] = (zs_u16)zs_encode_step(tof, ofc, enc[ZS_OF], &bw);
-                enc[ZS_ML] = (zs_u16)zs_encode_step(&w->t[ZS_ML], q->mlc, enc[ZS_ML], &bw);
-                enc[ZS_LL] = (zs_u16)zs_encode_step(&w->t[ZS_LL], q->llc, enc[ZS_LL], &bw);
-            }
-            /* the decoder reads OF, ML, LL extra bits: written in reverse */
-            zs_put(&bw, q->llx, q->llc < 16 ? 0 : zs_ll_bits[q->llc - 16]);
-            zs_put(&bw, q->mlx, q->mlc < 32 ? 0 : zs_ml_bits[q->mlc - 32]);
-            zs_put(&bw, (zs_u32)(ofv - ((zs_u64)1 << ofc)), ofc);
-        }
-    }
-    zs_put(&bw, enc[ZS_ML], w->t[ZS_ML].al);
-    zs_put(&bw, enc[ZS_OF], tof->al);
-    zs_put(&bw, enc[ZS_LL], w->t[ZS_LL].al);
-    zs_put_end(&bw);
+    zs_write_seqs(w, seq + p, len - p, nseq, nseq, tof, enc, &bw);
     if (bw.len > bw.cap)
         return -1;
     zs_u64 size = q1 + bw.len - q0;
@@ -877,12 +976,9 @@ ZS_FN int zs_block(zs_work_t *w, const zs_u8 *lit, zs_u64 lit_len, zs_u32 regen,
      * history and tables go on as before (the re-coded blocks after this
      * one write every table out) */
     w->piece = piece;
-    /* not worth it: the caller stores the block raw (which leaves the
-     * spliced frame's history as it was), unless a later block's literals
-     * may need this one's Huffman tree */
-    if (size >= *decoded && (lit[0] & 3u) != 2)
+    if (size >= *decoded && !tree)
         return 1;
-    if (size > ZS_BLOCK_MAX)
+    if (size > limit)
         return -1;
     w->spliced = spliced;
     /* queued only now: a block stored raw instead may be shorter than its
@@ -950,17 +1046,21 @@ ZS_FN zs_u64 zs_splice_piece(zs_work_t *w, const zs_u8 *frame, zs_u64 flen, cons
         else if (type == 2) {
             zs_u32 regen = 0;
             zs_u64 lit = zs_literals_size(body, size, &regen);
-            int recoded = 0;
+            int recoded = 0, patched = 0;
             if (lit == (zs_u64)-1)
                 goto raw;
-            int rc = zs_block(w, body, lit, regen, body + lit, size - lit, recoding, !first, put_last, out, cap, &o,
-                              &block_decoded, &recoded);
+            /* a block may not take more than the frame's window (at least this piece) */
+            zs_u64 limit = slen < ZS_BLOCK_MAX ? slen : ZS_BLOCK_MAX;
+            int rc = zs_block(w, body, lit, regen, body + lit, size - lit, recoding, !first, put_last, limit, out,
+                              cap, &o, &block_decoded, &recoded, &patched);
             if (rc < 0)
                 goto raw;
             unchecked |= rc == 2;
             if (rc == 1 || recoded) {
-                recoding = 1;
-                *what = ZS_PIECE_RECODED;
+                /* after a block stored raw or written whole (its tables
+                 * maybe not the piece's), the later ones are written whole */
+                recoding |= rc == 1 || !patched;
+                *what = patched && *what != ZS_PIECE_RECODED ? ZS_PIECE_PATCHED : ZS_PIECE_RECODED;
                 copy = 0;
                 if (rc == 1) { /* store it raw: its decoded bytes are src's */
                     if (decoded + block_decoded > slen || o + 3 + block_decoded > cap)
