@@ -355,7 +355,7 @@ def _cupy() -> Any:
     return cupy
 
 
-# compressions the GPU encodes (zstd's 4 MiB chunks in 32 KiB pieces, spliced: zstd_splice.h)
+# compressions the GPU encodes (zstd's 4 MiB chunks in pieces by the level, spliced: zstd_splice.h)
 GPU_ENCODED = {"gzip", "lz4", "zstd", "bitshuffle-lz4"}
 
 

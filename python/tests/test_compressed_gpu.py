@@ -308,14 +308,16 @@ def test_gpu_compressed_writes_read_back_in_h5py(tmp_path, fname, kw, gpu):
                          ids=[f[0] for f in FILTERS if "zstd" in f[0]])
 def test_zstd_writes_of_large_zstd_inputs(tmp_path, fname, kw, gpu):
     """nvCOMP's zstd compression is slow on large inputs: 1 MiB zstd chunks
-    are compressed on the GPU in 32 KiB pieces spliced into one frame each,
-    bitshuffle blocks of 256 KiB by HDF5's CPU filter, 8 KiB bitshuffle
-    blocks inside the same chunks by the GPU; all read back equal in h5py
-    (whose zstd filter reads one frame per chunk)."""
+    are compressed on the GPU in pieces of 32-128 KiB (by the level) spliced
+    into one frame each, bitshuffle blocks of 8 and 64 KiB by the GPU, of
+    256 KiB by HDF5's CPU filter; all read back equal in h5py (whose zstd
+    filter reads one frame per chunk)."""
     hp = hdf5plugin_or_none()
     arr = field((512, 2048))  # 4 MiB, chunks of 1 MiB
-    cases = {"zstd": (kw, True)} if fname == "zstd" else {
+    cases = {"zstd": (kw, True), "zstd1": (dict(**hp.Zstd(clevel=1)), True),
+             "zstd9": (dict(**hp.Zstd(clevel=9)), True)} if fname == "zstd" else {
         "8KiB": (dict(**hp.Bitshuffle(cname="zstd")), True),
+        "64KiB": (dict(**hp.Bitshuffle(nelems=16384, cname="zstd")), True),
         "256KiB": (dict(**hp.Bitshuffle(nelems=65536, cname="zstd")), False)}
     path = tmp_path / "z.h5"
     routes = {}

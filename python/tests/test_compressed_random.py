@@ -201,8 +201,9 @@ def _encodable(rng: np.random.Generator, itemsize: int) -> tuple[str, dict[str, 
         kw = dict(**hdf5plugin.Blosc(cname=cname, clevel=int(rng.integers(1, 10)), shuffle=int(rng.integers(0, 3))))
         name = f"blosc-{cname}"
     else:
-        # chunks over 32 KiB: pieces spliced into one frame (zstd_splice.h)
-        kw, name = dict(**hdf5plugin.Zstd(clevel=3)), "zstd3"
+        # chunks over a piece (32-128 KiB by the level): pieces spliced into one frame (zstd_splice.h)
+        level = int(rng.choice([1, 3, 9]))
+        kw, name = dict(**hdf5plugin.Zstd(clevel=level)), f"zstd{level}"
     if rng.random() < 0.3:
         kw["fletcher32"] = True
         name += "+fletcher32"

@@ -66,9 +66,10 @@ static void encode_blocks(const gds_codec_step_t *s, size_t in, size_t *nblocks,
     }
     else if (s->kind == GDS_STEP_BLOSC) /* its streams, the pieces nvCOMP compresses */
         gds_blosc_encode_streams(s, in, nblocks, block_in);
-    else if (s->kind == GDS_STEP_ZSTD && in > GDS_ZSTD_PIECE) { /* pieces spliced into one frame */
-        *nblocks = (in + GDS_ZSTD_PIECE - 1) / GDS_ZSTD_PIECE;
-        *block_in = GDS_ZSTD_PIECE;
+    else if (s->kind == GDS_STEP_ZSTD && in > gds_codec_zstd_piece(s->level)) { /* pieces spliced into one frame */
+        size_t piece = gds_codec_zstd_piece(s->level);
+        *nblocks = (in + piece - 1) / piece;
+        *block_in = piece;
     }
     else {
         *nblocks = 1;
@@ -76,13 +77,23 @@ static void encode_blocks(const gds_codec_step_t *s, size_t in, size_t *nblocks,
     }
 }
 
-/* nvCOMP's zstd compression by the size of its inputs (H200, tests/codec
- * bench, 1 MiB chunks of a float field): 11.5-11.7 GB/s over inputs of
- * 8-32 KiB, 0.1-0.2 over 64-128 KiB, under 0.05 over chunks of 64 KiB-1 MiB
- * of plain zstd, where HDF5's CPU filter makes 0.1-0.25. Plain zstd chunks
- * are cut into pieces of GDS_ZSTD_PIECE and spliced; zstd inside bitshuffle
- * or blosc compresses those filters' own blocks. */
-#define ZSTD_FAST_INPUT_MAX (32u << 10)
+/* nvCOMP's zstd compression (tests/codec bench, 2026-11-27, an H100 and an
+ * H200 alike, a float field): 64 MiB of chunks that are one piece each
+ * 7.2-7.4 GB/s in 32 KiB, 4.0-4.1 in 64 KiB, 2.3-2.4 in 128 KiB; 256 MiB in
+ * 1 MiB chunks, spliced, 5.2-6.0, 5.8-6.6, 6.7-7.2; bitshuffle blocks of
+ * 8-32 KiB 11.5, 64 KiB 7.7, 128 KiB 4.6. HDF5's CPU filter: 0.1-0.25.
+ * Inputs over 128 KiB were not measured: left to HDF5. Larger pieces find
+ * longer matches: 1 GiB of python -m h5gds.bench's float field in 1 MiB
+ * chunks took 446, 400 and 372 MB in pieces of 32, 64 and 128 KiB (HDF5's
+ * level 1: 339 MB), its image tiles 186, 184 and 183 MB, the encode of the
+ * field 0.16, 0.18 and 0.19 s, of the tiles 0.10, 0.11 and 0.13 s (H100).
+ * So the level chooses, between speed and ratio as on the CPU. */
+#define ZSTD_FAST_INPUT_MAX GDS_ZSTD_PIECE_MAX
+
+size_t gds_codec_zstd_piece(int level)
+{
+    return level <= 2 ? GDS_ZSTD_PIECE_MIN : level <= 5 ? 65536u : GDS_ZSTD_PIECE_MAX;
+}
 
 bool gds_codec_encodes_slowly(const gds_codec_pipeline_t *p)
 {

@@ -78,15 +78,16 @@ enum {
 /* Bytes of an encoded deflate stored block's data and the zstd raw block. */
 #define GDS_DEFLATE_STORED_MAX 65535u
 #define GDS_ZSTD_RAW_BLOCK_MAX 131072u
-/* Plain zstd chunks are compressed in pieces of this size, then spliced
- * into one frame (zstd_splice.h): nvCOMP's zstd compression is fast on
- * inputs up to 32 KiB only. */
-#define GDS_ZSTD_PIECE 32768u
+/* Plain zstd chunks are compressed in pieces, then spliced into one frame
+ * (zstd_splice.h): nvCOMP compresses a batch of 32 KiB pieces fastest, and
+ * larger ones better (longer matches found), up to a block's 128 KiB; the
+ * zstd level chooses (gds_codec_zstd_piece). */
+#define GDS_ZSTD_PIECE_MIN 32768u
+#define GDS_ZSTD_PIECE_MAX 131072u
 /* The splice kernel's decoder checkpoints (one every 128 sequences,
- * ZS_SEG): enough for a block of a piece, whose matches are 3 bytes at
- * least; fewer than a 128 KiB block needs, so that more pieces fit the
- * shared memory. */
-#define GDS_ZSTD_SPLICE_CHECKPOINTS (GDS_ZSTD_PIECE / 3 / 128 + 1)
+ * ZS_SEG): enough for a block of the largest piece, whose matches are 3
+ * bytes at least. */
+#define GDS_ZSTD_SPLICE_CHECKPOINTS (GDS_ZSTD_PIECE_MAX / 3 / 128 + 1)
 
 /* The header bytes the host reads of a chunk to plan its blocks (blosc's
  * header is all of them). */

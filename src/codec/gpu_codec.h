@@ -63,11 +63,16 @@ typedef struct gds_codec_pipeline {
 bool gds_codec_can_decode(const gds_codec_pipeline_t *p, char *why, size_t why_size);
 bool gds_codec_can_encode(const gds_codec_pipeline_t *p, char *why, size_t why_size);
 
-/* Whether encoding p on the GPU is slower than HDF5's CPU filter would be:
- * nvCOMP's zstd compression is fast on inputs of up to 32 KiB only, so a
- * zstd block inside bitshuffle over 32 KiB (plain zstd chunks are cut in
- * pieces of GDS_ZSTD_PIECE and spliced, blosc's zstd blocks are 32 KiB). */
+/* Whether encoding p on the GPU is slower than HDF5's CPU filter would be,
+ * or not measured: a zstd block inside bitshuffle over 128 KiB (plain zstd
+ * chunks are cut in pieces of at most 128 KiB and spliced, blosc's zstd
+ * blocks are 32 KiB). */
 bool gds_codec_encodes_slowly(const gds_codec_pipeline_t *p);
+
+/* The pieces a plain zstd chunk is compressed in on the GPU, by the zstd
+ * level: levels up to 2 32 KiB (fastest), 3-5 64 KiB, 6 and up 128 KiB
+ * (better ratios, slower). */
+size_t gds_codec_zstd_piece(int level);
 
 /* One per CUDA context: nvCOMP entry points, the NVRTC-compiled module,
  * cached temporary memory (kept until close; a sub-batch's arenas and

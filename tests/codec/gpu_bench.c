@@ -103,9 +103,17 @@ static void bench_zstd_sizes(size_t mib)
     p = pipe_new(64 * KB, 4);
     pipe_add(&p, GDS_FILTER_ZSTD, OPT, 1, CD3);
     bench_one("zstd3 64 KiB chunks", &p, DATA_FLOAT_FIELD, mib);
-    p = pipe_new(GDS_ZSTD_PIECE, 4); /* one piece a chunk: nvCOMP alone, nothing spliced */
-    pipe_add(&p, GDS_FILTER_ZSTD, OPT, 1, CD3);
-    bench_one("zstd3 32 KiB chunks (no splice)", &p, DATA_FLOAT_FIELD, mib);
+    p = pipe_new(GDS_ZSTD_PIECE_MIN, 4); /* one piece a chunk: nvCOMP alone, nothing spliced */
+    pipe_add(&p, GDS_FILTER_ZSTD, OPT, 1, CD1);
+    bench_one("zstd1 32 KiB chunks (no splice)", &p, DATA_FLOAT_FIELD, mib);
+    /* the level's pieces: 32 KiB up to level 2, 64 KiB to 5, 128 KiB from 6 */
+    const unsigned *levels[] = {CD1, CD3, CD8};
+    const char *names[] = {"zstd1 f32 (32 KiB pieces)", "zstd3 f32 (64 KiB pieces)", "zstd8 f32 (128 KiB pieces)"};
+    for (int k = 0; k < 3; k++) {
+        p = pipe_new(1024 * KB, 4);
+        pipe_add(&p, GDS_FILTER_ZSTD, OPT, 1, levels[k]);
+        bench_one(names[k], &p, DATA_FLOAT_FIELD, mib * 4);
+    }
 }
 
 void bench(size_t mib)

@@ -342,13 +342,17 @@ void roundtrip_tests(void)
     pipe_add(&p, GDS_FILTER_ZSTD, OPT, 1, CD3);
     pipe_add(&p, GDS_FILTER_FLETCHER32, 0, 0, NULL);
     encode_case("shuffle+zstd+fletcher32", &p, DATA_FLOAT_FIELD, 5, false);
-    /* zstd chunks over 32 KiB: pieces spliced into one frame (zstd_splice.h) */
-    p = pipe_new(GDS_ZSTD_PIECE + 1, 1);
+    /* zstd chunks over a piece (32-128 KiB by the level): pieces spliced
+     * into one frame (zstd_splice.h) */
+    p = pipe_new(gds_codec_zstd_piece(1) + 1, 1);
+    pipe_add(&p, GDS_FILTER_ZSTD, OPT, 1, CD1);
+    encode_case("zstd1 32 KiB + 1 (a 1-byte last piece)", &p, DATA_IMAGE_U8, 6, false);
+    p = pipe_new(gds_codec_zstd_piece(3), 4);
     pipe_add(&p, GDS_FILTER_ZSTD, OPT, 1, CD3);
-    encode_case("zstd 32 KiB + 1 (a 1-byte last piece)", &p, DATA_IMAGE_U8, 6, false);
-    p = pipe_new(GDS_ZSTD_PIECE, 4);
-    pipe_add(&p, GDS_FILTER_ZSTD, OPT, 1, CD3);
-    encode_case("zstd 32 KiB (one piece)", &p, DATA_SPARSE_INT, 6, false);
+    encode_case("zstd3 64 KiB (one piece)", &p, DATA_SPARSE_INT, 6, false);
+    p = pipe_new(3 * gds_codec_zstd_piece(8) - 4, 4);
+    pipe_add(&p, GDS_FILTER_ZSTD, OPT, 1, CD8);
+    encode_case("zstd8 384 KiB - 4 (128 KiB pieces)", &p, DATA_FLOAT_FIELD, 6, false);
     p = pipe_new(64 * 1024, 4);
     pipe_add(&p, GDS_FILTER_ZSTD, OPT, 1, CD3);
     encode_case("zstd 64 KiB sparse (repeat offsets)", &p, DATA_SPARSE_INT, 40, false);

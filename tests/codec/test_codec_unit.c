@@ -743,9 +743,10 @@ static gds_codec_step_t blosc_step(unsigned ts, unsigned clevel, unsigned shuffl
     return s;
 }
 
-/* Which pipelines the GPU would encode more slowly than HDF5's filter:
- * zstd inputs inside bitshuffle or blosc blocks over 32 KiB (plain zstd
- * chunks of any size are compressed in 32 KiB pieces, then spliced). */
+/* Which pipelines the GPU would encode more slowly than HDF5's filter (or
+ * was not measured on): zstd inputs inside bitshuffle blocks over 128 KiB
+ * (plain zstd chunks of any size are compressed in pieces of 32-128 KiB,
+ * then spliced). */
 static void test_encodes_slowly(void)
 {
     gds_codec_pipeline_t p = pipeline(32 << 10, 4);
@@ -761,16 +762,20 @@ static void test_encodes_slowly(void)
     p = pipeline(1 << 20, 4);
     pipe_add(&p, GDS_FILTER_BITSHUFFLE, 1, 6, CD_BS_ZSTD); /* the default block: 8 KiB */
     CHECK(!gds_codec_encodes_slowly(&p));
-    const unsigned bs_8k_elems[] = {0, 4, 4, 8192, 3, 5}, bs_16k_elems[] = {0, 4, 4, 16384, 3, 5};
+    const unsigned bs_32k_elems[] = {0, 4, 4, 32768, 3, 5}, bs_40k_elems[] = {0, 4, 4, 40960, 3, 5};
     p = pipeline(1 << 20, 4);
-    pipe_add(&p, GDS_FILTER_BITSHUFFLE, 1, 6, bs_8k_elems); /* 32 KiB blocks */
+    pipe_add(&p, GDS_FILTER_BITSHUFFLE, 1, 6, bs_32k_elems); /* 128 KiB blocks */
     CHECK(!gds_codec_encodes_slowly(&p));
     p = pipeline(1 << 20, 4);
-    pipe_add(&p, GDS_FILTER_BITSHUFFLE, 1, 6, bs_16k_elems); /* 64 KiB blocks */
+    pipe_add(&p, GDS_FILTER_BITSHUFFLE, 1, 6, bs_40k_elems); /* 160 KiB blocks */
     CHECK(gds_codec_encodes_slowly(&p));
     p = pipeline(4 << 10, 4);
-    pipe_add(&p, GDS_FILTER_BITSHUFFLE, 1, 6, bs_16k_elems); /* 64 KiB blocks in a 4 KiB chunk: 4 KiB */
+    pipe_add(&p, GDS_FILTER_BITSHUFFLE, 1, 6, bs_40k_elems); /* 160 KiB blocks in a 4 KiB chunk: 4 KiB */
     CHECK(!gds_codec_encodes_slowly(&p));
+    /* the level sets the pieces: fastest up to 2, larger from 3 and 6 */
+    CHECK(gds_codec_zstd_piece(-5) == 32768 && gds_codec_zstd_piece(1) == 32768 && gds_codec_zstd_piece(2) == 32768);
+    CHECK(gds_codec_zstd_piece(3) == 65536 && gds_codec_zstd_piece(5) == 65536);
+    CHECK(gds_codec_zstd_piece(6) == 131072 && gds_codec_zstd_piece(22) == 131072);
     const unsigned blosc_zstd[] = {2, 2, 4, 1 << 20, 5, 1, 5};
     p = pipeline(1 << 20, 4);
     pipe_add(&p, GDS_FILTER_BLOSC, 1, 7, blosc_zstd); /* the encoder's 32 KiB blocks */

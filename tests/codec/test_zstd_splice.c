@@ -8,8 +8,8 @@
  * blocks (never, for libzstd's frames), what splicing costs in size, and
  * mutated pieces (no write outside the output, no hang). Skipped (77)
  * without libzstd. Built twice: as the host uses the splicer (any piece
- * size), and as the kernel does (SPLICE_AS_KERNEL: its fewer checkpoints,
- * pieces of GDS_ZSTD_PIECE bytes at most).
+ * size), and as the kernel does (SPLICE_AS_KERNEL: its checkpoints,
+ * pieces of GDS_ZSTD_PIECE_MIN to GDS_ZSTD_PIECE_MAX bytes).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -334,7 +334,7 @@ int main(void)
     crafted(w);
     const size_t sizes[] = {1u << 20, (1u << 20) + 777, 70000, 1};
 #ifdef SPLICE_AS_KERNEL
-    const size_t pieces[] = {GDS_ZSTD_PIECE, 4096, 10000};
+    const size_t pieces[] = {GDS_ZSTD_PIECE_MIN, 4096, 65536, GDS_ZSTD_PIECE_MAX};
 #else
     const size_t pieces[] = {32768, 4096, 100000, 262144};
 #endif

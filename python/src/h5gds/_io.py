@@ -286,8 +286,8 @@ def create_dataset(group: h5py.Group, name: str, data: Any = None, *, shape: Any
     :func:`write`. Other keywords go to h5py: with ``compression=`` (gzip,
     or hdf5plugin's Zstd, LZ4, Bitshuffle, Blosc), ``shuffle``, ``fletcher32``,
     device data of whole chunks is compressed on the GPU (route
-    ``gpu-encode``, nvCOMP; zstd inside bitshuffle or blosc where their
-    blocks are at most 32 KiB); other
+    ``gpu-encode``, nvCOMP; zstd inside bitshuffle where its blocks are
+    at most 128 KiB); other
     filters are applied by HDF5 on the CPU."""
     if not isinstance(group, h5py.Group):
         raise TypeError(f"expected an h5py.Group or File, not {type(group).__name__}")

@@ -30,8 +30,8 @@ process's first device buffers: 0.6-0.85 s for a process's first file on an
 H200, printed as a comment), the h5gds writes after
 one untimed write of the same data (the process's encode buffers and every
 I/O worker's pinned staging allocated). Filters: gzip-shuffle,
-zstd, lz4, bitshuffle-lz4, bitshuffle-zstd, blosc-lz4, blosc-zstd (all but
-gzip need hdf5plugin). CSV columns: bench,method,data,filter,ratio,cache,
+zstd (level 1), zstd6 (level 6), lz4, bitshuffle-lz4, bitshuffle-zstd,
+blosc-lz4, blosc-zstd (all but gzip need hdf5plugin). CSV columns: bench,method,data,filter,ratio,cache,
 GBps,repeat; OUT/compressed.png: the medians as bars (with matplotlib;
 ``--plot CSV`` redraws it and the summary from a CSV);
 OUT/compressed-summary.md: the goals' ratios from the medians
@@ -112,6 +112,7 @@ def filter_kwargs(name: str) -> dict[str, Any] | None:
     except ImportError:
         return None
     return {"zstd": lambda: dict(**hdf5plugin.Zstd(clevel=1)),
+            "zstd6": lambda: dict(**hdf5plugin.Zstd(clevel=6)),  # GPU writes: 128 KiB pieces (zstd 1: 32 KiB)
             "lz4": lambda: dict(**hdf5plugin.LZ4()),
             "bitshuffle-lz4": lambda: dict(**hdf5plugin.Bitshuffle(cname="lz4")),
             "bitshuffle-zstd": lambda: dict(**hdf5plugin.Bitshuffle(cname="zstd")),
