@@ -1,0 +1,36 @@
+"""Where a GPU-compressed write's time goes: batch sizes, per-batch trace, raw engine write of the same bytes."""
+import os, sys, time, numpy as np, h5py, cupy, h5gds, hdf5plugin
+from pathlib import Path
+from h5gds.bench.compressed import make_rows, ceiling_write
+from h5gds.bench._common import fsync_path
+d = Path("/tmp/wd"); d.mkdir(exist_ok=True)
+kind = sys.argv[1] if len(sys.argv) > 1 else "field"
+width = 1024 if kind == "field" else 4096
+dt = np.float32 if kind == "field" else np.uint8
+rows = (1 << 20) // (width * np.dtype(dt).itemsize)
+nrows = (1 << 30) // (width * np.dtype(dt).itemsize)
+rng = np.random.default_rng(7)
+host = np.concatenate([make_rows(kind, r, rows * 64, width, rng) for r in range(0, nrows, rows * 64)])
+dev = cupy.asarray(host)
+kw = dict(**hdf5plugin.Zstd(clevel=1))
+if len(sys.argv) > 2 and sys.argv[2] == "shuffle":
+    kw["shuffle"] = True
+def w(label, env, **kw2):
+    for k, v in env.items(): os.environ[k] = v
+    out = d / "w.h5"
+    out.unlink(missing_ok=True); os.sync()
+    t0 = time.perf_counter()
+    with h5py.File(out, "w", driver="gds") as f:
+        h5gds.create_dataset(f, "x", data=dev, chunks=(rows, width), **kw2)
+        st = h5gds.last_encode_stats()
+    t1 = time.perf_counter()
+    fsync_path(out)
+    t2 = time.perf_counter()
+    size = os.path.getsize(out)
+    for k in env: del os.environ[k]
+    print(f"{label:28s} {host.nbytes/(t2-t0)/1e9:6.2f} GB/s decoded, file {size/1e6:.0f} MB at {size/(t2-t0)/1e9:.2f} GB/s; "
+          f"write+close {t1-t0:.3f} s, fsync {t2-t1:.3f} s; encode {st.encode_s:.3f} wait {st.store_wait_s:.3f} total {st.total_s:.3f}", flush=True)
+    return out
+w("warm-up", {}, **kw)
+for rep in range(3):
+    w("default", {}, **kw)
