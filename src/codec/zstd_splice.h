@@ -15,8 +15,9 @@
  * decoder reads a block's sequences from the end of its bitstream back, so
  * a block is patched, not coded again: its bitstream kept up to the bits of
  * its last changed sequence, that one and those before it coded again from
- * the decoder's state there, the literals and tables kept byte for byte. Decoding stops where the two
- * histories agree (the rest of the piece means the same in both frames).
+ * the decoder's state there, the literals and tables kept byte for byte.
+ * Decoding stops where the two histories agree (the rest of the piece means
+ * the same in both frames).
  * Where the tables in force cannot code a new offset value, the block is
  * coded again whole with an offsets table made for its codes, and so are
  * the piece's later blocks. A block that would grow past its decoded size
@@ -837,7 +838,7 @@ ZS_FN int zs_block(zs_work_t *w, const zs_u8 *lit, zs_u64 lit_len, zs_u32 regen,
     zs_history_t piece = w->piece, spliced = w->spliced;
     zs_u64 lits = 0, matched = 0, top = 0, top_pos = 0;
     zs_u16 top_state[3] = {0, 0, 0};
-    int of_codable = 1;
+    int of_codable = 1, patch_tried = 0;
     const zs_table_t *of_in_force = &w->t[ZS_OF];
     for (unsigned c = 0; c < 32; c++)
         w->of_count[c] = 0;
@@ -879,8 +880,11 @@ ZS_FN int zs_block(zs_work_t *w, const zs_u8 *lit, zs_u64 lit_len, zs_u32 regen,
             w->settled = 1; /* kept as it is, and so are the piece's later blocks */
             return 2;
         }
-        if (may_recode && of_codable && top < nseq &&
-            zs_patch_block(w, lit, lit_len + p, len - p, nseq, top, top_pos, top_state, last, limit, out, cap, o) == 0) {
+        if (!may_recode || !of_codable || patch_tried || top >= nseq || top > (zs_u64)ZS_SEG * ZS_MAX_CHECKPOINTS)
+            continue;
+        patch_tried = 1; /* once: the histories stay the same, so would the outcome */
+        if (zs_patch_block(w, lit, lit_len + p, len - p, nseq, top, top_pos, top_state, last, limit, out, cap, o) ==
+            0) {
             w->settled = 1;
             *recoded = *patched = 1;
             return 2;
