@@ -122,8 +122,8 @@ typedef struct zs_seq {
     zs_u8 llc, mlc;
 } zs_seq_t;
 
-/* A piece's working memory (31 KiB; the kernel's, with checkpoints for
- * 32 KiB pieces only, 19 KiB of shared memory). */
+/* A piece's working memory (30 KiB, the kernel's shared memory; fewer
+ * checkpoints, for smaller pieces only, would take less). */
 typedef struct zs_work {
     zs_table_t t[3];    /* the tables in force (Repeat_Mode reuses them) */
     zs_table_t of_new;  /* an offsets table for the codes a re-coded block writes */
