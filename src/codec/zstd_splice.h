@@ -839,6 +839,7 @@ ZS_FN int zs_block(zs_work_t *w, const zs_u8 *lit, zs_u64 lit_len, zs_u32 regen,
     zs_u64 lits = 0, matched = 0, top = 0, top_pos = 0;
     zs_u16 top_state[3] = {0, 0, 0};
     int of_codable = 1, patch_tried = 0;
+    const zs_u64 kept = (zs_u64)ZS_SEG * ZS_MAX_CHECKPOINTS; /* the sequences the checkpoints let it code again */
     const zs_table_t *of_in_force = &w->t[ZS_OF];
     for (unsigned c = 0; c < 32; c++)
         w->of_count[c] = 0;
@@ -880,7 +881,7 @@ ZS_FN int zs_block(zs_work_t *w, const zs_u8 *lit, zs_u64 lit_len, zs_u32 regen,
             w->settled = 1; /* kept as it is, and so are the piece's later blocks */
             return 2;
         }
-        if (!may_recode || !of_codable || patch_tried || top >= nseq || top > (zs_u64)ZS_SEG * ZS_MAX_CHECKPOINTS)
+        if (!may_recode || !of_codable || patch_tried || top >= nseq || top > kept)
             continue;
         patch_tried = 1; /* once: the histories stay the same, so would the outcome */
         if (zs_patch_block(w, lit, lit_len + p, len - p, nseq, top, top_pos, top_state, last, limit, out, cap, o) ==
@@ -899,14 +900,12 @@ ZS_FN int zs_block(zs_work_t *w, const zs_u8 *lit, zs_u64 lit_len, zs_u32 regen,
         w->spliced = top == 0 ? spliced : piece;
         return 0;
     }
-    if (top > (zs_u64)ZS_SEG * ZS_MAX_CHECKPOINTS)
-        return -1;
     /* not worth it: the caller stores the block raw (which leaves the
      * spliced frame's history as it was), unless a later block's literals
      * may need this one's Huffman tree */
     int tree = (lit[0] & 3u) == 2;
     zs_u64 worth = tree || *decoded > limit ? limit : *decoded - 1;
-    if (!recode && of_codable && top < nseq &&
+    if (!recode && of_codable && top < nseq && top <= kept &&
         zs_patch_block(w, lit, lit_len + p, len - p, nseq, top, top_pos, top_state, last, worth, out, cap, o) == 0) {
         w->piece = piece;
         w->spliced = spliced;
@@ -915,6 +914,8 @@ ZS_FN int zs_block(zs_work_t *w, const zs_u8 *lit, zs_u64 lit_len, zs_u32 regen,
     }
     /* pass 2: the whole block again, with an offsets table that codes every
      * new offset code: the one in force if it does, else one made for them */
+    if (nseq > kept)
+        return -1;
     const zs_table_t *tof = of_in_force;
     short of_norm[32];
     unsigned of_end = 0, of_distinct = 0, of_al = 0;
