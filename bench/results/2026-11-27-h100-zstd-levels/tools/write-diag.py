@@ -1,4 +1,10 @@
-"""Where a GPU-compressed write's time goes: batch sizes, per-batch trace, raw engine write of the same bytes."""
+"""Where a GPU-compressed write's time goes: batch sizes, per-batch trace, raw engine write of the same bytes.
+
+    python3 write-diag.py field|image [plain|shuffle] [repeat]
+
+`repeat`: only three writes of the default settings (pieces-*.txt, with
+H5GDS_ZSTD_PIECE_KIB set by the experiment build); else the diagnosis
+(write-timeline-*.txt)."""
 import os, sys, time, numpy as np, h5py, cupy, h5gds, hdf5plugin
 from pathlib import Path
 from h5gds.bench.compressed import make_rows, ceiling_write
@@ -13,6 +19,8 @@ rng = np.random.default_rng(7)
 host = np.concatenate([make_rows(kind, r, rows * 64, width, rng) for r in range(0, nrows, rows * 64)])
 dev = cupy.asarray(host)
 kw = dict(**hdf5plugin.Zstd(clevel=1))
+if len(sys.argv) > 2 and sys.argv[2] == "shuffle":
+    kw["shuffle"] = True
 def w(label, env, **kw2):
     for k, v in env.items(): os.environ[k] = v
     out = d / "w.h5"
@@ -30,6 +38,10 @@ def w(label, env, **kw2):
           f"write+close {t1-t0:.3f} s, fsync {t2-t1:.3f} s; encode {st.encode_s:.3f} wait {st.store_wait_s:.3f} total {st.total_s:.3f}", flush=True)
     return out
 w("warm-up", {}, **kw)
+if "repeat" in sys.argv[2:]:
+    for rep in range(3):
+        w("default", {}, **kw)
+    sys.exit(0)
 for rep in range(2):
     for mib in ["256", "64", "128", "512"]:
         w(f"batch {mib} MiB", {"H5GDS_DECODE_BATCH_MIB": mib}, **kw)
