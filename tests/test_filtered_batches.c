@@ -3,7 +3,8 @@
  * batches (gds_filtered_read_batch_end, gds_filtered_write_batch_end,
  * src/vfd/gds_filtered_common.c), without a GPU: every chunk in exactly one
  * batch, batches in order and never empty; reads in the fewest batches of
- * one size, writes with a first and a last batch a quarter of a full one;
+ * one size, writes with a first and a last batch a quarter of a full one
+ * and batches growing by half from the first to a full one;
  * tiny and huge chunks; the codec's choice of read batch; H5GDS_DECODE_BATCH_MIB.
  */
 #include <stdlib.h>
@@ -49,9 +50,14 @@ int main(void)
     const size_t larger[] = {1, 2, 3}; /* chunks larger than a batch: one a batch */
     check_ends("read 3 x 512 MiB", false, 3, 512 * MiB, larger, 3);
 
-    /* Writes. 1 GiB in 1 MiB chunks: 256 chunks a full batch, 64 the first and the last */
-    const size_t gib_w[] = {64, 320, 576, 832, 960, 1024};
-    check_ends("write 1024 x 1 MiB", true, 1024, MiB, gib_w, 6);
+    /* Writes. 1 GiB in 1 MiB chunks: 256 chunks a full batch, 64 the first and
+     * the last, between them 96, 144, 216 and 256, then the rest in one */
+    const size_t gib_w[] = {64, 160, 304, 520, 776, 960, 1024};
+    check_ends("write 1024 x 1 MiB", true, 1024, MiB, gib_w, 7);
+    const size_t two_gib_w[] = {64, 160, 304, 520, 776, 1032, 1288, 1544, 1800, 1984, 2048};
+    check_ends("write 2048 x 1 MiB", true, 2048, MiB, two_gib_w, 11);
+    const size_t short_w[] = {64, 160, 236, 300}; /* the ramp cut short: 64, 96, then the rest and the last */
+    check_ends("write 300 x 1 MiB", true, 300, MiB, short_w, 4);
     const size_t few[] = {64, 100}; /* the first batch, then the rest */
     check_ends("write 100 x 1 MiB", true, 100, MiB, few, 2);
     check_ends("write 1 chunk", true, 1, MiB, one, 1);
@@ -66,7 +72,7 @@ int main(void)
     check_ends_codec("read 1024 x 1 MiB, codec 128", false, 1024, MiB, 128, codec128, 8);
     const size_t codec300[] = {256, 512, 768, 1024}; /* 4 batches of 256, not 300 + 300 + 300 + 124 */
     check_ends_codec("read 1024 x 1 MiB, codec 300", false, 1024, MiB, 300, codec300, 4);
-    check_ends_codec("write 1024 x 1 MiB, codec 128", true, 1024, MiB, 128, gib_w, 6);
+    check_ends_codec("write 1024 x 1 MiB, codec 128", true, 1024, MiB, 128, gib_w, 7);
     setenv("H5GDS_DECODE_BATCH_MIB", "512", 1); /* the environment wins */
     check_ends_codec("read 1024 x 1 MiB, codec 128, 512 MiB set", false, 1024, MiB, 128, gib, 2);
     unsetenv("H5GDS_DECODE_BATCH_MIB");
@@ -75,8 +81,8 @@ int main(void)
     setenv("H5GDS_DECODE_BATCH_MIB", "16", 1);
     const size_t env_r[] = {14, 27, 40}; /* 40 in three batches: 14, 13, 13 */
     check_ends("read 40 x 1 MiB, 16 MiB batches", false, 40, MiB, env_r, 3);
-    const size_t env_w[] = {4, 20, 36, 40}; /* 4 the first and the last */
-    check_ends("write 40 x 1 MiB, 16 MiB batches", true, 40, MiB, env_w, 4);
+    const size_t env_w[] = {4, 10, 19, 32, 36, 40}; /* 4 the first and the last; 6, 9, 13 between */
+    check_ends("write 40 x 1 MiB, 16 MiB batches", true, 40, MiB, env_w, 6);
     unsetenv("H5GDS_DECODE_BATCH_MIB");
 
     /* Every size from 1 to 3000 chunks, three chunk sizes, reads and writes:

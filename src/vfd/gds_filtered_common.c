@@ -236,11 +236,15 @@ size_t gds_filtered_read_batch_end(const read_state_t *s, size_t from)
     return from + (k < longer ? base + 1 : base);
 }
 
-/* The end of the write batch that starts at chunk `from`. Batches hold
- * WRITE_BATCH_DECODED_BYTES decoded, except the first and the last, a
- * quarter of that: the first batch's encode and the last batch's write,
- * bound by the disk, overlap nothing, so small ones keep that small, while
- * the batches between stay wide for nvCOMP. */
+/* The end of the write batch that starts at chunk `from`. The first batch
+ * holds a quarter of WRITE_BATCH_DECODED_BYTES decoded and each next one half
+ * as much again, up to the full batch: the first batch's encode overlaps
+ * nothing, and where the GPU compresses faster than the disk takes the
+ * stored bytes, a batch that encodes in no longer than its predecessor
+ * takes to write keeps the disk busy from the start (a full batch second
+ * left it idle for most of its encode). The last batch is a quarter again:
+ * its write, bound by the disk, overlaps nothing. Between, the batches stay
+ * wide for nvCOMP. */
 size_t gds_filtered_write_batch_end(const read_state_t *s, size_t from)
 {
     size_t per_batch = chunks_per_batch(s, true);
@@ -250,7 +254,12 @@ size_t gds_filtered_write_batch_end(const read_state_t *s, size_t from)
         return s->nchunks;
     if (from == 0)
         return edge;
-    if (left <= per_batch + edge) /* the rest: one batch, then the small last one */
+    size_t at = 0, size = edge; /* the ramp: `size` chunks start at `at` */
+    while (at + size <= from) {
+        at += size;
+        size = size + size / 2 < per_batch ? size + size / 2 : per_batch;
+    }
+    if (left <= size + edge) /* the rest: one batch, then the small last one */
         return s->nchunks - edge;
-    return from + per_batch;
+    return from + size;
 }
