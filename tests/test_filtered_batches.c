@@ -5,7 +5,7 @@
  * batch, batches in order and never empty; reads in the fewest batches of
  * one size, writes with a first and a last batch a quarter of a full one
  * and batches growing by half from the first to a full one;
- * tiny and huge chunks; the codec's choice of read batch; H5GDS_DECODE_BATCH_MIB.
+ * tiny and huge chunks; the codec's choice of batch; H5GDS_DECODE_BATCH_MIB.
  */
 #include <stdlib.h>
 
@@ -66,15 +66,22 @@ int main(void)
     check_ends("write 10 x 64 MiB", true, 10, 64 * MiB, huge, 3);
     check_ends("write 3 x 512 MiB", true, 3, 512 * MiB, larger, 3);
 
-    /* The codec's choice of chunks per read batch (gds_codec_read_batch_chunks):
-     * the fewest batches of at most that many, of one size; writes ignore it */
+    /* The codec's choice of chunks per read batch (gds_codec_read_batch_chunks)
+     * or write batch (gds_codec_write_batch_chunks, Deflate): the fewest
+     * batches of at most that many, of one size, no ramp */
     const size_t codec128[] = {128, 256, 384, 512, 640, 768, 896, 1024};
     check_ends_codec("read 1024 x 1 MiB, codec 128", false, 1024, MiB, 128, codec128, 8);
     const size_t codec300[] = {256, 512, 768, 1024}; /* 4 batches of 256, not 300 + 300 + 300 + 124 */
     check_ends_codec("read 1024 x 1 MiB, codec 300", false, 1024, MiB, 300, codec300, 4);
-    check_ends_codec("write 1024 x 1 MiB, codec 128", true, 1024, MiB, 128, gib_w, 7);
+    check_ends_codec("write 1024 x 1 MiB, codec 128", true, 1024, MiB, 128, codec128, 8);
+    check_ends_codec("write 1024 x 1 MiB, codec 300", true, 1024, MiB, 300, codec300, 4);
+    const size_t codec400[] = {342, 683, 1024}; /* 1024 in three of 341-342 */
+    check_ends_codec("write 1024 x 1 MiB, codec 400", true, 1024, MiB, 400, codec400, 3);
+    check_ends_codec("write 1024 x 1 MiB, codec 0", true, 1024, MiB, 0, gib_w, 7);
     setenv("H5GDS_DECODE_BATCH_MIB", "512", 1); /* the environment wins */
     check_ends_codec("read 1024 x 1 MiB, codec 128, 512 MiB set", false, 1024, MiB, 128, gib, 2);
+    const size_t env512_w[] = {128, 320, 608, 896, 1024}; /* 512 a full batch: 128, 192, 288, 288, 128 */
+    check_ends_codec("write 1024 x 1 MiB, codec 128, 512 MiB set", true, 1024, MiB, 128, env512_w, 5);
     unsetenv("H5GDS_DECODE_BATCH_MIB");
 
     /* the environment sets the batch: 16 MiB, 16 chunks of 1 MiB */

@@ -421,7 +421,7 @@ static size_t streams_per_chunk(const gds_codec_step_t *comp, size_t expect, siz
 
 /* Whether m chunks of the group fit one sub-batch: arenas, nvCOMP's arrays
  * and the temporary memory of the group's compressor within the budget. */
-static bool batch_fits(gds_codec_t *c, const decode_ctx_t *x, size_t per, size_t m, size_t *temp_out)
+static bool batch_fits(gds_codec_t *c, const decode_ctx_t *x, size_t per, size_t m, size_t budget, size_t *temp_out)
 {
     size_t expect, block, temp = 0;
     const gds_codec_step_t *comp = compressor_of(x, &expect);
@@ -439,7 +439,7 @@ static bool batch_fits(gds_codec_t *c, const decode_ctx_t *x, size_t per, size_t
         temp += ne * (6 * 8 + sizeof(gds_kentry_t));
     }
     *temp_out = temp;
-    return m * per + temp <= c->budget;
+    return m * per + temp <= budget;
 }
 
 /* The most chunks (up to n) one sub-batch of the group may hold. */
@@ -449,17 +449,17 @@ static size_t widest_batch(gds_codec_t *c, const decode_ctx_t *x, const size_t *
     size_t per = 256;
     for (int a = 0; a < NARENAS; a++)
         per += slot[a];
-    size_t lo = 1, hi = n == 0 ? 1 : n < MAX_BATCH ? n : MAX_BATCH, temp = 0;
-    if (batch_fits(c, x, per, hi, &temp))
+    size_t lo = 1, hi = n == 0 ? 1 : n < MAX_BATCH ? n : MAX_BATCH, temp = 0, budget = gds_codec_budget(c);
+    if (batch_fits(c, x, per, hi, budget, &temp))
         lo = hi;
     while (lo < hi) { /* lo fits (or is 1), hi + 1 does not */
         size_t mid = lo + (hi - lo + 1) / 2;
-        if (batch_fits(c, x, per, mid, &temp))
+        if (batch_fits(c, x, per, mid, budget, &temp))
             lo = mid;
         else
             hi = mid - 1;
     }
-    (void)batch_fits(c, x, per, lo, &temp);
+    (void)batch_fits(c, x, per, lo, budget, &temp);
     *per_out = per;
     *temp_out = temp;
     return lo;

@@ -210,34 +210,65 @@ static int encode_plan(gds_codec_t *c, const gds_codec_pipeline_t *p, const void
     return 0;
 }
 
-/* Chunks per sub-batch: arenas, nvCOMP's output slots, arrays and
- * temporary memory within the codec's budget. */
-static size_t encode_batch_size(gds_codec_t *c, const encode_plan_t *e, size_t n, CUstream stream)
+/* Whether m chunks fit one sub-batch: arenas, nvCOMP's output slots,
+ * arrays and temporary memory within `budget`. */
+static bool encode_fits(gds_codec_t *c, const encode_plan_t *e, size_t per, size_t m, size_t budget, size_t *temp_out)
+{
+    size_t temp = 0, bo = 0;
+    gds_status_t ignored;
+    if (e->comp) {
+        size_t ne = m * e->nblocks;
+        if (gds_codec_compress_sizes(c, e->comp, ne, e->block_in, m * e->comp_in, NULL, &bo, &temp, &ignored) < 0)
+            temp = 0;
+        temp += ne * (e->block_out + e->splice_out + 6 * 8 + sizeof(gds_kentry_t));
+    }
+    else if (e->copy_entries)
+        temp = m * e->nblocks * (6 * 8 + sizeof(gds_kentry_t));
+    *temp_out = temp;
+    return m * per + temp <= budget;
+}
+
+/* The most chunks (up to n) one sub-batch holds within the codec's budget
+ * (at least 1). */
+static size_t encode_widest(gds_codec_t *c, const encode_plan_t *e, size_t n, size_t *per_out, size_t *temp_out)
 {
     size_t per = 256;
     for (int a = 0; a < NARENAS; a++)
         per += e->slot[a];
-    size_t m = n < MAX_BATCH ? n : MAX_BATCH;
-    for (;;) {
-        size_t temp = 0, bo = 0;
-        gds_status_t ignored;
-        if (e->comp) {
-            size_t ne = m * e->nblocks;
-            if (gds_codec_compress_sizes(c, e->comp, ne, e->block_in, m * e->comp_in, stream, &bo, &temp, &ignored) < 0)
-                temp = 0;
-            temp += ne * (e->block_out + e->splice_out + 6 * 8 + sizeof(gds_kentry_t));
-        }
-        else if (e->copy_entries)
-            temp = m * e->nblocks * (6 * 8 + sizeof(gds_kentry_t));
-        if (m * per + temp <= c->budget || m == 1) {
-            if (gds_codec_debug_on())
-                fprintf(stderr, "h5gds codec: encode: %zu chunks in batches of %zu: arenas %zu B/chunk, nvCOMP %zu B\n",
-                        n, m, per, temp);
-            return m;
-        }
-        m = (m + 1) / 2;
+    size_t budget = gds_codec_budget(c), temp = 0;
+    size_t lo = 1, hi = n == 0 ? 1 : n < MAX_BATCH ? n : MAX_BATCH;
+    if (encode_fits(c, e, per, hi, budget, &temp))
+        lo = hi;
+    while (lo < hi) { /* lo fits (or is 1), hi + 1 does not */
+        size_t mid = lo + (hi - lo + 1) / 2;
+        if (encode_fits(c, e, per, mid, budget, &temp))
+            lo = mid;
+        else
+            hi = mid - 1;
     }
+    (void)encode_fits(c, e, per, lo, budget, &temp);
+    *per_out = per;
+    *temp_out = temp;
+    return lo;
 }
+
+/* Chunks per sub-batch: n cut into the fewest sub-batches that fit, all of
+ * one size (a Deflate sub-batch takes about one chunk's time, however
+ * wide: a short last one costs as much as a full one). */
+static size_t encode_batch_size(gds_codec_t *c, const encode_plan_t *e, size_t n)
+{
+    size_t per, temp, m = encode_widest(c, e, n, &per, &temp);
+    size_t nb = n ? (n + m - 1) / m : 1;
+    m = n ? (n + nb - 1) / nb : 1;
+    if (gds_codec_debug_on())
+        fprintf(stderr, "h5gds codec: encode: %zu chunks in batches of %zu: arenas %zu B/chunk, nvCOMP %zu B\n", n, m,
+                per, temp);
+    return m;
+}
+
+/* Compressors whose chunks are fewer streams than this run about one
+ * chunk's time per sub-batch (gds_codec_write_batch_chunks). */
+#define ENCODE_MANY_STREAMS 8
 
 static int encode_batch(gds_codec_t *c, const gds_codec_pipeline_t *p, const encode_plan_t *e, const void *const *src,
                         void *const *dst, size_t i0, size_t m, size_t *out_bytes, unsigned *out_mask,
@@ -487,7 +518,7 @@ int gds_codec_encode(gds_codec_t *c, const gds_codec_pipeline_t *p, const void *
     else if ((ret = gds_codec_follow(c, stream, &stream, st)) == 0)
         ret = encode_plan(c, p, src, n, steps, ns, &e, stream, st);
     if (ret == 0) {
-        size_t m = encode_batch_size(c, &e, n, stream);
+        size_t m = encode_batch_size(c, &e, n);
         for (size_t i = 0; ret == 0 && i < n; i += m)
             ret = encode_batch(c, p, &e, src, dst, i, i + m <= n ? m : n - i, out_bytes, out_mask, &errors, stream,
                                st);
@@ -501,4 +532,19 @@ int gds_codec_encode(gds_codec_t *c, const gds_codec_pipeline_t *p, const void *
     gds_cuda_restore(prev);
     pthread_mutex_unlock(&c->lock);
     return ret;
+}
+
+size_t gds_codec_write_batch_chunks(gds_codec_t *c, const gds_codec_pipeline_t *p, size_t max_chunks)
+{
+    gds_codec_step_t steps[GDS_CODEC_MAX_FILTERS];
+    size_t ns = 0, per, temp;
+    char why[300];
+    gds_status_t ignored;
+    encode_plan_t e;
+    if (!c || !p || !p->chunk_bytes || gds_codec_plan_steps(p, 0, true, steps, &ns, why, sizeof why) < 0 ||
+        encode_plan(c, p, NULL, 0, steps, ns, &e, NULL, &ignored) < 0)
+        return 0;
+    if (!e.comp || e.nblocks >= ENCODE_MANY_STREAMS || !step_nvcomp(e.comp, e.comp_in))
+        return 0;
+    return encode_widest(c, &e, max_chunks ? max_chunks : 1, &per, &temp);
 }

@@ -68,6 +68,12 @@ enum kernel_id {
  * 2026-11-26-h100-zstd-writes, zstd-budget-*). The other codecs stay well
  * under 1 GiB. */
 #define DEFAULT_TEMP_BUDGET ((size_t)2 << 30)
+/* Without H5GDS_CODEC_TEMP_MIB, a sub-batch may take a quarter of the
+ * device's free memory (what the codec holds counted as free), between
+ * DEFAULT_TEMP_BUDGET and MAX_TEMP_BUDGET: nvCOMP's Deflate compressor
+ * takes about 12 MB of scratch per 1 MiB chunk, and a batch of 384 such
+ * chunks compresses in 323 ms where 128 take 251 (H100). */
+#define MAX_TEMP_BUDGET ((size_t)16 << 30)
 
 enum { LOC_SRC = -1, LOC_DST = -2 };
 
@@ -93,7 +99,8 @@ struct gds_codec {
     CUdeviceptr dummies; /* tiny valid streams (see codec_kernels.cu's set_dummy) and their scratch output */
     void *pinned;        /* host staging of uploads and results */
     size_t pinned_size;
-    size_t budget;       /* arenas of one sub-batch, at most */
+    size_t budget;       /* arenas of one sub-batch, at most (gds_codec_budget) */
+    bool budget_set;     /* by H5GDS_CODEC_TEMP_MIB: fixed */
     CUstream own;        /* the codec's work runs here, after the caller's (gds_codec_follow) */
     CUevent entry;       /* recorded on the caller's stream at each call */
     double timeout_s;    /* a sub-batch's work may take this long (H5GDS_CODEC_TIMEOUT_S) */
@@ -209,6 +216,9 @@ int gds_codec_follow(gds_codec_t *c, CUstream caller, CUstream *own, gds_status_
 bool gds_codec_lock_running(gds_codec_t *c, gds_status_t *st);
 /* Grows b (device memory) to `need` bytes at least, once the stream is idle. */
 int gds_codec_dbuf_reserve(gds_codec_t *c, dbuf_t *b, size_t need, CUstream s, gds_status_t *st);
+/* The device memory one sub-batch may take now (DEFAULT_TEMP_BUDGET,
+ * MAX_TEMP_BUDGET, H5GDS_CODEC_TEMP_MIB). */
+size_t gds_codec_budget(gds_codec_t *c);
 /* Grows the pinned staging to `need` bytes at least, once the stream is idle. */
 int gds_codec_pinned_reserve(gds_codec_t *c, size_t need, CUstream s, gds_status_t *st);
 /* Launches kernel k on a grid of gx x gy blocks of THREADS (nothing when empty). */

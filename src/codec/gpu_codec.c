@@ -228,8 +228,10 @@ int gds_codec_open(gds_codec_t **out, CUcontext ctx, gds_status_t *st)
     c->nv = nv;
     c->budget = DEFAULT_TEMP_BUDGET;
     const char *env = getenv("H5GDS_CODEC_TEMP_MIB");
-    if (env && atol(env) > 0)
+    if (env && atol(env) > 0) {
         c->budget = (size_t)atol(env) << 20;
+        c->budget_set = true;
+    }
     /* a sub-batch (at most the budget above) decodes in well under a
      * second; this bounds a decoder that never ends */
     c->timeout_s = 30;
@@ -340,6 +342,42 @@ int gds_codec_dbuf_reserve(gds_codec_t *c, dbuf_t *b, size_t need, CUstream s, g
     }
     b->size = size;
     return 0;
+}
+
+size_t gds_codec_budget(gds_codec_t *c)
+{
+    if (c->budget_set)
+        return c->budget;
+    size_t free_bytes = 0, total = 0;
+    CUresult rc;
+    void *prev = gds_cuda_enter(c->ctx, &rc);
+    if (rc != CUDA_SUCCESS || c->cu->MemGetInfo(&free_bytes, &total) != CUDA_SUCCESS)
+        free_bytes = 0;
+    gds_cuda_restore(prev);
+    size_t b = (free_bytes + c->work.size + c->blocks.size) / 4;
+    return b < c->budget ? c->budget : b > MAX_TEMP_BUDGET ? MAX_TEMP_BUDGET : b;
+}
+
+void gds_codec_trim(gds_codec_t *c)
+{
+    if (!c || pthread_mutex_lock(&c->lock) != 0)
+        return;
+    if (!c->stuck && c->work.size + c->blocks.size > DEFAULT_TEMP_BUDGET) {
+        CUresult rc;
+        void *prev = gds_cuda_enter(c->ctx, &rc);
+        /* the codec's work runs on its own stream: done there, nothing uses them */
+        if (rc == CUDA_SUCCESS && c->cu->StreamSynchronize(c->own) == CUDA_SUCCESS) {
+            dbuf_t *bufs[] = {&c->work, &c->blocks};
+            for (int i = 0; i < 2; i++)
+                if (bufs[i]->ptr) {
+                    c->cu->MemFree(bufs[i]->ptr);
+                    bufs[i]->ptr = 0;
+                    bufs[i]->size = 0;
+                }
+        }
+        gds_cuda_restore(prev);
+    }
+    pthread_mutex_unlock(&c->lock);
 }
 
 int gds_codec_pinned_reserve(gds_codec_t *c, size_t need, CUstream s, gds_status_t *st)

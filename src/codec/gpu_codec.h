@@ -75,8 +75,10 @@ bool gds_codec_encodes_slowly(const gds_codec_pipeline_t *p);
 size_t gds_codec_zstd_piece(int level);
 
 /* One per CUDA context: nvCOMP entry points, the NVRTC-compiled module,
- * cached temporary memory (kept until close; a sub-batch's arenas and
- * nvCOMP memory stay within H5GDS_CODEC_TEMP_MIB, default 2048). Calls on
+ * cached temporary memory (kept until close up to 2 GiB, more given back
+ * by gds_codec_trim; a sub-batch's arenas and nvCOMP memory stay within
+ * H5GDS_CODEC_TEMP_MIB, by default a quarter of the device's free memory,
+ * at least 2 GiB and at most 16). Calls on
  * one codec are serialised (a lock). H5GDS_CODEC_DEBUG=1 prints each call's
  * batching to stderr; H5GDS_NVCOMP_LIB names the nvCOMP library to load. */
 typedef struct gds_codec gds_codec_t;
@@ -128,6 +130,18 @@ size_t gds_codec_read_batch_chunks(gds_codec_t *c, const gds_codec_pipeline_t *p
                                    size_t max_chunks, bool fast_input);
 /* The same without the codec's memory budget (no GPU needed). */
 size_t gds_codec_read_batch_goal(const gds_codec_pipeline_t *p, size_t max_chunks, bool fast_input);
+
+/* How many chunks of p a write should give gds_codec_encode at once, at
+ * most max_chunks: where nvCOMP compresses each chunk as one stream
+ * (Deflate), as many as one sub-batch of the codec's memory holds (a
+ * batch of those takes about one chunk's time); 0 where the compression
+ * time follows the bytes (the writer chooses). */
+size_t gds_codec_write_batch_chunks(gds_codec_t *c, const gds_codec_pipeline_t *p, size_t max_chunks);
+
+/* Gives back the codec's temporary device memory beyond the default
+ * budget (2 GiB), once its work is done: a large read or write does not
+ * keep it for the rest of the process. */
+void gds_codec_trim(gds_codec_t *c);
 
 /* Bytes an encoded chunk of p may take (dst of gds_codec_encode); 0 when
  * the pipeline cannot be encoded. */

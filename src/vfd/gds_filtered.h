@@ -64,7 +64,7 @@ __attribute__((visibility("default"))) long long gds_filtered_locate_chunks(hid_
                                                                             gds_chunk_locate_t *used);
 
 /* The batches a GPU read (writing false) or write of `nchunks` chunks of
- * `chunk_bytes` decoded bytes is cut into, a read's codec asking for
+ * `chunk_bytes` decoded bytes is cut into, the codec asking for
  * `codec_chunks` per batch (0: none): their ends, the first `cap` in
  * `ends`.
  * Returns the number of batches, or -1 if one would be empty or run past

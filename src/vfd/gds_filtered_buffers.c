@@ -112,6 +112,7 @@ void gds_filtered_free_state(read_state_t *s)
     if (s->fill)
         device_free(s, s->fill);
     free(s->chunks);
+    gds_codec_trim(s->codec); /* a large read's or write's scratch, not kept for the process */
     s->memory_s += gds_filtered_seconds_now() - t0;
 }
 

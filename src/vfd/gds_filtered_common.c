@@ -20,9 +20,12 @@
  * gds_codec_read_batch_chunks); few enough that two batches of stored
  * bytes and one of scratch fit beside a training job's memory. Writes:
  * their first encode and last write overlap nothing, 256 MiB keeps those
- * short. */
+ * short; chunks compressed as one stream each (Deflate) take about as long
+ * for a batch of 64 as of 384, and there the codec's batches go up to
+ * 512 MiB, as reads'. */
 #define READ_BATCH_DECODED_BYTES ((size_t)512 << 20)
 #define WRITE_BATCH_DECODED_BYTES ((size_t)256 << 20)
+#define WRITE_ONE_STREAM_DECODED_BYTES ((size_t)512 << 20)
 
 /* The decoded bytes per batch of a read or a write, or
  * H5GDS_DECODE_BATCH_MIB for both (tuning: wider batches decode faster, at
@@ -192,7 +195,10 @@ long long gds_filtered_batches(size_t nchunks, size_t chunk_bytes, bool writing,
     memset(&s, 0, sizeof s);
     s.nchunks = nchunks;
     s.pipe.chunk_bytes = chunk_bytes;
-    s.read_batch_chunks = codec_chunks;
+    if (writing)
+        s.write_batch_chunks = codec_chunks;
+    else
+        s.read_batch_chunks = codec_chunks;
     size_t n = 0;
     for (size_t from = 0, to; from < nchunks; from = to, n++) {
         to = writing ? gds_filtered_write_batch_end(&s, from) : gds_filtered_read_batch_end(&s, from);
@@ -204,19 +210,35 @@ long long gds_filtered_batches(size_t nchunks, size_t chunk_bytes, bool writing,
     return (long long)n;
 }
 
-/* Chunks per batch: H5GDS_DECODE_BATCH_MIB's, else (reads) the codec's
- * choice, else the default decoded bytes'. */
+/* Chunks per batch: H5GDS_DECODE_BATCH_MIB's, else the codec's choice
+ * (reads; writes of chunks it compresses as one stream each), else the
+ * default decoded bytes'. */
 static size_t chunks_per_batch(const read_state_t *s, bool writing)
 {
-    size_t per_batch = !writing && !batch_bytes_set() && s->read_batch_chunks
-                           ? s->read_batch_chunks
-                           : gds_filtered_batch_decoded_bytes(writing) / s->pipe.chunk_bytes;
+    size_t codec = writing ? s->write_batch_chunks : s->read_batch_chunks;
+    size_t per_batch = !batch_bytes_set() && codec ? codec : gds_filtered_batch_decoded_bytes(writing) / s->pipe.chunk_bytes;
     return per_batch ? per_batch : 1;
+}
+
+/* The end of the batch that starts at `from` when nchunks are cut into the
+ * fewest batches of at most per_batch, all of one size (within a chunk). */
+static size_t even_batch_end(size_t nchunks, size_t per_batch, size_t from)
+{
+    size_t nb = (nchunks + per_batch - 1) / per_batch;
+    size_t base = nchunks / nb, longer = nchunks % nb; /* the first `longer` batches hold base + 1 */
+    size_t k = from < longer * (base + 1) ? from / (base + 1) : longer + (from - longer * (base + 1)) / base;
+    return from + (k < longer ? base + 1 : base);
 }
 
 size_t gds_filtered_read_batch_cap(size_t chunk_bytes)
 {
     size_t n = chunk_bytes ? gds_filtered_batch_decoded_bytes(false) / chunk_bytes : 1;
+    return n ? n : 1;
+}
+
+size_t gds_filtered_write_batch_cap(size_t chunk_bytes)
+{
+    size_t n = chunk_bytes ? (size_t)WRITE_ONE_STREAM_DECODED_BYTES / chunk_bytes : 1;
     return n ? n : 1;
 }
 
@@ -229,14 +251,13 @@ size_t gds_filtered_read_batch_cap(size_t chunk_bytes)
  * than it must be. */
 size_t gds_filtered_read_batch_end(const read_state_t *s, size_t from)
 {
-    size_t per_batch = chunks_per_batch(s, false);
-    size_t nb = (s->nchunks + per_batch - 1) / per_batch;
-    size_t base = s->nchunks / nb, longer = s->nchunks % nb; /* the first `longer` batches hold base + 1 */
-    size_t k = from < longer * (base + 1) ? from / (base + 1) : longer + (from - longer * (base + 1)) / base;
-    return from + (k < longer ? base + 1 : base);
+    return even_batch_end(s->nchunks, chunks_per_batch(s, false), from);
 }
 
-/* The end of the write batch that starts at chunk `from`. The first batch
+/* The end of the write batch that starts at chunk `from`. Where the codec
+ * names a batch (chunks compressed as one stream each, which take about
+ * as long in a batch of 64 as of 384: gds_codec_write_batch_chunks), the
+ * fewest batches of at most that, of one size. Else the first batch
  * holds a quarter of WRITE_BATCH_DECODED_BYTES decoded and each next one half
  * as much again, up to the full batch: the first batch's encode overlaps
  * nothing, and where the GPU compresses faster than the disk takes the
@@ -248,6 +269,8 @@ size_t gds_filtered_read_batch_end(const read_state_t *s, size_t from)
 size_t gds_filtered_write_batch_end(const read_state_t *s, size_t from)
 {
     size_t per_batch = chunks_per_batch(s, true);
+    if (s->write_batch_chunks && !batch_bytes_set()) /* the codec's sub-batches, as reads */
+        return even_batch_end(s->nchunks, per_batch, from);
     size_t edge = per_batch >= 8 ? per_batch / 4 : per_batch;
     size_t left = s->nchunks - from;
     if (left <= edge)

@@ -84,6 +84,7 @@ typedef struct read_state {
     double memory_s; /* spent allocating and freeing the buffers (H5GDS_CODEC_DEBUG's trace) */
     size_t largest_stored; /* reads: the stored bytes of the largest batch */
     size_t read_batch_chunks; /* reads: chunks per batch the codec asks for (0: by decoded bytes) */
+    size_t write_batch_chunks; /* writes: chunks per batch the codec asks for (0: by decoded bytes, ramped) */
 } read_state_t;
 
 /* ---- gds_filtered_common.c ---- */
@@ -111,6 +112,9 @@ size_t gds_filtered_read_batch_end(const read_state_t *s, size_t from);
  * limit), at least 1. */
 size_t gds_filtered_read_batch_cap(size_t chunk_bytes);
 size_t gds_filtered_write_batch_end(const read_state_t *s, size_t from);
+/* The most chunks of chunk_bytes a write batch the codec chooses may hold
+ * (WRITE_ONE_STREAM_DECODED_BYTES), at least 1. */
+size_t gds_filtered_write_batch_cap(size_t chunk_bytes);
 int gds_filtered_read_ahead(void);
 double gds_filtered_seconds_now(void);
 /* H5GDS_CODEC_DEBUG set: GPU writes print each batch's timeline to stderr. */

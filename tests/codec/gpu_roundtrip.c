@@ -190,6 +190,37 @@ static void read_batch_cases(void)
     decode_case("zstd3 64 KiB, a read batch and one more", &p, DATA_FLOAT_FIELD, n + 1, NULL);
 }
 
+/* The write batches the codec asks for (gds_codec_write_batch_chunks):
+ * Deflate, one stream a chunk, as many as one sub-batch holds (at least
+ * 128 chunks of 1 MiB within the default 2 GiB); compressors of many
+ * streams a chunk and Deflate's stored blocks (level 0, no nvCOMP) 0, the
+ * writer's own. Then encoding that many and one more (two sub-batches of
+ * one size), the memory given back (gds_codec_trim), and an encode after. */
+static void write_batch_cases(void)
+{
+    const size_t MB = 1 << 20;
+    gds_codec_pipeline_t p = pipe_new(MB, 4);
+    pipe_add(&p, GDS_FILTER_SHUFFLE, OPT, 1, CD4);
+    pipe_add(&p, GDS_FILTER_DEFLATE, OPT, 1, CD4);
+    size_t deflate = gds_codec_write_batch_chunks(codec, &p, 512);
+    CHECK_MSG(deflate >= 128 && deflate <= 512, "shuffle+deflate: %zu chunks per write batch", deflate);
+    CHECK(gds_codec_write_batch_chunks(codec, &p, 3) == 3);
+    if (deflate >= 128 && deflate <= 512)
+        encode_case("shuffle+deflate4, a write batch and one more", &p, DATA_FLOAT_FIELD, deflate + 1, false);
+    gds_codec_trim(codec);
+    encode_case("shuffle+deflate4 after the memory was given back", &p, DATA_FLOAT_FIELD, 8, false);
+    p = pipe_new(MB, 4);
+    pipe_add(&p, GDS_FILTER_ZSTD, OPT, 1, CD3);
+    CHECK(gds_codec_write_batch_chunks(codec, &p, 512) == 0);
+    const unsigned bs_lz4[] = {0, 4, 4, 0, 2};
+    p = pipe_new(MB, 4);
+    pipe_add(&p, GDS_FILTER_BITSHUFFLE, OPT, 5, bs_lz4);
+    CHECK(gds_codec_write_batch_chunks(codec, &p, 512) == 0);
+    p = pipe_new(MB, 4);
+    pipe_add(&p, GDS_FILTER_DEFLATE, 0, 1, CD0);
+    CHECK(gds_codec_write_batch_chunks(codec, &p, 512) == 0);
+}
+
 void roundtrip_tests(void)
 {
     gds_codec_pipeline_t p;
@@ -197,6 +228,7 @@ void roundtrip_tests(void)
     ref_load(); /* this file's copy of codec_ref.h's table (a static): encode_case's CPU decoding */
 
     read_batch_cases();
+    write_batch_cases();
 
     /* decode */
     p = pipe_new(256 * 1024, 4);
