@@ -548,3 +548,36 @@ size_t gds_codec_write_batch_chunks(gds_codec_t *c, const gds_codec_pipeline_t *
         return 0;
     return encode_widest(c, &e, max_chunks ? max_chunks : 1, &per, &temp);
 }
+
+int gds_codec_encode_reserve(gds_codec_t *c, const gds_codec_pipeline_t *p, size_t n, gds_status_t *st)
+{
+    gds_codec_step_t steps[GDS_CODEC_MAX_FILTERS];
+    size_t ns = 0;
+    char why[300];
+    if (!c || !p || !n || gds_codec_plan_steps(p, 0, true, steps, &ns, why, sizeof why) < 0)
+        return 0; /* nothing to reserve; the encode says what is wrong */
+    if (!gds_codec_lock_running(c, st))
+        return -1;
+    CUresult rc;
+    void *prev = gds_cuda_enter(c->ctx, &rc);
+    int ret = 0;
+    encode_plan_t e;
+    if (rc != CUDA_SUCCESS)
+        ret = gds_codec_cuda_fail(st, "making the codec's context current", rc);
+    else if ((ret = encode_plan(c, p, NULL, 0, steps, ns, &e, c->own, st)) == 0) {
+        size_t m = encode_batch_size(c, &e, n), bo, temp;
+        batch_mem_t bm;
+        entries_mem_t em;
+        size_t ne = e.comp ? m * e.nblocks : 0;
+        if (gds_codec_dbuf_reserve(c, &c->work, gds_codec_batch_bytes(e.slot, m, e.nstages, &bm), c->own, st) < 0 ||
+            gds_codec_pinned_reserve(c, gds_codec_pinned_bytes(&bm), c->own, st) < 0)
+            ret = -1;
+        else if (e.comp && step_nvcomp(e.comp, e.comp_in) &&
+                 (gds_codec_compress_sizes(c, e.comp, ne, e.block_in, e.comp_in * m, c->own, &bo, &temp, st) < 0 ||
+                  gds_codec_entries_reserve(c, ne, temp, ne * (e.block_out + e.splice_out), c->own, &em, NULL, st) < 0))
+            ret = -1;
+    }
+    gds_cuda_restore(prev);
+    pthread_mutex_unlock(&c->lock);
+    return ret;
+}

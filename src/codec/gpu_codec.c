@@ -362,7 +362,9 @@ void gds_codec_trim(gds_codec_t *c)
 {
     if (!c || pthread_mutex_lock(&c->lock) != 0)
         return;
-    if (!c->stuck && c->work.size + c->blocks.size > DEFAULT_TEMP_BUDGET) {
+    /* more than sub-batches within the default budget make (each buffer a
+     * quarter over its need, rounded to 2 MiB: gds_codec_dbuf_reserve) */
+    if (!c->stuck && c->work.size + c->blocks.size > DEFAULT_TEMP_BUDGET + DEFAULT_TEMP_BUDGET / 4 + ((size_t)4 << 20)) {
         CUresult rc;
         void *prev = gds_cuda_enter(c->ctx, &rc);
         /* the codec's work runs on its own stream: done there, nothing uses them */

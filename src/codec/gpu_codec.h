@@ -138,6 +138,11 @@ size_t gds_codec_read_batch_goal(const gds_codec_pipeline_t *p, size_t max_chunk
  * time follows the bytes (the writer chooses). */
 size_t gds_codec_write_batch_chunks(gds_codec_t *c, const gds_codec_pipeline_t *p, size_t max_chunks);
 
+/* Reserves the codec's memory for encoding up to n chunks of p at once
+ * (a write's largest batch), so that its batches, growing, do not each
+ * allocate again (every cuMemFree waits for the whole device). */
+int gds_codec_encode_reserve(gds_codec_t *c, const gds_codec_pipeline_t *p, size_t n, gds_status_t *st);
+
 /* Gives back the codec's temporary device memory beyond the default
  * budget (2 GiB), once its work is done: a large read or write does not
  * keep it for the rest of the process. */

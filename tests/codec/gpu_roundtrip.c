@@ -195,7 +195,8 @@ static void read_batch_cases(void)
  * 128 chunks of 1 MiB within the default 2 GiB); compressors of many
  * streams a chunk and Deflate's stored blocks (level 0, no nvCOMP) 0, the
  * writer's own. Then encoding that many and one more (two sub-batches of
- * one size), the memory given back (gds_codec_trim), and an encode after. */
+ * one size) after reserving their memory (gds_codec_encode_reserve), the
+ * memory given back (gds_codec_trim), and an encode after. */
 static void write_batch_cases(void)
 {
     const size_t MB = 1 << 20;
@@ -205,6 +206,9 @@ static void write_batch_cases(void)
     size_t deflate = gds_codec_write_batch_chunks(codec, &p, 512);
     CHECK_MSG(deflate >= 128 && deflate <= 512, "shuffle+deflate: %zu chunks per write batch", deflate);
     CHECK(gds_codec_write_batch_chunks(codec, &p, 3) == 3);
+    gds_status_t st;
+    CHECK_MSG(gds_codec_encode_reserve(codec, &p, deflate + 1, &st) == 0, "reserving %zu chunks: %s", deflate + 1,
+              st.msg);
     if (deflate >= 128 && deflate <= 512)
         encode_case("shuffle+deflate4, a write batch and one more", &p, DATA_FLOAT_FIELD, deflate + 1, false);
     gds_codec_trim(codec);
