@@ -31,7 +31,7 @@ def field(shape, seed=11):
 def test_gpu_compressed_write_in_many_batches(tmp_path, monkeypatch, tiny_metadata_cache):
     if NVCOMP is not None:
         pytest.skip(NVCOMP)
-    monkeypatch.setenv("H5GDS_DECODE_BATCH_MIB", "1")  # 32 chunks of 32 KiB a full batch: 11 batches
+    monkeypatch.setenv("H5GDS_DECODE_BATCH_MIB", "1")  # 32 chunks of 32 KiB a batch: 8 batches
     arr = field((2048, 1024))
     path = tmp_path / "many.h5"
     with h5py.File(path, "w", driver="gds") as f:

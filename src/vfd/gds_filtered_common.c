@@ -257,15 +257,13 @@ size_t gds_filtered_read_batch_end(const read_state_t *s, size_t from)
 /* The end of the write batch that starts at chunk `from`. Where the codec
  * names a batch (chunks compressed as one stream each, which take about
  * as long in a batch of 64 as of 384: gds_codec_write_batch_chunks), the
- * fewest batches of at most that, of one size. Else the first batch
- * holds a quarter of WRITE_BATCH_DECODED_BYTES decoded and each next one half
- * as much again, up to the full batch: the first batch's encode overlaps
- * nothing, and where the GPU compresses faster than the disk takes the
- * stored bytes, a batch that encodes in no longer than its predecessor
- * takes to write keeps the disk busy from the start (a full batch second
- * left it idle for most of its encode). The last batch is a quarter again:
- * its write, bound by the disk, overlaps nothing. Between, the batches stay
- * wide for nvCOMP. */
+ * fewest batches of at most that, of one size. Else batches of
+ * WRITE_BATCH_DECODED_BYTES decoded, except the first and the last, a
+ * quarter of that: the first batch's encode and the last batch's write,
+ * bound by the disk, overlap nothing, so small ones keep that small, while
+ * the batches between stay wide for nvCOMP. (Batches growing by half from
+ * the first to a full one, which keep the disk busy while the second
+ * encodes, wrote no faster: bench/results/2026-11-27-h100-deflate-writes.) */
 size_t gds_filtered_write_batch_end(const read_state_t *s, size_t from)
 {
     size_t per_batch = chunks_per_batch(s, true);
@@ -277,12 +275,7 @@ size_t gds_filtered_write_batch_end(const read_state_t *s, size_t from)
         return s->nchunks;
     if (from == 0)
         return edge;
-    size_t at = 0, size = edge; /* the ramp: `size` chunks start at `at` */
-    while (at + size <= from) {
-        at += size;
-        size = size + size / 2 < per_batch ? size + size / 2 : per_batch;
-    }
-    if (left <= size + edge) /* the rest: one batch, then the small last one */
+    if (left <= per_batch + edge) /* the rest: one batch, then the small last one */
         return s->nchunks - edge;
-    return from + size;
+    return from + per_batch;
 }
