@@ -194,9 +194,10 @@ static void read_batch_cases(void)
  * Deflate, one stream a chunk, as many as one sub-batch holds (at least
  * 128 chunks of 1 MiB within the default 2 GiB); compressors of many
  * streams a chunk and Deflate's stored blocks (level 0, no nvCOMP) 0, the
- * writer's own. Then encoding that many and one more (two sub-batches of
- * one size) after reserving their memory (gds_codec_encode_reserve), the
- * memory given back (gds_codec_trim), and an encode after. */
+ * writer's own. Then encoding that many and one more (one or two
+ * sub-batches, by the device's free memory) after reserving their memory
+ * (gds_codec_encode_reserve), the memory given back (gds_codec_trim), and
+ * an encode after. */
 static void write_batch_cases(void)
 {
     const size_t MB = 1 << 20;
