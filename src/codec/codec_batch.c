@@ -197,3 +197,33 @@ int gds_codec_read_heads(gds_codec_t *c, const batch_mem_t *bm, CUdeviceptr dj, 
         return gds_codec_cuda_fail(st, "cuMemcpyDtoHAsync", rc);
     return gds_codec_sync_stream(c, s, st);
 }
+
+size_t gds_codec_arena_bytes(const size_t *slot)
+{
+    size_t per = 256; /* the chunk's records: sizes, masks, errors, jobs */
+    for (int a = 0; a < NARENAS; a++)
+        per += slot[a];
+    return per;
+}
+
+typedef struct {
+    gds_codec_t *c;
+    gds_codec_temp_fn temp_of;
+    const void *plan;
+    size_t per, budget;
+} sub_batch_fit_t;
+
+static bool sub_batch_fits(void *arg, size_t m)
+{
+    const sub_batch_fit_t *f = arg;
+    return m * f->per + f->temp_of(f->c, f->plan, m) <= f->budget;
+}
+
+size_t gds_codec_widest_sub_batch(gds_codec_t *c, size_t per, size_t n, gds_codec_temp_fn temp, const void *plan,
+                                  size_t *temp_out)
+{
+    sub_batch_fit_t f = {c, temp, plan, per, gds_codec_budget(c)};
+    size_t m = gds_codec_widest_fitting(n == 0 ? 1 : n < MAX_BATCH ? n : MAX_BATCH, sub_batch_fits, &f);
+    *temp_out = temp(c, plan, m);
+    return m;
+}

@@ -419,10 +419,11 @@ static size_t streams_per_chunk(const gds_codec_step_t *comp, size_t expect, siz
     return comp && block ? (expect + block - 1) / block : 1;
 }
 
-/* Whether m chunks of the group fit one sub-batch: arenas, nvCOMP's arrays
- * and the temporary memory of the group's compressor within the budget. */
-static bool batch_fits(gds_codec_t *c, const decode_ctx_t *x, size_t per, size_t m, size_t budget, size_t *temp_out)
+/* The temporary memory of m chunks of the group (gds_codec_temp_fn):
+ * nvCOMP's arrays and its decompressor's scratch. */
+static size_t decode_temp(gds_codec_t *c, const void *plan, size_t m)
 {
+    const decode_ctx_t *x = plan;
     size_t expect, block, temp = 0;
     const gds_codec_step_t *comp = compressor_of(x, &expect);
     size_t nblocks = streams_per_chunk(comp, expect, &block);
@@ -438,31 +439,15 @@ static bool batch_fits(gds_codec_t *c, const decode_ctx_t *x, size_t per, size_t
             c->nv->deflate.DecompressGetTempSize(ne, block, dd, &temp, m * expect, NULL);
         temp += ne * (6 * 8 + sizeof(gds_kentry_t));
     }
-    *temp_out = temp;
-    return m * per + temp <= budget;
+    return temp;
 }
 
 /* The most chunks (up to n) one sub-batch of the group may hold. */
 static size_t widest_batch(gds_codec_t *c, const decode_ctx_t *x, const size_t *slot, size_t n, size_t *per_out,
                            size_t *temp_out)
 {
-    size_t per = 256;
-    for (int a = 0; a < NARENAS; a++)
-        per += slot[a];
-    size_t lo = 1, hi = n == 0 ? 1 : n < MAX_BATCH ? n : MAX_BATCH, temp = 0, budget = gds_codec_budget(c);
-    if (batch_fits(c, x, per, hi, budget, &temp))
-        lo = hi;
-    while (lo < hi) { /* lo fits (or is 1), hi + 1 does not */
-        size_t mid = lo + (hi - lo + 1) / 2;
-        if (batch_fits(c, x, per, mid, budget, &temp))
-            lo = mid;
-        else
-            hi = mid - 1;
-    }
-    (void)batch_fits(c, x, per, lo, budget, &temp);
-    *per_out = per;
-    *temp_out = temp;
-    return lo;
+    *per_out = gds_codec_arena_bytes(slot);
+    return gds_codec_widest_sub_batch(c, *per_out, n, decode_temp, x, temp_out);
 }
 
 /* Chunks per sub-batch: n cut into the fewest sub-batches that fit, all of

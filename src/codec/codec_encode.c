@@ -210,10 +210,11 @@ static int encode_plan(gds_codec_t *c, const gds_codec_pipeline_t *p, const void
     return 0;
 }
 
-/* Whether m chunks fit one sub-batch: arenas, nvCOMP's output slots,
- * arrays and temporary memory within `budget`. */
-static bool encode_fits(gds_codec_t *c, const encode_plan_t *e, size_t per, size_t m, size_t budget, size_t *temp_out)
+/* The temporary memory of m chunks (gds_codec_temp_fn): nvCOMP's output
+ * slots, arrays and its compressor's scratch. */
+static size_t encode_temp(gds_codec_t *c, const void *plan, size_t m)
 {
+    const encode_plan_t *e = plan;
     size_t temp = 0, bo = 0;
     gds_status_t ignored;
     if (e->comp) {
@@ -224,32 +225,15 @@ static bool encode_fits(gds_codec_t *c, const encode_plan_t *e, size_t per, size
     }
     else if (e->copy_entries)
         temp = m * e->nblocks * (6 * 8 + sizeof(gds_kentry_t));
-    *temp_out = temp;
-    return m * per + temp <= budget;
+    return temp;
 }
 
 /* The most chunks (up to n) one sub-batch holds within the codec's budget
  * (at least 1). */
 static size_t encode_widest(gds_codec_t *c, const encode_plan_t *e, size_t n, size_t *per_out, size_t *temp_out)
 {
-    size_t per = 256;
-    for (int a = 0; a < NARENAS; a++)
-        per += e->slot[a];
-    size_t budget = gds_codec_budget(c), temp = 0;
-    size_t lo = 1, hi = n == 0 ? 1 : n < MAX_BATCH ? n : MAX_BATCH;
-    if (encode_fits(c, e, per, hi, budget, &temp))
-        lo = hi;
-    while (lo < hi) { /* lo fits (or is 1), hi + 1 does not */
-        size_t mid = lo + (hi - lo + 1) / 2;
-        if (encode_fits(c, e, per, mid, budget, &temp))
-            lo = mid;
-        else
-            hi = mid - 1;
-    }
-    (void)encode_fits(c, e, per, lo, budget, &temp);
-    *per_out = per;
-    *temp_out = temp;
-    return lo;
+    *per_out = gds_codec_arena_bytes(e->slot);
+    return gds_codec_widest_sub_batch(c, *per_out, n, encode_temp, e, temp_out);
 }
 
 /* Chunks per sub-batch: n cut into the fewest sub-batches that fit, all of

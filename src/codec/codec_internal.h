@@ -219,6 +219,16 @@ int gds_codec_dbuf_reserve(gds_codec_t *c, dbuf_t *b, size_t need, CUstream s, g
 /* The device memory one sub-batch may take now (DEFAULT_TEMP_BUDGET,
  * MAX_TEMP_BUDGET, H5GDS_CODEC_TEMP_MIB). */
 size_t gds_codec_budget(gds_codec_t *c);
+/* A sub-batch's temporary memory for m chunks beside their arenas, by the
+ * caller's plan (a decode group's, an encode's). */
+typedef size_t (*gds_codec_temp_fn)(gds_codec_t *c, const void *plan, size_t m);
+/* Bytes of a chunk's arenas (slot: NARENAS sizes) and its records. */
+size_t gds_codec_arena_bytes(const size_t *slot);
+/* The most chunks, 1 to n (at most MAX_BATCH), whose arenas (per bytes
+ * each) and temporary memory fit the codec's budget; *temp_out: that many's
+ * temporary memory. */
+size_t gds_codec_widest_sub_batch(gds_codec_t *c, size_t per, size_t n, gds_codec_temp_fn temp, const void *plan,
+                                  size_t *temp_out);
 /* Grows the pinned staging to `need` bytes at least, once the stream is idle. */
 int gds_codec_pinned_reserve(gds_codec_t *c, size_t need, CUstream s, gds_status_t *st);
 /* Launches kernel k on a grid of gx x gy blocks of THREADS (nothing when empty). */

@@ -626,3 +626,19 @@ size_t gds_codec_max_encoded_bytes(const gds_codec_pipeline_t *p)
     }
     return size;
 }
+
+size_t gds_codec_widest_fitting(size_t hi, bool (*fits)(void *arg, size_t m), void *arg)
+{
+    size_t lo = 1;
+    if (hi <= 1 || fits(arg, hi))
+        return hi ? hi : 1;
+    hi--;
+    while (lo < hi) { /* lo fits (or is 1), hi + 1 does not */
+        size_t mid = lo + (hi - lo + 1) / 2;
+        if (fits(arg, mid))
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}

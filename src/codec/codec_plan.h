@@ -189,6 +189,12 @@ bool gds_codec_zlib_header_ok(unsigned cmf, unsigned flg);
 /* The FLG byte the encoder writes for a deflate level (zlib's FLEVEL). */
 unsigned gds_codec_zlib_flg(int level);
 
+/* The most chunks m, 1 to `hi`, for which fits(arg, m) holds, where it
+ * holds up to some width and not beyond (a sub-batch's memory grows with
+ * its width); 1 when none does. A binary search: each call of fits may
+ * ask nvCOMP for its sizes. */
+size_t gds_codec_widest_fitting(size_t hi, bool (*fits)(void *arg, size_t m), void *arg);
+
 /* A filter's name ("deflate", "lz4"...). */
 const char *gds_codec_filter_name(unsigned id);
 

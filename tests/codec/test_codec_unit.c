@@ -1038,6 +1038,40 @@ static void test_absent(void)
     gds_codec_close(NULL);
 }
 
+/* The widest sub-batch search (gds_codec_widest_fitting): for every bound
+ * and every width up to which memory fits, the widest that fits (1 when
+ * none does), in no more calls than a binary search needs. */
+typedef struct {
+    size_t limit, calls;
+} fit_probe_t;
+
+static bool fits_up_to(void *arg, size_t m)
+{
+    fit_probe_t *f = arg;
+    f->calls++;
+    return m <= f->limit;
+}
+
+static void test_widest_fitting(void)
+{
+    size_t bad = 0, first_hi = 0, first_limit = 0, first_got = 0, most_calls = 0;
+    for (size_t hi = 0; hi <= 300; hi++)
+        for (size_t limit = 0; limit <= 310; limit++) {
+            fit_probe_t f = {limit, 0};
+            size_t got = gds_codec_widest_fitting(hi, fits_up_to, &f);
+            size_t want = hi == 0 ? 1 : limit < 1 ? 1 : limit < hi ? limit : hi;
+            if (got != want && bad++ == 0) {
+                first_hi = hi;
+                first_limit = limit;
+                first_got = got;
+            }
+            most_calls = f.calls > most_calls ? f.calls : most_calls;
+        }
+    CHECK_MSG(bad == 0, "widest fitting: %zu wrong, the first: bound %zu, fits up to %zu: %zu", bad, first_hi,
+              first_limit, first_got);
+    CHECK_MSG(most_calls <= 10, "widest fitting: %zu calls of fits for a bound up to 300", most_calls);
+}
+
 /* Read batches by pipeline (gds_codec_read_batch_goal): chunks of one
  * stream each and Blosc take the most the caller allows, chunks of many
  * streams (bitshuffle, LZ4 in small blocks) or none 128 MiB decoded where
@@ -1097,6 +1131,7 @@ int main(void)
     test_blosc_encode_plan();
     test_encodes_slowly();
     test_read_batch_goal();
+    test_widest_fitting();
     test_blosc_shuffle_units();
     test_blosc_encode_frames();
     test_error_texts();
