@@ -101,6 +101,7 @@ struct gds_codec {
     size_t pinned_size;
     size_t budget;       /* arenas of one sub-batch, at most (gds_codec_budget) */
     bool budget_set;     /* by H5GDS_CODEC_TEMP_MIB: fixed */
+    size_t held;         /* work.size + blocks.size, read without the lock (atomic) */
     CUstream own;        /* the codec's work runs here, after the caller's (gds_codec_follow) */
     CUevent entry;       /* recorded on the caller's stream at each call */
     double timeout_s;    /* a sub-batch's work may take this long (H5GDS_CODEC_TIMEOUT_S) */

@@ -334,6 +334,7 @@ int gds_codec_dbuf_reserve(gds_codec_t *c, dbuf_t *b, size_t need, CUstream s, g
         c->cu->MemFree(b->ptr);
     b->ptr = 0;
     b->size = 0;
+    __atomic_store_n(&c->held, c->work.size + c->blocks.size, __ATOMIC_RELAXED);
     size_t size = align_up(need + need / 4, (size_t)2 << 20);
     if ((rc = c->cu->MemAlloc(&b->ptr, size)) != CUDA_SUCCESS) {
         gds_status_set(st, 12, "GPU codec: cannot allocate %zu MiB of device memory: %s", size >> 20,
@@ -341,6 +342,7 @@ int gds_codec_dbuf_reserve(gds_codec_t *c, dbuf_t *b, size_t need, CUstream s, g
         return -1;
     }
     b->size = size;
+    __atomic_store_n(&c->held, c->work.size + c->blocks.size, __ATOMIC_RELAXED);
     return 0;
 }
 
@@ -354,7 +356,7 @@ size_t gds_codec_budget(gds_codec_t *c)
     if (rc != CUDA_SUCCESS || c->cu->MemGetInfo(&free_bytes, &total) != CUDA_SUCCESS)
         free_bytes = 0;
     gds_cuda_restore(prev);
-    size_t b = (free_bytes + c->work.size + c->blocks.size) / 4;
+    size_t b = (free_bytes + __atomic_load_n(&c->held, __ATOMIC_RELAXED)) / 4;
     return b < c->budget ? c->budget : b > MAX_TEMP_BUDGET ? MAX_TEMP_BUDGET : b;
 }
 
@@ -376,6 +378,7 @@ void gds_codec_trim(gds_codec_t *c)
                     bufs[i]->ptr = 0;
                     bufs[i]->size = 0;
                 }
+            __atomic_store_n(&c->held, (size_t)0, __ATOMIC_RELAXED);
         }
         gds_cuda_restore(prev);
     }
