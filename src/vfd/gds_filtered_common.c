@@ -216,7 +216,8 @@ long long gds_filtered_batches(size_t nchunks, size_t chunk_bytes, bool writing,
 static size_t chunks_per_batch(const read_state_t *s, bool writing)
 {
     size_t codec = writing ? s->write_batch_chunks : s->read_batch_chunks;
-    size_t per_batch = !batch_bytes_set() && codec ? codec : gds_filtered_batch_decoded_bytes(writing) / s->pipe.chunk_bytes;
+    size_t per_batch =
+        !batch_bytes_set() && codec ? codec : gds_filtered_batch_decoded_bytes(writing) / s->pipe.chunk_bytes;
     return per_batch ? per_batch : 1;
 }
 

@@ -84,7 +84,7 @@ typedef struct read_state {
     double memory_s; /* spent allocating and freeing the buffers (H5GDS_CODEC_DEBUG's trace) */
     size_t largest_stored; /* reads: the stored bytes of the largest batch */
     size_t read_batch_chunks; /* reads: chunks per batch the codec asks for (0: by decoded bytes) */
-    size_t write_batch_chunks; /* writes: chunks per batch the codec asks for (0: by decoded bytes, ramped) */
+    size_t write_batch_chunks; /* writes: chunks per batch the codec asks for (0: by decoded bytes) */
 } read_state_t;
 
 /* ---- gds_filtered_common.c ---- */
