@@ -490,10 +490,10 @@ static int plan_unmasked(const gds_codec_pipeline_t *p, size_t max_stored, decod
 }
 
 /* Read batches (gds_codec_read_batch_chunks). Chunks of one stream each
- * (Deflate, zstd, LZ4 in one block; LZ4 in fewer than MANY_STREAMS blocks
+ * (Deflate, zstd, LZ4 in one block; LZ4 in fewer than GDS_CODEC_MANY_STREAMS blocks
  * is counted with them) decode in about one chunk's time up to
  * a thousand side by side: the widest batch the budget holds in one
- * sub-batch. Chunks of MANY_STREAMS or more (bitshuffle's blocks, LZ4 in
+ * sub-batch. Chunks of GDS_CODEC_MANY_STREAMS or more (bitshuffle's blocks, LZ4 in
  * blocks smaller than the chunk), or of none (shuffle, fletcher32 alone),
  * keep the GPU busy from about FILLING_BYTES decoded on (H200, 1 MiB
  * bitshuffle-LZ4 chunks: 128 in 2.3 ms, 1024 in 12.9): where the input
@@ -505,7 +505,6 @@ static int plan_unmasked(const gds_codec_pipeline_t *p, size_t max_stored, decod
  * costs about 3 ms a batch whatever its width: from the page cache as many
  * as one sub-batch holds (9-22% faster than two sub-batches), from a disk
  * the widest. Results: bench/results/2026-11-26-h200-batch-widths. */
-#define MANY_STREAMS 8
 #define FILLING_BYTES ((size_t)128 << 20)
 
 /* The batch width a planned pipeline wants (gds_codec_read_batch_goal);
@@ -514,7 +513,7 @@ static size_t read_goal(const decode_ctx_t *x, size_t max_chunks, bool fast_inpu
 {
     size_t expect, block;
     const gds_codec_step_t *comp = compressor_of(x, &expect);
-    *one_stream = comp && comp->kind != GDS_STEP_BLOSC && streams_per_chunk(comp, expect, &block) < MANY_STREAMS;
+    *one_stream = comp && comp->kind != GDS_STEP_BLOSC && streams_per_chunk(comp, expect, &block) < GDS_CODEC_MANY_STREAMS;
     if (!fast_input || *one_stream || (comp && comp->kind == GDS_STEP_BLOSC))
         return max_chunks;
     size_t fill = FILLING_BYTES / x->p->chunk_bytes;

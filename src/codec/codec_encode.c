@@ -250,21 +250,38 @@ static size_t encode_batch_size(gds_codec_t *c, const encode_plan_t *e, size_t n
     return m;
 }
 
-/* Compressors whose chunks are fewer streams than this run about one
- * chunk's time per sub-batch (gds_codec_write_batch_chunks). */
-#define ENCODE_MANY_STREAMS 8
+/* A sub-batch of m chunks' work memory (arenas, arrays: *bm, device
+ * addresses not yet offset) and pinned staging. */
+static int reserve_work(gds_codec_t *c, const encode_plan_t *e, size_t m, CUstream s, batch_mem_t *bm,
+                        gds_status_t *st)
+{
+    size_t need = gds_codec_batch_bytes(e->slot, m, e->nstages, bm);
+    if (gds_codec_dbuf_reserve(c, &c->work, need, s, st) < 0 ||
+        gds_codec_pinned_reserve(c, gds_codec_pinned_bytes(bm), s, st) < 0)
+        return -1;
+    return 0;
+}
+
+/* nvCOMP's entry arrays, scratch and output slots for the compressing
+ * step over m chunks of in_size bytes. */
+static int reserve_compressor(gds_codec_t *c, const encode_plan_t *e, const gds_codec_step_t *step, size_t m,
+                              size_t in_size, CUstream s, entries_mem_t *em, CUdeviceptr *comp_base, gds_status_t *st)
+{
+    size_t ne = m * e->nblocks, bo, temp;
+    if (gds_codec_compress_sizes(c, step, ne, e->block_in, in_size * m, s, &bo, &temp, st) < 0 ||
+        gds_codec_entries_reserve(c, ne, temp, ne * (e->block_out + e->splice_out), s, em, comp_base, st) < 0)
+        return -1;
+    return 0;
+}
 
 static int encode_batch(gds_codec_t *c, const gds_codec_pipeline_t *p, const encode_plan_t *e, const void *const *src,
                         void *const *dst, size_t i0, size_t m, size_t *out_bytes, unsigned *out_mask,
                         error_list_t *errors, CUstream s, gds_status_t *st)
 {
     batch_mem_t bm;
-    size_t need = gds_codec_batch_bytes(e->slot, m, e->nstages, &bm);
-    if (gds_codec_dbuf_reserve(c, &c->work, need, s, st) < 0)
+    if (reserve_work(c, e, m, s, &bm, st) < 0)
         return -1;
     gds_codec_offset_batch(&bm, c->work.ptr);
-    if (gds_codec_pinned_reserve(c, gds_codec_pinned_bytes(&bm), s, st) < 0)
-        return -1;
     uint64_t *dsize_h = (uint64_t *)((char *)c->pinned + bm.pin_dsize);
     for (size_t j = 0; j < m; j++)
         dsize_h[j] = p->chunk_bytes;
@@ -288,10 +305,7 @@ static int encode_batch(gds_codec_t *c, const gds_codec_pipeline_t *p, const enc
         CUdeviceptr comp_base = 0;
         size_t ne = step && gds_codec_step_compresses(step->kind) ? m * e->nblocks : 0;
         if (nvcomp) {
-            size_t bo, temp;
-            if (gds_codec_compress_sizes(c, step, ne, e->block_in, in_size * m, s, &bo, &temp, st) < 0 ||
-                gds_codec_entries_reserve(c, ne, temp, ne * (e->block_out + e->splice_out), s, &em, &comp_base,
-                                          st) < 0)
+            if (reserve_compressor(c, e, step, m, in_size, s, &em, &comp_base, st) < 0)
                 return -1;
         }
         else if (step && step->kind == GDS_STEP_BLOSC &&
@@ -528,7 +542,7 @@ size_t gds_codec_write_batch_chunks(gds_codec_t *c, const gds_codec_pipeline_t *
     if (!c || !p || !p->chunk_bytes || gds_codec_plan_steps(p, 0, true, steps, &ns, why, sizeof why) < 0 ||
         encode_plan(c, p, NULL, 0, steps, ns, &e, NULL, &ignored) < 0)
         return 0;
-    if (!e.comp || e.nblocks >= ENCODE_MANY_STREAMS || !step_nvcomp(e.comp, e.comp_in))
+    if (!e.comp || e.nblocks >= GDS_CODEC_MANY_STREAMS || !step_nvcomp(e.comp, e.comp_in))
         return 0;
     return encode_widest(c, &e, max_chunks ? max_chunks : 1, &per, &temp);
 }
@@ -549,16 +563,12 @@ int gds_codec_encode_reserve(gds_codec_t *c, const gds_codec_pipeline_t *p, size
     if (rc != CUDA_SUCCESS)
         ret = gds_codec_cuda_fail(st, "making the codec's context current", rc);
     else if ((ret = encode_plan(c, p, NULL, 0, steps, ns, &e, c->own, st)) == 0) {
-        size_t m = encode_batch_size(c, &e, n), bo, temp;
+        size_t m = encode_batch_size(c, &e, n);
         batch_mem_t bm;
         entries_mem_t em;
-        size_t ne = e.comp ? m * e.nblocks : 0;
-        if (gds_codec_dbuf_reserve(c, &c->work, gds_codec_batch_bytes(e.slot, m, e.nstages, &bm), c->own, st) < 0 ||
-            gds_codec_pinned_reserve(c, gds_codec_pinned_bytes(&bm), c->own, st) < 0)
-            ret = -1;
-        else if (e.comp && step_nvcomp(e.comp, e.comp_in) &&
-                 (gds_codec_compress_sizes(c, e.comp, ne, e.block_in, e.comp_in * m, c->own, &bo, &temp, st) < 0 ||
-                  gds_codec_entries_reserve(c, ne, temp, ne * (e.block_out + e.splice_out), c->own, &em, NULL, st) < 0))
+        if (reserve_work(c, &e, m, c->own, &bm, st) < 0 ||
+            (e.comp && step_nvcomp(e.comp, e.comp_in) &&
+             reserve_compressor(c, &e, e.comp, m, e.comp_in, c->own, &em, NULL, st) < 0))
             ret = -1;
     }
     gds_cuda_restore(prev);

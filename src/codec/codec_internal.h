@@ -74,6 +74,11 @@ enum kernel_id {
  * takes about 12 MB of scratch per 1 MiB chunk, and a batch of 384 such
  * chunks compresses in 323 ms where 128 take 251 (H100). */
 #define MAX_TEMP_BUDGET ((size_t)16 << 30)
+/* Chunks of fewer compressed streams than this (Deflate, zstd, LZ4 in one
+ * block) are decoded and encoded by nvCOMP a stream per chunk, serially,
+ * the chunks side by side: a sub-batch takes about one chunk's time however
+ * wide (gds_codec_read_batch_chunks, gds_codec_write_batch_chunks). */
+#define GDS_CODEC_MANY_STREAMS 8
 
 enum { LOC_SRC = -1, LOC_DST = -2 };
 
@@ -99,7 +104,7 @@ struct gds_codec {
     CUdeviceptr dummies; /* tiny valid streams (see codec_kernels.cu's set_dummy) and their scratch output */
     void *pinned;        /* host staging of uploads and results */
     size_t pinned_size;
-    size_t budget;       /* arenas of one sub-batch, at most (gds_codec_budget) */
+    size_t budget;       /* the least a sub-batch may take, or H5GDS_CODEC_TEMP_MIB's fixed amount (gds_codec_budget) */
     bool budget_set;     /* by H5GDS_CODEC_TEMP_MIB: fixed */
     size_t held;         /* work.size + blocks.size, read without the lock (atomic) */
     CUstream own;        /* the codec's work runs here, after the caller's (gds_codec_follow) */

@@ -75,8 +75,8 @@ bool gds_codec_encodes_slowly(const gds_codec_pipeline_t *p);
 size_t gds_codec_zstd_piece(int level);
 
 /* One per CUDA context: nvCOMP entry points, the NVRTC-compiled module,
- * cached temporary memory (kept until close up to 2 GiB, more given back
- * by gds_codec_trim; a sub-batch's arenas and nvCOMP memory stay within
+ * cached temporary memory (kept until close up to what sub-batches within
+ * 2 GiB make, 2.5 GiB, more given back by gds_codec_trim; a sub-batch's arenas and nvCOMP memory stay within
  * H5GDS_CODEC_TEMP_MIB, by default a quarter of the device's free memory,
  * at least 2 GiB and at most 16). Calls on
  * one codec are serialised (a lock). H5GDS_CODEC_DEBUG=1 prints each call's
@@ -139,13 +139,15 @@ size_t gds_codec_read_batch_goal(const gds_codec_pipeline_t *p, size_t max_chunk
 size_t gds_codec_write_batch_chunks(gds_codec_t *c, const gds_codec_pipeline_t *p, size_t max_chunks);
 
 /* Reserves the codec's memory for encoding up to n chunks of p at once
- * (a write's largest batch), so that its batches, growing, do not each
- * allocate again (every cuMemFree waits for the whole device). */
+ * (a write's largest batch), so that a write's first, smaller batch does
+ * not make the next ones allocate again (every cuMemFree waits for the
+ * whole device). */
 int gds_codec_encode_reserve(gds_codec_t *c, const gds_codec_pipeline_t *p, size_t n, gds_status_t *st);
 
-/* Gives back the codec's temporary device memory beyond the default
- * budget (2 GiB), once its work is done: a large read or write does not
- * keep it for the rest of the process. */
+/* Gives back the codec's temporary device memory when it holds more than
+ * sub-batches within the default budget (2 GiB) make, 2.5 GiB, once its
+ * work is done: a large read or write does not keep it for the rest of
+ * the process. */
 void gds_codec_trim(gds_codec_t *c);
 
 /* Bytes an encoded chunk of p may take (dst of gds_codec_encode); 0 when
