@@ -161,6 +161,58 @@ def test_into_out_and_torch(tmp_path):
     np.testing.assert_array_equal(t.cpu().numpy(), arr[100:300])
 
 
+def _hold_device_memory(leave):
+    """Allocates all but about `leave` bytes of the device's free memory
+    (as another process, or PyTorch's cache, would hold it); the pointer."""
+    free, _ = cupy.cuda.runtime.memGetInfo()
+    take = free - leave
+    while take > 64 << 20:
+        try:
+            return cupy.cuda.runtime.malloc(take)
+        except cupy.cuda.runtime.CUDARuntimeError:
+            take -= 64 << 20
+    return None
+
+
+@pytest.mark.parametrize("leave_mib", [48, 8])
+def test_reads_and_writes_with_the_device_nearly_full(tmp_path, leave_mib):
+    """All but 48 (8) MiB of the device held elsewhere: the GPU codec narrows
+    its sub-batches, and where even one chunk at a time does not fit, the
+    read or write takes HDF5's filters through host memory (route
+    host-staged). The data is always whole and equal, never an error."""
+    if NVCOMP is not None:
+        pytest.skip(NVCOMP)
+    arr = field((2048, 8192))  # 64 MiB in 64 chunks of 1 MiB
+    path, wpath = tmp_path / "p.h5", tmp_path / "w.h5"
+    kw = dict(chunks=(256, 1024), compression="gzip", shuffle=True)
+    with h5py.File(path, "w") as f:
+        f.create_dataset("x", data=arr, **kw)
+    out = cupy.full(arr.shape, -1, arr.dtype)
+    dev = cupy.asarray(arr)
+    with h5py.File(path, "r", driver="gds") as f:  # the codec opened (its kernels loaded) beforehand
+        h5gds.read(f["x"], (slice(0, 256),), like="cupy")
+    cupy.cuda.Device().synchronize()
+    cupy.get_default_memory_pool().free_all_blocks()
+    with h5py.File(path, "r", driver="gds") as f, h5py.File(wpath, "w", driver="gds") as w:
+        hog = _hold_device_memory(leave_mib << 20)
+        try:
+            h5gds.read(f["x"], out=out)
+            read_route = h5gds.last_route()
+            h5gds.create_dataset(w, "y", data=dev, **kw)
+            write_route = h5gds.last_route()
+        finally:
+            if hog:
+                cupy.cuda.runtime.free(hog)
+    assert hog is not None
+    np.testing.assert_array_equal(cupy.asnumpy(out), arr)
+    with h5py.File(wpath, "r") as ref:
+        np.testing.assert_array_equal(ref["y"][()], arr)
+    assert read_route in ("gpu-decode", "host-staged") and write_route in ("gpu-encode", "host-staged")
+    if leave_mib == 8:  # the stored bytes of one batch alone need more
+        assert (read_route, write_route) == ("host-staged", "host-staged")
+    _read_and_compare(path, "x", (slice(100, 1900),), True)  # with the memory back, the GPU again
+
+
 def test_read_does_not_wait_for_unrelated_gpu_work(tmp_path):
     """A GPU-decoded read orders its buffers on its own stream: it neither
     waits for, nor makes the caller wait for, a kernel running on another

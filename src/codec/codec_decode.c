@@ -621,8 +621,17 @@ int gds_codec_decode(gds_codec_t *c, const gds_codec_pipeline_t *p, const gds_co
         size_t slot[NARENAS];
         decode_slots(&x, max_stored, slot);
         size_t m = decode_batch_size(c, &x, slot, g1 - g0);
-        for (size_t b = g0; ret == 0 && b < g1; b += m)
-            ret = decode_batch(&x, idx + b, b + m <= g1 ? m : g1 - b, slot, st);
+        for (size_t b = g0; ret == 0 && b < g1;) {
+            size_t take = b + m <= g1 ? m : g1 - b;
+            ret = decode_batch(&x, idx + b, take, slot, st);
+            if (ret < 0 && gds_codec_narrow_after_oom(c, take, stream, st)) {
+                size_t narrower = decode_batch_size(c, &x, slot, g1 - b);
+                m = narrower < take / 2 ? narrower : take / 2; /* the same chunks again */
+                ret = 0;
+                continue;
+            }
+            b += take;
+        }
         g0 = g1;
     }
     if (ret == 0 && errors.first != SIZE_MAX) {

@@ -517,9 +517,17 @@ int gds_codec_encode(gds_codec_t *c, const gds_codec_pipeline_t *p, const void *
         ret = encode_plan(c, p, src, n, steps, ns, &e, stream, st);
     if (ret == 0) {
         size_t m = encode_batch_size(c, &e, n);
-        for (size_t i = 0; ret == 0 && i < n; i += m)
-            ret = encode_batch(c, p, &e, src, dst, i, i + m <= n ? m : n - i, out_bytes, out_mask, &errors, stream,
-                               st);
+        for (size_t i = 0; ret == 0 && i < n;) {
+            size_t take = i + m <= n ? m : n - i;
+            ret = encode_batch(c, p, &e, src, dst, i, take, out_bytes, out_mask, &errors, stream, st);
+            if (ret < 0 && gds_codec_narrow_after_oom(c, take, stream, st)) {
+                size_t narrower = encode_batch_size(c, &e, n - i);
+                m = narrower < take / 2 ? narrower : take / 2; /* the same chunks again */
+                ret = 0;
+                continue;
+            }
+            i += take;
+        }
     }
     if (ret == 0 && errors.first != SIZE_MAX) {
         char text[300];

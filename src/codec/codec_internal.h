@@ -107,6 +107,9 @@ struct gds_codec {
     size_t budget;       /* the least a sub-batch may take, or H5GDS_CODEC_TEMP_MIB's fixed amount (gds_codec_budget) */
     bool budget_set;     /* by H5GDS_CODEC_TEMP_MIB: fixed */
     size_t held;         /* work.size + blocks.size, read without the lock (atomic) */
+    size_t cap;          /* after a device allocation failed: the most a sub-batch may take until
+                            gds_codec_trim (0: no cap; atomic) */
+    unsigned long narrowed; /* sub-batches run again narrower after an allocation failed (atomic) */
     CUstream own;        /* the codec's work runs here, after the caller's (gds_codec_follow) */
     CUevent entry;       /* recorded on the caller's stream at each call */
     double timeout_s;    /* a sub-batch's work may take this long (H5GDS_CODEC_TIMEOUT_S) */
@@ -223,8 +226,14 @@ bool gds_codec_lock_running(gds_codec_t *c, gds_status_t *st);
 /* Grows b (device memory) to `need` bytes at least, once the stream is idle. */
 int gds_codec_dbuf_reserve(gds_codec_t *c, dbuf_t *b, size_t need, CUstream s, gds_status_t *st);
 /* The device memory one sub-batch may take now (DEFAULT_TEMP_BUDGET,
- * MAX_TEMP_BUDGET, H5GDS_CODEC_TEMP_MIB). */
+ * MAX_TEMP_BUDGET, H5GDS_CODEC_TEMP_MIB; lower after an allocation failed). */
 size_t gds_codec_budget(gds_codec_t *c);
+/* After a sub-batch of m chunks failed: true where it failed for want of
+ * memory (st->err ENOMEM) and can run again narrower. The codec's buffers
+ * are then given back (once the stream is idle) and its budget halved
+ * until gds_codec_trim; the caller runs the same chunks again, at most
+ * m / 2 at a time. False (st untouched) otherwise. */
+bool gds_codec_narrow_after_oom(gds_codec_t *c, size_t m, CUstream s, gds_status_t *st);
 /* A sub-batch's temporary memory for m chunks beside their arenas, by the
  * caller's plan (a decode group's, an encode's). */
 typedef size_t (*gds_codec_temp_fn)(gds_codec_t *c, const void *plan, size_t m);

@@ -38,7 +38,9 @@ const unsigned char gds_codec_dummy_lz4[DUMMY_LZ4_LEN] = {0x10, 0x78};
 
 int gds_codec_cuda_fail(gds_status_t *st, const char *what, CUresult rc)
 {
-    gds_status_set(st, 0, "GPU codec: %s failed: %s", what, gds_cuda_error_text(rc));
+    /* ENOMEM: the callers narrow their batches, or try again later */
+    gds_status_set(st, rc == CUDA_ERROR_OUT_OF_MEMORY ? ENOMEM : 0, "GPU codec: %s failed: %s", what,
+                   gds_cuda_error_text(rc));
     return -1;
 }
 
@@ -336,7 +338,10 @@ int gds_codec_dbuf_reserve(gds_codec_t *c, dbuf_t *b, size_t need, CUstream s, g
     b->size = 0;
     __atomic_store_n(&c->held, c->work.size + c->blocks.size, __ATOMIC_RELAXED);
     size_t size = align_up(need + need / 4, (size_t)2 << 20);
-    if ((rc = c->cu->MemAlloc(&b->ptr, size)) != CUDA_SUCCESS) {
+    /* the quarter over saves later growth; without room for it, what is needed */
+    if ((rc = c->cu->MemAlloc(&b->ptr, size)) == CUDA_ERROR_OUT_OF_MEMORY)
+        rc = c->cu->MemAlloc(&b->ptr, size = align_up(need, (size_t)2 << 20));
+    if (rc != CUDA_SUCCESS) {
         gds_status_set(st, 12, "GPU codec: cannot allocate %zu MiB of device memory: %s", size >> 20,
                        gds_cuda_error_text(rc));
         return -1;
@@ -357,7 +362,48 @@ size_t gds_codec_budget(gds_codec_t *c)
         free_bytes = 0;
     gds_cuda_restore(prev);
     size_t b = (free_bytes + __atomic_load_n(&c->held, __ATOMIC_RELAXED)) / 4;
-    return b < c->budget ? c->budget : b > MAX_TEMP_BUDGET ? MAX_TEMP_BUDGET : b;
+    b = b < c->budget ? c->budget : b > MAX_TEMP_BUDGET ? MAX_TEMP_BUDGET : b;
+    size_t cap = __atomic_load_n(&c->cap, __ATOMIC_RELAXED);
+    return cap && cap < b ? cap : b;
+}
+
+/* Frees the work and blocks buffers; the caller holds the lock and the
+ * codec's stream is idle. */
+static void free_buffers(gds_codec_t *c)
+{
+    dbuf_t *bufs[] = {&c->work, &c->blocks};
+    for (int i = 0; i < 2; i++)
+        if (bufs[i]->ptr) {
+            c->cu->MemFree(bufs[i]->ptr);
+            bufs[i]->ptr = 0;
+            bufs[i]->size = 0;
+        }
+    __atomic_store_n(&c->held, (size_t)0, __ATOMIC_RELAXED);
+}
+
+bool gds_codec_narrow_after_oom(gds_codec_t *c, size_t m, CUstream s, gds_status_t *st)
+{
+    /* Another process (or this one's own allocator: PyTorch's and CuPy's
+     * pools keep what they freed) may hold most of the device: a read or
+     * write then runs in narrower sub-batches instead of failing. */
+    if (st->err != ENOMEM || m <= 1 || c->stuck)
+        return false;
+    size_t budget = gds_codec_budget(c);
+    if (budget / 2 < ((size_t)1 << 20) || c->cu->StreamSynchronize(s) != CUDA_SUCCESS ||
+        c->cu->StreamSynchronize(c->own) != CUDA_SUCCESS)
+        return false;
+    free_buffers(c);
+    __atomic_store_n(&c->cap, budget / 2, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&c->narrowed, 1, __ATOMIC_RELAXED);
+    if (gds_codec_debug_on())
+        fprintf(stderr, "h5gds codec: %zu chunks did not fit the device's free memory (%s): budget now %zu MiB\n", m,
+                st->msg, (budget / 2) >> 20);
+    return true;
+}
+
+unsigned long gds_codec_narrowed(const gds_codec_t *c)
+{
+    return c ? __atomic_load_n(&c->narrowed, __ATOMIC_RELAXED) : 0;
 }
 
 void gds_codec_trim(gds_codec_t *c)
@@ -370,18 +416,11 @@ void gds_codec_trim(gds_codec_t *c)
         CUresult rc;
         void *prev = gds_cuda_enter(c->ctx, &rc);
         /* the codec's work runs on its own stream: done there, nothing uses them */
-        if (rc == CUDA_SUCCESS && c->cu->StreamSynchronize(c->own) == CUDA_SUCCESS) {
-            dbuf_t *bufs[] = {&c->work, &c->blocks};
-            for (int i = 0; i < 2; i++)
-                if (bufs[i]->ptr) {
-                    c->cu->MemFree(bufs[i]->ptr);
-                    bufs[i]->ptr = 0;
-                    bufs[i]->size = 0;
-                }
-            __atomic_store_n(&c->held, (size_t)0, __ATOMIC_RELAXED);
-        }
+        if (rc == CUDA_SUCCESS && c->cu->StreamSynchronize(c->own) == CUDA_SUCCESS)
+            free_buffers(c);
         gds_cuda_restore(prev);
     }
+    __atomic_store_n(&c->cap, (size_t)0, __ATOMIC_RELAXED); /* the next read or write tries the device's free memory again */
     pthread_mutex_unlock(&c->lock);
 }
 

@@ -150,6 +150,12 @@ int gds_codec_encode_reserve(gds_codec_t *c, const gds_codec_pipeline_t *p, size
  * the process. */
 void gds_codec_trim(gds_codec_t *c);
 
+/* How many sub-batches ran again narrower since the codec opened, each
+ * after the device's memory could not hold it (another process or this
+ * one's allocator holding most of it): the budget is then halved until
+ * gds_codec_trim. */
+unsigned long gds_codec_narrowed(const gds_codec_t *c);
+
 /* Bytes an encoded chunk of p may take (dst of gds_codec_encode); 0 when
  * the pipeline cannot be encoded. */
 size_t gds_codec_max_encoded_bytes(const gds_codec_pipeline_t *p);

@@ -276,8 +276,12 @@ static int filtered_io(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_s
         if (fills && gds_filtered_make_fill(&s, dcpl, mem_type) < 0)
             result = -1;
         double t0 = gds_filtered_seconds_now();
+        /* 0: HDF5's filters read (write) the whole selection again, through
+         * host memory. Out of device memory, a write takes that path only
+         * while nothing is stored: HDF5 would store chunks written already
+         * a second time. */
         if (result == 1 && (write ? gds_filtered_write_all(&s) : gds_filtered_read_all(&s)) < 0)
-            result = s.cpu_decode ? 0 : -1; /* 0: HDF5's filters read the whole selection again */
+            result = s.cpu_decode || (s.out_of_memory && (!write || s.wstats.chunks == 0)) ? 0 : -1;
         s.stats.total_s = s.wstats.total_s = gds_filtered_seconds_now() - t0;
         trace = gds_filtered_trace_on();
         moved_ms = 1e3 * s.stats.total_s;
@@ -373,7 +377,9 @@ int gds_filtered_decode_chunks(hid_t dset, size_t n, const void *const *src, con
     free(batch);
     if (rc == 0)
         return 1;
-    if (erc == CUDA_SUCCESS && (st.err == EOPNOTSUPP || st.err == ECANCELED))
+    /* not decodable here, a stopped codec, or not even one chunk at a time
+     * fitted the device's memory: the caller reads them with HDF5's filters */
+    if (erc == CUDA_SUCCESS && (st.err == EOPNOTSUPP || st.err == ECANCELED || st.err == ENOMEM))
         return 0;
     if (erc != CUDA_SUCCESS)
         GDS_ERROR(H5E_DATASET, H5E_READERROR, "dataset '%s': cannot use the buffers' CUDA context: %s", name,

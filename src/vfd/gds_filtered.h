@@ -24,9 +24,10 @@ int gds_filtered_write(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_s
  * on `stream` (a CUstream, NULL: the legacy stream), in the CUDA context of
  * dst[0]; returns after they are done. For callers that read the stored
  * bytes themselves (the Python loader, with chunk addresses it located
- * once). 1: decoded; 0: not taken, nothing was written (a filter the GPU
- * cannot decode, no nvCOMP, or a chunk the GPU cannot decode although its
- * data is fine: HDF5's filters must read these); -1: failed, with the
+ * once). 1: decoded; 0: not taken, nothing usable written (a filter the
+ * GPU cannot decode, no nvCOMP, a chunk the GPU cannot decode although its
+ * data is fine, or not even one chunk at a time fitted the device's
+ * memory: HDF5's filters must read these); -1: failed, with the
  * dataset, the chunk's index and the filter on the error stack. */
 int gds_filtered_decode_chunks(hid_t dset, size_t n, const void *const *src, const size_t *src_bytes,
                                const unsigned *masks, void *const *dst, void *stream);

@@ -156,6 +156,7 @@ herr_t gds_filtered_ensure(read_state_t *s, CUdeviceptr *p, size_t *cap, size_t 
     s->memory_s += gds_filtered_seconds_now() - t0;
     if (rc != CUDA_SUCCESS) {
         *p = 0;
+        s->out_of_memory = rc == CUDA_ERROR_OUT_OF_MEMORY;
         FILTERED_ERROR(H5E_RESOURCE, H5E_NOSPACE, "dataset '%s': cannot allocate %zu bytes of device memory for %s: %s",
                   s->name, need, what, gds_cuda_error_text(rc));
         return -1;

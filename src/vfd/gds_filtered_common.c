@@ -5,6 +5,7 @@
  * error stack at its end), and small helpers: the decoded bytes per batch,
  * the clock, a chunk's coordinates as text.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -110,7 +111,7 @@ gds_codec_t *gds_filtered_codec_for(CUcontext ctx, gds_status_t *st)
         if (gds_codec_open(&codecs[i].codec, ctx, st) == 0)
             c = codecs[i].codec;
         else
-            codecs[i].failed = true;
+            codecs[i].failed = st->err != ENOMEM; /* out of device memory: tried again by the next call */
     }
     pthread_mutex_unlock(&codecs_lock);
     return c;

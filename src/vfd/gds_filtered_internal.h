@@ -81,6 +81,8 @@ typedef struct read_state {
     H5FD_gds_encode_stats_t wstats;
     bool cpu_decode; /* a chunk the GPU cannot decode, whose data is fine: HDF5's filters read it all */
     bool abandoned;  /* the codec's work never finished: the buffers it uses are never freed */
+    bool out_of_memory; /* the device's memory could not hold the batches: a read (a write that
+                           stored nothing yet) takes HDF5's filters and the host instead */
     double memory_s; /* spent allocating and freeing the buffers (H5GDS_CODEC_DEBUG's trace) */
     size_t largest_stored; /* reads: the stored bytes of the largest batch */
     size_t read_batch_chunks; /* reads: chunks per batch the codec asks for (0: by decoded bytes) */

@@ -129,6 +129,7 @@ static herr_t decode_batch(read_state_t *s, size_t from, size_t to, int slot)
         free(index);
         return -1;
     } else if (decoded < 0) {
+        s->out_of_memory = st.err == ENOMEM; /* not even one chunk at a time fitted */
         char where[128] = "?";
         if (bad < n)
             gds_filtered_chunk_text(&s->box, s->chunks[index[bad]].lo, where, sizeof where);

@@ -102,6 +102,7 @@ static herr_t encode_batch(read_state_t *s, size_t from, size_t to, size_t max_e
     if (ret == 0 && gds_codec_encode(s->codec, &s->pipe, src, dst, bytes, mask, m, s->stream, &st) < 0) {
         if (st.err == ETIMEDOUT) /* work that never ends may still use the buffers: never freed */
             s->abandoned = true;
+        s->out_of_memory = st.err == ENOMEM; /* not even one chunk at a time fitted */
         FILTERED_ERROR(H5E_PLINE, H5E_WRITEERROR, "dataset '%s': GPU compression of %zu chunks failed: %s", s->name,
                        m, st.msg);
         ret = -1;

@@ -16,6 +16,31 @@ static const char *kind_name(data_kind_t k)
     return names[k];
 }
 
+/* ---- memory pressure: the codec's calls with little free device memory ---- */
+
+/* While set, decode_case's and encode_case's codec calls run with the
+ * device's free memory cut to about this many bytes (the rest held by a
+ * block taken just before the call and freed right after). */
+static size_t squeeze_to;
+
+static CUdeviceptr squeeze_begin(void)
+{
+    size_t free_bytes = 0, total = 0;
+    CUdeviceptr hog = 0;
+    if (!squeeze_to || cu->MemGetInfo(&free_bytes, &total) != CUDA_SUCCESS || free_bytes <= squeeze_to)
+        return 0;
+    for (size_t take = free_bytes - squeeze_to; take > ((size_t)64 << 20); take -= (size_t)64 << 20)
+        if (cu->MemAlloc(&hog, take) == CUDA_SUCCESS)
+            return hog;
+    return 0;
+}
+
+static void squeeze_end(CUdeviceptr hog)
+{
+    if (hog)
+        GPU_OK(cu->MemFree(hog));
+}
+
 /* ---- decode: CPU reference encoding -> GPU ---- */
 
 static void decode_case(const char *name, const gds_codec_pipeline_t *p, data_kind_t kind, size_t n,
@@ -32,7 +57,9 @@ static void decode_case(const char *name, const gds_codec_pipeline_t *p, data_ki
     size_t bad = SIZE_MAX, stored = 0;
     for (size_t i = 0; i < n; i++)
         stored += b.stored[i].n;
+    CUdeviceptr hog = squeeze_begin();
     int rc = gds_codec_decode(codec, p, b.chunks, n, stream, &bad, &st);
+    squeeze_end(hog);
     CHECK_MSG(rc == 0, "%s: %s", name, st.msg);
     size_t diff = rc == 0 ? batch_compare(&b, p->chunk_bytes, SIZE_MAX) : n;
     CHECK_MSG(diff == 0, "%s: %zu chunks differ", name, diff);
@@ -97,7 +124,9 @@ static void encode_case(const char *name, const gds_codec_pipeline_t *p, data_ki
         dst[i] = (void *)(uintptr_t)(dbuf + i * (cap + 16) + (i % 2));
     }
     gds_status_t st = {0, ""};
+    CUdeviceptr hog = squeeze_begin();
     int rc = gds_codec_encode(codec, p, src, dst, out_bytes, out_mask, n, stream, &st);
+    squeeze_end(hog);
     CHECK_MSG(rc == 0, "%s: %s", name, st.msg);
     size_t bad_cpu = 0, total = 0, skipped = 0;
     gds_codec_chunk_t *chunks = calloc(n, sizeof *chunks);
@@ -224,6 +253,50 @@ static void write_batch_cases(void)
     p = pipe_new(MB, 4);
     pipe_add(&p, GDS_FILTER_DEFLATE, 0, 1, CD0);
     CHECK(gds_codec_write_batch_chunks(codec, &p, 512) == 0);
+}
+
+/* A fresh codec (it holds no memory yet) decoding and encoding with about
+ * 96 MiB of the device free: 96 chunks of 1 MiB need more at once
+ * (arenas, nvCOMP's scratch: Deflate's compressor about 12 MB a chunk), so
+ * the sub-batches are narrowed (gds_codec_narrowed counts it) and the data
+ * still comes back whole; then a trim lifts the lowered budget. */
+static void pressure_cases(void)
+{
+    const size_t MB = 1 << 20;
+    gds_status_t st = {0, ""};
+    gds_codec_t *keep = codec, *fresh = NULL;
+    if (gds_codec_open(&fresh, NULL, &st) < 0) {
+        CHECK_MSG(0, "a second codec: %s", st.msg);
+        return;
+    }
+    codec = fresh;
+    squeeze_to = 96 * MB;
+    gds_codec_pipeline_t p = pipe_new(MB, 4);
+    pipe_add(&p, GDS_FILTER_SHUFFLE, OPT, 1, CD4);
+    pipe_add(&p, GDS_FILTER_DEFLATE, OPT, 1, CD4);
+    unsigned long n0 = gds_codec_narrowed(fresh);
+    decode_case("shuffle+deflate4, 96 MiB free", &p, DATA_FLOAT_FIELD, 96, NULL);
+    unsigned long n1 = gds_codec_narrowed(fresh);
+    CHECK_MSG(n1 > n0, "decode with 96 MiB free: narrowed %lu times", n1 - n0);
+    encode_case("shuffle+deflate4, 96 MiB free", &p, DATA_FLOAT_FIELD, 96, false);
+    unsigned long n2 = gds_codec_narrowed(fresh);
+    CHECK_MSG(n2 > n1, "encode with 96 MiB free: narrowed %lu times", n2 - n1);
+    p = pipe_new(MB, 4);
+    pipe_add(&p, GDS_FILTER_ZSTD, OPT, 1, CD3);
+    encode_case("zstd3, 96 MiB free", &p, DATA_FLOAT_FIELD, 96, false);
+    squeeze_to = 0;
+    /* the budget seen through the Deflate write batch: 128 or more 1 MiB chunks within 2 GiB */
+    p = pipe_new(MB, 4);
+    pipe_add(&p, GDS_FILTER_SHUFFLE, OPT, 1, CD4);
+    pipe_add(&p, GDS_FILTER_DEFLATE, OPT, 1, CD4);
+    size_t squeezed = gds_codec_write_batch_chunks(fresh, &p, 512);
+    gds_codec_trim(fresh);
+    size_t after = gds_codec_write_batch_chunks(fresh, &p, 512);
+    CHECK_MSG(squeezed < 128 && after >= 128, "Deflate write batch %zu chunks under pressure, %zu after the trim",
+              squeezed, after);
+    printf("      pressure: %lu sub-batches narrowed\n", gds_codec_narrowed(fresh) - n0);
+    codec = keep;
+    gds_codec_close(fresh);
 }
 
 void roundtrip_tests(void)
@@ -504,4 +577,6 @@ void roundtrip_tests(void)
     pipe_add(&p, GDS_FILTER_BLOSC, OPT, 7, bl_lz4_bit4);
     pipe_add(&p, GDS_FILTER_FLETCHER32, 0, 0, NULL);
     encode_case("shuffle+blosc lz4 bitshuffle+fletcher32", &p, DATA_FLOAT_FIELD, 8, false);
+
+    pressure_cases(); /* last: the kernels' launches have sized the context's local memory */
 }
