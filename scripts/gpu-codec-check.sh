@@ -48,6 +48,8 @@ if [ "$selftest" = 1 ]; then
   "$build/test_codec_gpu" --require || status=1
   echo "== GPU: garbage inside valid framing (a child process per case)"
   "$build/test_codec_gpu" --require --hostile || status=1
+  echo "== GPU: little of the device's memory free"
+  H5GDS_CODEC_DEBUG=1 "$build/test_codec_gpu" --require --pressure || status=1
 fi
 if ls .codec-fixtures/*.fx.gz >/dev/null 2>&1; then
   echo "== fixtures written by h5py + hdf5plugin"

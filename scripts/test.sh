@@ -87,4 +87,8 @@ wheel=$(ls build/pip-wheel/h5gds-*manylinux*.whl)
 echo "wheel: $wheel"
 build/venv/bin/pip install -q "$wheel" || exit 1
 build/venv/bin/python -m pytest -q -rs python/tests || status=1
+# The codec tests' CPU references against HDF5 + hdf5plugin (the ctest runs
+# above skip it where CMake's Python has no h5py): the venv's.
+echo "== codec references against h5py + hdf5plugin (build/venv)"
+(cd build/h14 && H5GDS_PYTHON="$root/build/venv/bin/python" ctest --output-on-failure -R '^codec_fixtures_cpu$') || status=1
 exit $status

@@ -15,7 +15,8 @@
 #include "codec_shared.h"
 
 /* The blosc step gds_codec_encode plans for p (blosc alone); false when it
- * would not encode it on the GPU. */
+ * would not encode it on the GPU. The model compresses with liblz4 only: a
+ * step that compresses with zstd (gds_step_compresses_zstd) is not its. */
 static inline bool blosc_encode_step(const gds_codec_pipeline_t *p, gds_codec_step_t *s)
 {
     gds_codec_step_t steps[GDS_CODEC_MAX_FILTERS];

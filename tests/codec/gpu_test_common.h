@@ -121,6 +121,9 @@ void blosc_stream_garbage(bytes_t *c);
 /* gpu_roundtrip.c: every filter, CPU-encoded chunks decoded on the GPU and
  * GPU-encoded ones decoded on the CPU (and the GPU). */
 void roundtrip_tests(void);
+/* gpu_roundtrip.c: decoding and encoding with little of the device's
+ * memory free (test_codec_gpu --pressure, a process of its own). */
+void pressure_tests(void);
 /* gpu_corrupt.c: corrupt and truncated chunks give errors. */
 void corrupt_tests(void);
 /* gpu_hostile.c: garbage inside valid framing. hostile_tests runs each case

@@ -15,6 +15,8 @@
  *                                  CPU) into OUT/<name>.<gpu|cpu>.enc for
  *                                  h5_fixtures.py verify
  *   test_codec_gpu --hostile       garbage inside valid framing (child processes)
+ *   test_codec_gpu --pressure      decoding and encoding with about 96 MiB of the
+ *                                  device free (sub-batches narrowed, or ENOMEM)
  *   test_codec_gpu --hostile-case N  hostile case N in this process
  *   test_codec_gpu --bench [MiB]   decode and encode throughput
  *   test_codec_gpu --widths [N]    decode time by batch width; batches decoded at once
@@ -33,7 +35,7 @@ static bool require_gpu;
 int main(int argc, char **argv)
 {
     const char *fixture_dir = NULL, *out = NULL;
-    bool cpu = false, hostile = false;
+    bool cpu = false, hostile = false, pressure = false;
     int hostile_case = -1;
     size_t bench_mib = 0, widths_n = 0;
     for (int i = 1; i < argc; i++) {
@@ -47,6 +49,8 @@ int main(int argc, char **argv)
             require_gpu = true;
         else if (!strcmp(argv[i], "--hostile"))
             hostile = true;
+        else if (!strcmp(argv[i], "--pressure"))
+            pressure = true;
         else if (!strcmp(argv[i], "--hostile-case") && i + 1 < argc)
             hostile_case = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--bench"))
@@ -54,7 +58,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--widths"))
             widths_n = i + 1 < argc && atoi(argv[i + 1]) > 0 ? (size_t)atoi(argv[++i]) : 1024;
         else {
-            fprintf(stderr, "usage: %s [--require] [--hostile | --hostile-case N | --fixtures DIR [--cpu] [--out DIR] | --bench [MiB] | --widths [N]]\n",
+            fprintf(stderr, "usage: %s [--require] [--hostile | --hostile-case N | --pressure | --fixtures DIR [--cpu] [--out DIR] | --bench [MiB] | --widths [N]]\n",
                     argv[0]);
             return 2;
         }
@@ -98,6 +102,8 @@ int main(int argc, char **argv)
     GPU_OK(cu->StreamCreate(&stream, CU_STREAM_NON_BLOCKING));
     if (fixture_dir)
         fixtures(fixture_dir, out, false);
+    else if (pressure)
+        pressure_tests();
     else if (!bench_mib && !widths_n) {
         roundtrip_tests();
         corrupt_tests();
@@ -108,5 +114,5 @@ int main(int argc, char **argv)
         widths(widths_n);
     gds_codec_close(codec);
     cu->StreamDestroy(stream);
-    return test_finish("test_codec_gpu");
+    return test_finish(pressure ? "test_codec_gpu --pressure" : "test_codec_gpu");
 }
