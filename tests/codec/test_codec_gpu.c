@@ -16,7 +16,8 @@
  *                                  h5_fixtures.py verify
  *   test_codec_gpu --hostile       garbage inside valid framing (child processes)
  *   test_codec_gpu --pressure      decoding and encoding with about 96 MiB of the
- *                                  device free (sub-batches narrowed, or ENOMEM)
+ *                                  device free (sub-batches narrowed, or ENOMEM),
+ *                                  then the corrupt chunks again
  *   test_codec_gpu --hostile-case N  hostile case N in this process
  *   test_codec_gpu --bench [MiB]   decode and encode throughput
  *   test_codec_gpu --widths [N]    decode time by batch width; batches decoded at once
@@ -102,8 +103,10 @@ int main(int argc, char **argv)
     GPU_OK(cu->StreamCreate(&stream, CU_STREAM_NON_BLOCKING));
     if (fixture_dir)
         fixtures(fixture_dir, out, false);
-    else if (pressure)
+    else if (pressure) {
         pressure_tests();
+        corrupt_tests(); /* after allocations failed: the batch's good chunks still decode right */
+    }
     else if (!bench_mib && !widths_n) {
         roundtrip_tests();
         corrupt_tests();
