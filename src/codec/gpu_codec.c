@@ -271,12 +271,16 @@ int gds_codec_open(gds_codec_t **out, CUcontext ctx, gds_status_t *st)
         memcpy(d + DUMMY_DEFLATE, gds_codec_dummy_deflate, sizeof gds_codec_dummy_deflate);
         memcpy(d + DUMMY_ZSTD, gds_codec_dummy_zstd, sizeof gds_codec_dummy_zstd);
         memcpy(d + DUMMY_LZ4, gds_codec_dummy_lz4, sizeof gds_codec_dummy_lz4);
-        if (ret == 0 && ((rc = cu->MemAlloc(&c->dummies, DUMMY_BYTES)) != CUDA_SUCCESS ||
-                         (rc = cu->MemcpyHtoD(c->dummies, d, DUMMY_BYTES)) != CUDA_SUCCESS))
-            ret = gds_codec_cuda_fail(st, "allocating device memory", rc);
         if (ret == 0 && ((rc = cu->StreamCreate(&c->own, CU_STREAM_NON_BLOCKING)) != CUDA_SUCCESS ||
                          (rc = cu->EventCreate(&c->entry, CU_EVENT_DISABLE_TIMING)) != CUDA_SUCCESS))
             ret = gds_codec_cuda_fail(st, "creating the codec's stream", rc);
+        /* on the codec's own stream, waited for: a plain copy from pageable
+         * memory may return before its DMA lands, on the legacy stream,
+         * which the codec's non-blocking stream does not follow */
+        if (ret == 0 && ((rc = cu->MemAlloc(&c->dummies, DUMMY_BYTES)) != CUDA_SUCCESS ||
+                         (rc = cu->MemcpyHtoDAsync(c->dummies, d, DUMMY_BYTES, c->own)) != CUDA_SUCCESS ||
+                         (rc = cu->StreamSynchronize(c->own)) != CUDA_SUCCESS))
+            ret = gds_codec_cuda_fail(st, "allocating device memory", rc);
     }
     snprintf(c->describe, sizeof c->describe, "nvCOMP %d (%s), kernels for sm_%d%d", nv->major, nv->path,
              c->sm_major, c->sm_minor);

@@ -129,7 +129,10 @@ herr_t gds_filtered_make_fill(read_state_t *s, hid_t dcpl, hid_t type)
             memcpy(host + at, value, esize);
         rc = device_alloc(s, &s->fill, bytes);
         if (rc == CUDA_SUCCESS)
-            rc = s->cu->MemcpyHtoD(s->fill, host, bytes);
+            /* on the read's stream: a copy from pageable memory may return
+             * before its DMA lands, on the legacy stream, which a
+             * non-blocking stream does not follow */
+            rc = s->cu->MemcpyHtoDAsync(s->fill, host, bytes, s->stream);
         ret = rc == CUDA_SUCCESS ? 0 : -1;
     }
     if (ret < 0)

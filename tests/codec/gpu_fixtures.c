@@ -171,6 +171,7 @@ static void fixture_run(const char *dir, const char *name, const char *out, bool
             void **dst = calloc(x.n, sizeof *dst);
             size_t *ob = calloc(x.n, sizeof *ob);
             GPU_OK(cu->MemcpyHtoD(sbuf, x.expected.p, x.n * cb));
+            GPU_OK(cu->CtxSynchronize()); /* the pageable copy's DMA landed (batch_upload says why) */
             for (size_t i = 0; i < x.n; i++) {
                 src[i] = (const void *)(uintptr_t)(sbuf + i * cb);
                 dst[i] = (void *)(uintptr_t)(dbuf + i * cap);

@@ -127,6 +127,7 @@ static void encode_case(const char *name, const gds_codec_pipeline_t *p, data_ki
         src[i] = (const void *)(uintptr_t)s;
         dst[i] = (void *)(uintptr_t)(dbuf + i * (cap + 16) + (i % 2));
     }
+    GPU_OK(cu->CtxSynchronize()); /* the pageable copies' DMA landed (batch_upload says why) */
     gds_status_t st = {0, ""};
     CUdeviceptr hog = squeeze_begin();
     int rc = gds_codec_encode(codec, p, src, dst, out_bytes, out_mask, n, stream, &st);
@@ -323,6 +324,14 @@ void pressure_tests(void)
     printf("      pressure: %lu sub-batches narrowed\n", gds_codec_narrowed(fresh) - n0);
     codec = keep;
     gds_codec_close(fresh);
+    /* and the other codec decodes right afterwards (the first decode after
+     * the failed zstd encode once read its chunks before their upload had
+     * landed: the tests now wait for their uploads, gpu_test_common.c) */
+    p = pipe_new(256 * 1024, 4);
+    pipe_add(&p, GDS_FILTER_SHUFFLE, OPT, 1, CD4);
+    pipe_add(&p, GDS_FILTER_DEFLATE, OPT, 1, CD6);
+    decode_case("shuffle+deflate6 after the pressure", &p, DATA_FLOAT_FIELD, 6, NULL);
+    decode_case("shuffle+deflate6 after the pressure, again", &p, DATA_FLOAT_FIELD, 6, NULL);
 }
 
 void roundtrip_tests(void)

@@ -57,6 +57,9 @@ void batch_upload(batch_t *b, size_t chunk_bytes, bool odd_dst)
         b->chunks[i].dst = (void *)(uintptr_t)(b->dst_buf + i * (chunk_bytes + 8) + (odd_dst ? i % 8 : 0));
         at += b->stored[i].n;
     }
+    /* A copy from pageable memory may return before its DMA lands, on the
+     * legacy stream, which the codec's non-blocking streams do not follow. */
+    GPU_OK(cu->CtxSynchronize());
 }
 
 void batch_free(batch_t *b)
@@ -86,12 +89,17 @@ size_t batch_compare(const batch_t *b, size_t chunk_bytes, size_t skip)
             continue;
         GPU_OK(cu->MemcpyDtoH(got, (CUdeviceptr)(uintptr_t)b->chunks[i].dst, chunk_bytes));
         if (memcmp(got, b->data[i].p, chunk_bytes)) {
-            size_t at = 0;
+            size_t at = 0, ndiff = 0, last = 0;
             while (got[at] == b->data[i].p[at])
                 at++;
+            for (size_t k = at; k < chunk_bytes; k++)
+                if (got[k] != b->data[i].p[k]) {
+                    ndiff++;
+                    last = k;
+                }
             if (bad++ < 3)
-                fprintf(stderr, "  chunk %zu differs first at byte %zu (got 0x%02x, want 0x%02x)\n", i, at, got[at],
-                        b->data[i].p[at]);
+                fprintf(stderr, "  chunk %zu differs first at byte %zu (got 0x%02x, want 0x%02x), last at %zu, %zu of %zu bytes\n",
+                        i, at, got[at], b->data[i].p[at], last, ndiff, chunk_bytes);
         }
     }
     free(got);
