@@ -172,9 +172,15 @@ herr_t gds_filtered_write_all(read_state_t *s)
         largest_m = to - from > largest_m ? to - from : largest_m;
     }
     double start = gds_filtered_seconds_now();
-    /* Not fatal: without it each batch takes what it needs (and says so
-     * when it cannot). */
-    (void)gds_codec_encode_reserve(s->codec, &s->pipe, largest_m, &st);
+    /* The encode area first: where the device is nearly full, the codec
+     * can narrow its sub-batches, this buffer cannot shrink. The codec's
+     * reservation is not fatal: without it each sub-batch takes what it
+     * needs (and narrows when that does not fit). */
+    if (gds_filtered_ensure(s, &s->stored[ENCODE_AREA], &s->stored_cap[ENCODE_AREA], largest_m * max_enc, 0,
+                            "encoded chunks") < 0)
+        rc = -1;
+    else
+        (void)gds_codec_encode_reserve(s->codec, &s->pipe, largest_m, &st);
     for (size_t from = 0, to; rc == 0 && from < s->nchunks; from = to, slot = (slot + 1) % GDS_HELD_SLOTS) {
         to = gds_filtered_write_batch_end(s, from);
         double t0 = gds_filtered_seconds_now();
