@@ -624,7 +624,7 @@ int gds_codec_decode(gds_codec_t *c, const gds_codec_pipeline_t *p, const gds_co
         for (size_t b = g0; ret == 0 && b < g1;) {
             size_t take = b + m <= g1 ? m : g1 - b;
             ret = decode_batch(&x, idx + b, take, slot, st);
-            if (ret < 0 && gds_codec_narrow_after_oom(c, take, stream, st)) {
+            if (ret < 0 && gds_codec_narrow_after_oom(c, take, st)) {
                 size_t narrower = decode_batch_size(c, &x, slot, g1 - b);
                 m = narrower < take / 2 ? narrower : take / 2; /* the same chunks again */
                 ret = 0;

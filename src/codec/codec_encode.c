@@ -520,7 +520,7 @@ int gds_codec_encode(gds_codec_t *c, const gds_codec_pipeline_t *p, const void *
         for (size_t i = 0; ret == 0 && i < n;) {
             size_t take = i + m <= n ? m : n - i;
             ret = encode_batch(c, p, &e, src, dst, i, take, out_bytes, out_mask, &errors, stream, st);
-            if (ret < 0 && gds_codec_narrow_after_oom(c, take, stream, st)) {
+            if (ret < 0 && gds_codec_narrow_after_oom(c, take, st)) {
                 size_t narrower = encode_batch_size(c, &e, n - i);
                 m = narrower < take / 2 ? narrower : take / 2; /* the same chunks again */
                 ret = 0;

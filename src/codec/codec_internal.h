@@ -230,10 +230,10 @@ int gds_codec_dbuf_reserve(gds_codec_t *c, dbuf_t *b, size_t need, CUstream s, g
 size_t gds_codec_budget(gds_codec_t *c);
 /* After a sub-batch of m chunks failed: true where it failed for want of
  * memory (st->err ENOMEM) and can run again narrower. The codec's buffers
- * are then given back (once the stream is idle) and its budget halved
+ * are then given back (once its own stream is idle) and its budget halved
  * until gds_codec_trim; the caller runs the same chunks again, at most
  * m / 2 at a time. False (st untouched) otherwise. */
-bool gds_codec_narrow_after_oom(gds_codec_t *c, size_t m, CUstream s, gds_status_t *st);
+bool gds_codec_narrow_after_oom(gds_codec_t *c, size_t m, gds_status_t *st);
 /* A sub-batch's temporary memory for m chunks beside their arenas, by the
  * caller's plan (a decode group's, an encode's). */
 typedef size_t (*gds_codec_temp_fn)(gds_codec_t *c, const void *plan, size_t m);

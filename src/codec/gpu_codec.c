@@ -385,7 +385,7 @@ static void free_buffers(gds_codec_t *c)
     __atomic_store_n(&c->held, (size_t)0, __ATOMIC_RELAXED);
 }
 
-bool gds_codec_narrow_after_oom(gds_codec_t *c, size_t m, CUstream s, gds_status_t *st)
+bool gds_codec_narrow_after_oom(gds_codec_t *c, size_t m, gds_status_t *st)
 {
     /* Another process (or this one's own allocator: PyTorch's and CuPy's
      * pools keep what they freed) may hold most of the device: a read or
@@ -393,8 +393,8 @@ bool gds_codec_narrow_after_oom(gds_codec_t *c, size_t m, CUstream s, gds_status
     if (st->err != ENOMEM || m <= 1 || c->stuck)
         return false;
     size_t budget = gds_codec_budget(c);
-    if (budget / 2 < ((size_t)1 << 20) || c->cu->StreamSynchronize(s) != CUDA_SUCCESS ||
-        c->cu->StreamSynchronize(c->own) != CUDA_SUCCESS)
+    /* the calls' work runs on the codec's own stream (gds_codec_follow) */
+    if (budget / 2 < ((size_t)1 << 20) || c->cu->StreamSynchronize(c->own) != CUDA_SUCCESS)
         return false;
     free_buffers(c);
     __atomic_store_n(&c->cap, budget / 2, __ATOMIC_RELAXED);

@@ -57,14 +57,13 @@ static herr_t pack_batch(read_state_t *s, void **dst, const size_t *bytes, size_
  * encoded from it in place, the others are gathered into whole chunks
  * first (the part past the dataset's extent holds the fill value, as HDF5
  * pads edge chunks). */
-static herr_t encode_batch(read_state_t *s, size_t from, size_t to, size_t max_enc, size_t largest_m, unsigned slot)
+static herr_t encode_batch(read_state_t *s, size_t from, size_t to, size_t max_enc, unsigned slot)
 {
     size_t m = to - from, esize = s->pipe.type_size, gathered = 0;
     for (size_t k = from; k < to; k++)
         gathered += !s->chunks[k].in_place;
-    if (gds_filtered_ensure(s, &s->scratch, &s->scratch_cap, gathered * s->pipe.chunk_bytes, 0, "whole chunks") < 0 ||
-        gds_filtered_ensure(s, &s->stored[ENCODE_AREA], &s->stored_cap[ENCODE_AREA], m * max_enc, largest_m * max_enc,
-                            "encoded chunks") < 0)
+    /* the encode area holds the largest batch already (gds_filtered_write_all) */
+    if (gds_filtered_ensure(s, &s->scratch, &s->scratch_cap, gathered * s->pipe.chunk_bytes, 0, "whole chunks") < 0)
         return -1;
     const void **src = malloc(m * sizeof *src);
     void **dst = malloc(m * sizeof *dst);
@@ -191,7 +190,7 @@ herr_t gds_filtered_write_all(read_state_t *s)
         double t1 = gds_filtered_seconds_now(), enc0 = s->wstats.encode_s;
         s->wstats.store_wait_s += t1 - t0;
         uint64_t stored0 = s->wstats.stored_bytes;
-        rc = encode_batch(s, from, to, max_enc, largest_m, slot);
+        rc = encode_batch(s, from, to, max_enc, slot);
         double t2 = gds_filtered_seconds_now();
         /* Space for what is left, at the ratio so far (a quarter more). */
         double ratio = s->wstats.decoded_bytes ? (double)s->wstats.stored_bytes / (double)s->wstats.decoded_bytes : 1;
