@@ -9,8 +9,10 @@
  * lowest failing chunk collected.
  */
 #include "codec_internal.h"
+#include "deflate_splice.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct encode_plan {
@@ -66,6 +68,12 @@ static void encode_blocks(const gds_codec_step_t *s, size_t in, size_t *nblocks,
     }
     else if (s->kind == GDS_STEP_BLOSC) /* its streams, the pieces nvCOMP compresses */
         gds_blosc_encode_streams(s, in, nblocks, block_in);
+    else if (s->kind == GDS_STEP_DEFLATE && s->level != 0 && gds_codec_deflate_piece() &&
+             in > gds_codec_deflate_piece()) { /* pieces joined into one stream */
+        size_t piece = gds_codec_deflate_piece();
+        *nblocks = (in + piece - 1) / piece;
+        *block_in = piece;
+    }
     else if (s->kind == GDS_STEP_ZSTD && in > gds_codec_zstd_piece(s->level)) { /* pieces spliced into one frame */
         size_t piece = gds_codec_zstd_piece(s->level);
         *nblocks = (in + piece - 1) / piece;
@@ -93,6 +101,25 @@ static void encode_blocks(const gds_codec_step_t *s, size_t in, size_t *nblocks,
 size_t gds_codec_zstd_piece(int level)
 {
     return level <= 2 ? GDS_ZSTD_PIECE_MIN : level <= 5 ? 65536u : GDS_ZSTD_PIECE_MAX;
+}
+
+/* nvCOMP's Deflate compression codes a stream serially: a batch of 1 MiB
+ * chunks took 250 ms, one chunk's time, however wide (H100,
+ * 2026-11-27-h100-deflate-writes). Pieces of a chunk are compressed side
+ * by side, then joined into the chunk's one stream (deflate_splice.h).
+ * H5GDS_DEFLATE_PIECE_KIB sets their size (0: chunks whole). */
+size_t gds_codec_deflate_piece(void)
+{
+    static size_t piece = SIZE_MAX;
+    size_t p = __atomic_load_n(&piece, __ATOMIC_RELAXED);
+    if (p == SIZE_MAX) {
+        const char *env = getenv("H5GDS_DEFLATE_PIECE_KIB");
+        char *end = NULL;
+        long kib = env && *env ? strtol(env, &end, 10) : -1;
+        p = kib >= 0 && end && *end == '\0' && kib <= 65536 ? (size_t)kib * 1024 : GDS_DEFLATE_PIECE;
+        __atomic_store_n(&piece, p, __ATOMIC_RELAXED);
+    }
+    return p;
 }
 
 bool gds_codec_encodes_slowly(const gds_codec_pipeline_t *p)
@@ -182,6 +209,8 @@ static int encode_plan(gds_codec_t *c, const gds_codec_pipeline_t *p, const void
             if (nvcomp &&
                 gds_codec_compress_sizes(c, s, e->nblocks, e->block_in, size, stream, &e->block_out, NULL, st) < 0)
                 return -1;
+            if (nvcomp && s->kind == GDS_STEP_DEFLATE && e->nblocks > 1) /* the join's empty stored block */
+                e->block_out = align_up(e->block_out + DS_SYNC_BYTES, SLOT_ALIGN);
             if (nvcomp && s->kind == GDS_STEP_ZSTD) /* room for the piece's blocks stored raw */
                 e->splice_out = align_up(e->block_in + 3 * (e->block_in / GDS_ZSTD_RAW_BLOCK_MAX + 1) + 64, 16);
             e->comp = nvcomp ? s : NULL;
@@ -332,10 +361,9 @@ static int encode_batch(gds_codec_t *c, const gds_codec_pipeline_t *p, const enc
                 else if (step->kind == GDS_STEP_BITSHUFFLE || step->kind == GDS_STEP_BSHUF_LZ4 ||
                          step->kind == GDS_STEP_BSHUF_ZSTD)
                     jb->p1 = (gds_u32)(step->block ? step->block : gds_bshuf_default_block(step->elem));
-                else if (step->kind == GDS_STEP_DEFLATE) {
+                else if (step->kind == GDS_STEP_DEFLATE) { /* pieces of block_in bytes (one: the chunk) */
                     jb->p0 = 1;
-                    jb->p1 = (gds_u32)in_size;
-                    jb->mid = comp_base + j * e->block_out;
+                    jb->p1 = (gds_u32)(e->block_in ? e->block_in : in_size);
                 }
                 else if (step->kind == GDS_STEP_ZSTD) { /* pieces of block_in bytes */
                     jb->p0 = 1;
@@ -433,9 +461,13 @@ static int encode_batch(gds_codec_t *c, const gds_codec_pipeline_t *p, const enc
             unsigned grid = ne < 65536 ? (unsigned)ne : 65536;
             if (step->kind == GDS_STEP_DEFLATE) {
                 unsigned flg = gds_codec_zlib_flg(step->level), stored_only = !nvcomp;
+                unsigned join_blocks = (unsigned)((ne + 63) / 64);
+                void *aj[] = {&dj, &em.e, &ne64};
                 void *a[] = {&dj, &em.e, &bm.dsize, &bm.mask, &bm.acc, &bm.err, &bm.detail, &code, &flg, &bit,
                              &optional, &stored_only};
-                if (gds_codec_launch(c, K_ZLIB_ASSEMBLE, parts_for(e->max_encoded), n32, s, a, st) < 0)
+                if ((nvcomp && e->nblocks > 1 &&
+                     gds_codec_launch_threads(c, K_DEFLATE_JOIN, join_blocks, 1, 64, s, aj, st) < 0) ||
+                    gds_codec_launch(c, K_ZLIB_ASSEMBLE, parts_for(e->max_encoded), n32, s, a, st) < 0)
                     return -1;
             }
             else if (step->kind == GDS_STEP_ZSTD) {

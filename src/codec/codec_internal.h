@@ -54,6 +54,7 @@ enum kernel_id {
     K_BLOSC_FINISH,
     K_BLOSC_SHUFFLE,
     K_BLOSC_LAYOUT,
+    K_DEFLATE_JOIN,
     K_COUNT
 };
 

@@ -8,6 +8,7 @@
 #include "codec_shared.h"
 #define ZS_MAX_CHECKPOINTS GDS_ZSTD_SPLICE_CHECKPOINTS
 #include "zstd_splice.h"
+#include "deflate_splice.h"
 
 typedef unsigned char u8;
 typedef gds_u64 u64;
@@ -695,11 +696,59 @@ __global__ void codec_blocks_plan(const gds_kjob_t *jobs, u32 n, gds_kentries_t 
     }
 }
 
-// zlib stream from nvCOMP's raw deflate (in mid): header, data, Adler-32
-// (acc from codec_adler_sum over the input). When that is longer than the
-// same data in stored blocks (or nvCOMP failed to compress: an error), the
-// stored form is written. An optional filter whose output is not smaller
-// than its input is skipped (mask bit set, the input copied).
+// Stored blocks (BTYPE 00) of in[0, len) at out, ds_stored_bytes(len)
+// bytes, the last one BFINAL where `final`; all threads of the x dimension
+// share the work.
+__device__ void store_blocks(u8 *out, const u8 *in, u64 len, bool final, u64 tid, u64 stride)
+{
+    u64 nstored = len ? (len + GDS_DEFLATE_STORED_MAX - 1) / GDS_DEFLATE_STORED_MAX : 1;
+    const u64 span = 5 + GDS_DEFLATE_STORED_MAX;
+    for (u64 o = tid; o < 5 * nstored + len; o += stride) {
+        u64 b = o / span, w = o % span;
+        u64 bl = len - b * GDS_DEFLATE_STORED_MAX;
+        bl = bl < GDS_DEFLATE_STORED_MAX ? bl : GDS_DEFLATE_STORED_MAX;
+        u8 v;
+        if (w == 0)
+            v = final && b == nstored - 1 ? 1 : 0; // BFINAL, BTYPE = 00
+        else if (w == 1) v = (u8)bl;
+        else if (w == 2) v = (u8)(bl >> 8);
+        else if (w == 3) v = (u8)~bl;
+        else if (w == 4) v = (u8)(~bl >> 8);
+        else v = in[b * GDS_DEFLATE_STORED_MAX + w - 5];
+        out[o] = v;
+    }
+}
+
+// A chunk's Deflate pieces (deflate_splice.h), a thread each: each piece's
+// stream walked and made one the next piece may follow, in place in its
+// nvCOMP slot (DS_SYNC_BYTES of room after the stream). out_actual becomes
+// the piece's joined bytes, or 0: the piece goes as stored blocks (it did
+// not walk, or is no smaller than them). Entries nvCOMP failed are left for
+// codec_zlib_assemble to report.
+__global__ void codec_deflate_join(const gds_kjob_t *jobs, gds_kentries_t e, u64 n)
+{
+    u64 i = gtid();
+    if (i >= n || ((const int *)e.status)[i] != 0)
+        return;
+    const gds_kjob_t jb = jobs[((const gds_kentry_t *)e.aux)[i].chunk];
+    int last = i + 1 == jb.entry0 + jb.nentries;
+    u8 *p = (u8 *)((const u64 *)e.out_ptrs)[i];
+    u64 len = ((const u64 *)e.out_actual)[i], in = ((const u64 *)e.in_bytes)[i];
+    ds_huff_t lit, dist;
+    ds_stream_t s;
+    u64 joined = 0;
+    if (ds_walk(p, len, in, &s, &lit, &dist) == 0 && ds_joined_bytes(&s, last) < ds_stored_bytes(in))
+        joined = ds_join(p, &s, last);
+    ((u64 *)e.out_actual)[i] = joined;
+}
+
+// zlib stream from nvCOMP's raw Deflate: header, data, Adler-32 (acc from
+// codec_adler_sum over the input). The data: the one stream of a chunk
+// compressed whole, or its pieces joined (codec_deflate_join; p1 = the
+// piece's bytes), a piece not joined as stored blocks. When that is longer
+// than the chunk in stored blocks (or nvCOMP failed to compress: an error),
+// the stored form is written. An optional filter whose output is not
+// smaller than its input is skipped (mask bit set, the input copied).
 // stored_only (level 0): no nvCOMP entries, the stored form.
 __global__ void codec_zlib_assemble(const gds_kjob_t *jobs, gds_kentries_t e, u64 *dsize, u32 *mask, const u64 *acc,
                                     u32 *err, u64 *detail, u32 code, u32 flg, u32 bit, u32 optional, u32 stored_only)
@@ -707,19 +756,24 @@ __global__ void codec_zlib_assemble(const gds_kjob_t *jobs, gds_kentries_t e, u6
     const gds_kjob_t jb = jobs[blockIdx.y];
     const u8 *in = (const u8 *)jb.in;
     u8 *out = (u8 *)jb.out;
-    u64 len = jb.in_size;
-    int st = stored_only ? 0 : ((const int *)e.status)[jb.entry0];
-    u64 c = stored_only ? ~0ull / 2 : ((const u64 *)e.out_actual)[jb.entry0];
-    u64 nstored = len ? (len + GDS_DEFLATE_STORED_MAX - 1) / GDS_DEFLATE_STORED_MAX : 1;
-    u64 stored_total = 2 + len + 5 * nstored + 4;
-    bool comp = st == 0 && c + 6 <= stored_total;
+    u64 len = jb.in_size, bs = jb.p1 ? jb.p1 : 1;
+    u32 np = stored_only ? 0 : jb.nentries;
+    const u64 *actual = (const u64 *)e.out_actual;
+    u64 c = stored_only ? ~0ull / 2 : 0;
+    for (u32 k = 0; k < np; k++) {
+        u64 i = jb.entry0 + k, plen = len - k * bs < bs ? len - k * bs : bs;
+        int st = ((const int *)e.status)[i];
+        if (st != 0) {
+            if (blockIdx.x == 0 && threadIdx.x == 0)
+                fail(err, detail, jb.chunk, code | GDS_KERR_ENCODE, (u64)(unsigned)st);
+            return;
+        }
+        c += np == 1 || actual[i] ? actual[i] : ds_stored_bytes(plen);
+    }
+    u64 stored_total = 2 + ds_stored_bytes(len) + 4;
+    bool comp = c + 6 <= stored_total;
     u64 total = comp ? c + 6 : stored_total;
     bool skip = optional && total >= len;
-    if (st != 0) {
-        if (blockIdx.x == 0 && threadIdx.x == 0)
-            fail(err, detail, jb.chunk, code | GDS_KERR_ENCODE, (u64)(unsigned)st);
-        return;
-    }
     u64 tid = gtid(), stride = gstride();
     if (skip) {
         copy_bytes(out, in, len, tid, stride);
@@ -727,25 +781,22 @@ __global__ void codec_zlib_assemble(const gds_kjob_t *jobs, gds_kentries_t e, u6
             mask[jb.chunk] |= bit;
         return;
     }
-    if (comp)
-        copy_bytes(out + 2, (const u8 *)jb.mid, c, tid, stride);
-    else {
-        const u64 span = 5 + GDS_DEFLATE_STORED_MAX;
-        for (u64 o = tid; o < total - 6; o += stride) {
-            u64 b = o / span, w = o % span;
-            u64 bl = len - b * GDS_DEFLATE_STORED_MAX;
-            bl = bl < GDS_DEFLATE_STORED_MAX ? bl : GDS_DEFLATE_STORED_MAX;
-            u8 v;
-            if (w == 0)
-                v = b == nstored - 1 ? 1 : 0; // BFINAL, BTYPE = 00
-            else if (w == 1) v = (u8)bl;
-            else if (w == 2) v = (u8)(bl >> 8);
-            else if (w == 3) v = (u8)~bl;
-            else if (w == 4) v = (u8)(~bl >> 8);
-            else v = in[b * GDS_DEFLATE_STORED_MAX + w - 5];
-            out[2 + o] = v;
+    if (comp) {
+        u64 at = 2;
+        for (u32 k = 0; k < np; k++) {
+            u64 i = jb.entry0 + k, plen = len - k * bs < bs ? len - k * bs : bs;
+            if (np == 1 || actual[i]) {
+                copy_bytes(out + at, (const u8 *)((const u64 *)e.out_ptrs)[i], actual[i], tid, stride);
+                at += actual[i];
+            }
+            else {
+                store_blocks(out + at, in + k * bs, plen, k + 1 == np, tid, stride);
+                at += ds_stored_bytes(plen);
+            }
         }
     }
+    else
+        store_blocks(out + 2, in, len, true, tid, stride);
     if (tid == 0) {
         out[0] = 0x78;
         out[1] = (u8)flg;

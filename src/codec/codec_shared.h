@@ -78,6 +78,9 @@ enum {
 /* Bytes of an encoded deflate stored block's data and the zstd raw block. */
 #define GDS_DEFLATE_STORED_MAX 65535u
 #define GDS_ZSTD_RAW_BLOCK_MAX 131072u
+/* Deflate chunks are compressed in pieces of this many bytes, joined into
+ * one stream (deflate_splice.h, gds_codec_deflate_piece). */
+#define GDS_DEFLATE_PIECE 65536u
 /* Plain zstd chunks are compressed in pieces, then spliced into one frame
  * (zstd_splice.h): nvCOMP compresses a batch of 32 KiB pieces fastest, and
  * larger ones better (longer matches found), up to a block's 128 KiB; the

@@ -73,6 +73,10 @@ bool gds_codec_encodes_slowly(const gds_codec_pipeline_t *p);
  * level: levels up to 2 32 KiB (fastest), 3-5 64 KiB, 6 and up 128 KiB
  * (better ratios, slower). */
 size_t gds_codec_zstd_piece(int level);
+/* Bytes of the pieces a Deflate chunk is compressed in, then joined into one
+ * stream (deflate_splice.h; H5GDS_DEFLATE_PIECE_KIB, else
+ * GDS_DEFLATE_PIECE); 0: chunks compressed whole. */
+size_t gds_codec_deflate_piece(void);
 
 /* One per CUDA context: nvCOMP entry points, the NVRTC-compiled module,
  * cached temporary memory (kept until close up to what sub-batches within

@@ -712,10 +712,12 @@ static inline uint64_t rng(void)
 }
 static inline double rng_unit(void) { return (double)(rng() >> 11) / 9007199254740992.0; }
 
-typedef enum { DATA_FLOAT_FIELD, DATA_IMAGE_U8, DATA_SPARSE_INT, DATA_RANDOM, DATA_DOUBLE_FIELD } data_kind_t;
+typedef enum { DATA_FLOAT_FIELD, DATA_IMAGE_U8, DATA_SPARSE_INT, DATA_RANDOM, DATA_DOUBLE_FIELD, DATA_MIXED } data_kind_t;
 
 /* A smooth field with noise (float32/64), image-like bytes (gradients,
- * texture, edges), sparse labels (int32), random bytes. */
+ * texture, edges), sparse labels (int32), random bytes; image bytes with
+ * random stretches (the second 128 KiB of every 256: a compressor meets pieces it
+ * cannot shrink beside ones it can). */
 static inline void make_data(data_kind_t kind, unsigned char *out, size_t len, unsigned seed)
 {
     rng_state = 0x9e3779b97f4a7c15ull ^ ((uint64_t)seed * 0x100000001b3ull);
@@ -770,6 +772,12 @@ static inline void make_data(data_kind_t kind, unsigned char *out, size_t len, u
     case DATA_RANDOM:
         for (size_t i = 0; i < len; i++)
             out[i] = (unsigned char)rng();
+        break;
+    case DATA_MIXED:
+        make_data(DATA_IMAGE_U8, out, len, seed);
+        for (size_t i = 0; i < len; i++)
+            if (i % 262144 >= 131072)
+                out[i] = (unsigned char)rng();
         break;
     }
 }

@@ -3,6 +3,8 @@
  * device memory. --widths [N]: the decode time of batches of 64 .. N whole
  * 1 MiB chunks, and of N chunks as two or four batches decoded at once
  * (a codec and a stream each), to size the reads' batches.
+ * --bench-deflate [MiB]: Deflate alone, at the piece size
+ * H5GDS_DEFLATE_PIECE_KIB sets (run it once per size to compare).
  */
 #include <pthread.h>
 #include <string.h>
@@ -161,6 +163,27 @@ void bench(size_t mib)
     pipe_add(&p, GDS_FILTER_DEFLATE, OPT, 1, CD4);
     bench_one("shuffle+deflate4 f32 4 MiB", &p, DATA_FLOAT_FIELD, mib);
     bench_zstd_sizes(mib / 4 ? mib / 4 : 1);
+}
+
+void bench_deflate(size_t mib)
+{
+    const size_t MB = 1 << 20;
+    printf("Deflate pieces: %zu B (0: chunks whole)\n", gds_codec_deflate_piece());
+    gds_codec_pipeline_t p = pipe_new(MB, 4);
+    pipe_add(&p, GDS_FILTER_SHUFFLE, OPT, 1, CD4);
+    pipe_add(&p, GDS_FILTER_DEFLATE, OPT, 1, CD4);
+    bench_one("shuffle+deflate4 f32", &p, DATA_FLOAT_FIELD, mib);
+    p = pipe_new(MB, 4);
+    pipe_add(&p, GDS_FILTER_SHUFFLE, OPT, 1, CD4);
+    pipe_add(&p, GDS_FILTER_DEFLATE, OPT, 1, CD1);
+    bench_one("shuffle+deflate1 f32", &p, DATA_FLOAT_FIELD, mib);
+    p = pipe_new(MB, 1);
+    pipe_add(&p, GDS_FILTER_DEFLATE, OPT, 1, CD4);
+    bench_one("deflate4 u8 image", &p, DATA_IMAGE_U8, mib);
+    p = pipe_new(4 * MB, 4);
+    pipe_add(&p, GDS_FILTER_SHUFFLE, OPT, 1, CD4);
+    pipe_add(&p, GDS_FILTER_DEFLATE, OPT, 1, CD4);
+    bench_one("shuffle+deflate4 f32 4 MiB", &p, DATA_FLOAT_FIELD, mib);
 }
 
 /* ---- decode time by batch width, and two batches decoded at once ---- */

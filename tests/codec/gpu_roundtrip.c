@@ -232,10 +232,11 @@ static void read_batch_cases(void)
 }
 
 /* The write batches the codec asks for (gds_codec_write_batch_chunks):
- * Deflate, one stream a chunk, as many as one sub-batch holds (at least
- * 128 chunks of 1 MiB within the default 2 GiB); compressors of many
- * streams a chunk and Deflate's stored blocks (level 0, no nvCOMP) 0, the
- * writer's own. Then encoding that many and one more (one or two
+ * Deflate, one stream a chunk (chunks of one piece, or 1 MiB where chunks
+ * are compressed whole), as many as one sub-batch holds (at least 128
+ * within the default 2 GiB); compressors of many streams a chunk (Deflate's
+ * 1 MiB chunks in pieces among them) and Deflate's stored blocks (level 0,
+ * no nvCOMP) 0, the writer's own. Then encoding that many and one more (one or two
  * sub-batches, by the device's free memory) after reserving their memory
  * (gds_codec_encode_reserve), the memory given back (gds_codec_trim), and
  * an encode after. */
@@ -245,13 +246,25 @@ static void write_batch_cases(void)
     gds_codec_pipeline_t p = pipe_new(MB, 4);
     pipe_add(&p, GDS_FILTER_SHUFFLE, OPT, 1, CD4);
     pipe_add(&p, GDS_FILTER_DEFLATE, OPT, 1, CD4);
-    size_t deflate = gds_codec_write_batch_chunks(codec, &p, 512);
-    CHECK_MSG(deflate >= 128 && deflate <= 512, "shuffle+deflate: %zu chunks per write batch", deflate);
-    CHECK(gds_codec_write_batch_chunks(codec, &p, 3) == 3);
     gds_status_t st;
+    size_t piece = gds_codec_deflate_piece();
+    if (piece && piece < MB) { /* 1 MiB chunks in pieces: many streams, the writer's own batches */
+        CHECK(gds_codec_write_batch_chunks(codec, &p, 512) == 0);
+        CHECK_MSG(gds_codec_encode_reserve(codec, &p, 257, &st) == 0, "reserving 257 chunks: %s", st.msg);
+        encode_case("shuffle+deflate4 in pieces, 257 chunks", &p, DATA_FLOAT_FIELD, 257, false);
+        gds_codec_trim(codec);
+        p = pipe_new(piece, 4); /* chunks of one piece: one stream each */
+        pipe_add(&p, GDS_FILTER_SHUFFLE, OPT, 1, CD4);
+        pipe_add(&p, GDS_FILTER_DEFLATE, OPT, 1, CD4);
+    }
+    size_t cap = piece && piece < MB ? 4096 : 512, lo = 128;
+    size_t deflate = gds_codec_write_batch_chunks(codec, &p, cap);
+    CHECK_MSG(deflate >= lo && deflate <= cap, "shuffle+deflate %zu B chunks: %zu per write batch", p.chunk_bytes,
+              deflate);
+    CHECK(gds_codec_write_batch_chunks(codec, &p, 3) == 3);
     CHECK_MSG(gds_codec_encode_reserve(codec, &p, deflate + 1, &st) == 0, "reserving %zu chunks: %s", deflate + 1,
               st.msg);
-    if (deflate >= 128 && deflate <= 512)
+    if (deflate >= lo && deflate <= cap)
         encode_case("shuffle+deflate4, a write batch and one more", &p, DATA_FLOAT_FIELD, deflate + 1, false);
     gds_codec_trim(codec);
     encode_case("shuffle+deflate4 after the memory was given back", &p, DATA_FLOAT_FIELD, 8, false);
@@ -312,15 +325,17 @@ void pressure_tests(void)
     encode_case("zstd3, 96 MiB free", &p, DATA_FLOAT_FIELD, 96, false);
     oom_ok = false;
     squeeze_to = 0;
-    /* the budget seen through the Deflate write batch: 128 or more 1 MiB chunks within 2 GiB */
-    p = pipe_new(MB, 4);
+    /* the budget seen through the Deflate write batch of chunks that are one
+     * stream each (1 MiB, or a piece): at least 2 GiB after the trim */
+    size_t piece = gds_codec_deflate_piece(), one = piece && piece < MB ? piece : MB;
+    p = pipe_new(one, 4);
     pipe_add(&p, GDS_FILTER_SHUFFLE, OPT, 1, CD4);
     pipe_add(&p, GDS_FILTER_DEFLATE, OPT, 1, CD4);
-    size_t squeezed = gds_codec_write_batch_chunks(fresh, &p, 512);
+    size_t squeezed = gds_codec_write_batch_chunks(fresh, &p, 65536);
     gds_codec_trim(fresh);
-    size_t after = gds_codec_write_batch_chunks(fresh, &p, 512);
-    CHECK_MSG(squeezed < 128 && after >= 128, "Deflate write batch %zu chunks under pressure, %zu after the trim",
-              squeezed, after);
+    size_t after = gds_codec_write_batch_chunks(fresh, &p, 65536);
+    CHECK_MSG(squeezed < after && after >= 128,
+              "Deflate write batch of %zu B chunks: %zu under pressure, %zu after the trim", one, squeezed, after);
     printf("      pressure: %lu sub-batches narrowed\n", gds_codec_narrowed(fresh) - n0);
     codec = keep;
     gds_codec_close(fresh);
@@ -470,6 +485,9 @@ void roundtrip_tests(void)
     p = pipe_new(300000, 1);
     pipe_add(&p, GDS_FILTER_DEFLATE, 0, 1, CD6);
     encode_case("deflate6 random, mandatory", &p, DATA_RANDOM, 4, false);
+    p = pipe_new(MB + 4097, 1); /* pieces joined beside pieces stored, a short last one */
+    pipe_add(&p, GDS_FILTER_DEFLATE, OPT, 1, CD6);
+    encode_case("deflate6 1 MiB + 4097 half random", &p, DATA_MIXED, 6, false);
     p = pipe_new(256 * 1024, 4);
     pipe_add(&p, GDS_FILTER_SHUFFLE, OPT, 1, CD4);
     pipe_add(&p, GDS_FILTER_DEFLATE, OPT, 1, CD2);

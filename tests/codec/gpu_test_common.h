@@ -136,5 +136,6 @@ void fixtures(const char *dir, const char *out, bool cpu);
 /* gpu_bench.c: decode and encode throughput. */
 void bench(size_t mib);
 void widths(size_t nchunks);
+void bench_deflate(size_t mib);
 
 #endif

@@ -38,7 +38,7 @@ int main(int argc, char **argv)
     const char *fixture_dir = NULL, *out = NULL;
     bool cpu = false, hostile = false, pressure = false;
     int hostile_case = -1;
-    size_t bench_mib = 0, widths_n = 0;
+    size_t bench_mib = 0, widths_n = 0, deflate_mib = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--fixtures") && i + 1 < argc)
             fixture_dir = argv[++i];
@@ -56,10 +56,12 @@ int main(int argc, char **argv)
             hostile_case = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--bench"))
             bench_mib = i + 1 < argc && atoi(argv[i + 1]) > 0 ? (size_t)atoi(argv[++i]) : 256;
+        else if (!strcmp(argv[i], "--bench-deflate"))
+            deflate_mib = i + 1 < argc && atoi(argv[i + 1]) > 0 ? (size_t)atoi(argv[++i]) : 256;
         else if (!strcmp(argv[i], "--widths"))
             widths_n = i + 1 < argc && atoi(argv[i + 1]) > 0 ? (size_t)atoi(argv[++i]) : 1024;
         else {
-            fprintf(stderr, "usage: %s [--require] [--hostile | --hostile-case N | --pressure | --fixtures DIR [--cpu] [--out DIR] | --bench [MiB] | --widths [N]]\n",
+            fprintf(stderr, "usage: %s [--require] [--hostile | --hostile-case N | --pressure | --fixtures DIR [--cpu] [--out DIR] | --bench [MiB] | --bench-deflate [MiB] | --widths [N]]\n",
                     argv[0]);
             return 2;
         }
@@ -107,7 +109,7 @@ int main(int argc, char **argv)
         pressure_tests();
         corrupt_tests(); /* after allocations failed: the batch's good chunks still decode right */
     }
-    else if (!bench_mib && !widths_n) {
+    else if (!bench_mib && !widths_n && !deflate_mib) {
         roundtrip_tests();
         corrupt_tests();
     }
@@ -115,6 +117,8 @@ int main(int argc, char **argv)
         bench(bench_mib);
     if (widths_n)
         widths(widths_n);
+    if (deflate_mib)
+        bench_deflate(deflate_mib);
     gds_codec_close(codec);
     cu->StreamDestroy(stream);
     return test_finish(pressure ? "test_codec_gpu --pressure" : "test_codec_gpu");

@@ -1,0 +1,311 @@
+/*
+ * One Deflate stream out of streams compressed one piece at a time.
+ *
+ * nvCOMP's Deflate compressor codes each input as one stream, serially, and
+ * the inputs of a batch side by side: a batch of 1 MiB chunks takes about
+ * one chunk's time (250 ms on an H100) however wide. HDF5's deflate filter
+ * reads one zlib stream per chunk. So a chunk is compressed in pieces, each
+ * a raw Deflate stream of its own, and the pieces are joined into one
+ * stream as a parallel gzip joins its pieces (RFC 1951 allows it: a block
+ * may refer back only into the bytes before it, and a piece's blocks refer
+ * only into their own piece, which the joined stream also holds before
+ * them):
+ *
+ *   - each piece's blocks are walked (headers, Huffman codes, lengths and
+ *     distances; nothing decoded into bytes) to the bit where its last
+ *     block ends, and the bit of that block's BFINAL flag;
+ *   - in all pieces but the chunk's last, that flag is cleared and an empty
+ *     stored block follows the last block (what zlib's Z_SYNC_FLUSH
+ *     writes: three zero header bits, zeros to the byte's end, then LEN 0
+ *     and NLEN 0xFFFF), so that the next piece starts on a byte boundary;
+ *   - a piece that cannot be walked (a stream nvCOMP should not have
+ *     written), or one that came out no smaller than stored blocks of its
+ *     bytes, is written as stored blocks instead (right, only larger).
+ *
+ * Plain C that CUDA C++ (NVRTC) compiles too: the codec's kernel runs it a
+ * piece per thread, the unit tests on the host against zlib. Written from
+ * the format's specification (RFC 1951).
+ */
+#ifndef H5GDS_DEFLATE_SPLICE_H
+#define H5GDS_DEFLATE_SPLICE_H
+
+#ifdef __CUDACC_RTC__
+#define DS_FN __device__ static inline
+#define DS_DATA __constant__ static const
+#else
+#define DS_FN static inline
+#define DS_DATA static const
+#endif
+
+typedef unsigned char ds_u8;
+typedef unsigned short ds_u16;
+typedef unsigned int ds_u32;
+typedef unsigned long long ds_u64;
+
+#define DS_STORED_MAX 65535u /* a stored block's bytes at most */
+#define DS_SYNC_BYTES 5u     /* the empty stored block after a piece, at most (its header may take a byte) */
+#define DS_MAX_BITS 15u
+
+/* What a walk found (ds_walk). */
+typedef struct ds_stream {
+    ds_u64 final_bit; /* the bit of the last block's BFINAL flag */
+    ds_u64 end_bit;   /* the bit after the last block's end */
+} ds_stream_t;
+
+/* A canonical Huffman code: codes per length, symbols in code order. */
+typedef struct ds_huff {
+    ds_u16 count[DS_MAX_BITS + 1];
+    ds_u16 symbol[288];
+} ds_huff_t;
+
+/* Bits are read from the least significant bit of each byte up. Bytes past
+ * the end read as zeros; the walk fails once it has used one of them. */
+typedef struct ds_bits {
+    const ds_u8 *p;
+    ds_u64 n;   /* bytes */
+    ds_u64 pos; /* bits used */
+} ds_bits_t;
+
+DS_FN ds_u32 ds_peek(const ds_bits_t *b, ds_u32 k)
+{
+    ds_u64 at = b->pos >> 3, v = 0;
+    for (ds_u32 i = 0; i < 4; i++)
+        if (at + i < b->n)
+            v |= (ds_u64)b->p[at + i] << (8 * i);
+    v >>= b->pos & 7;
+    return (ds_u32)(v & ((1ull << k) - 1));
+}
+
+DS_FN ds_u32 ds_take(ds_bits_t *b, ds_u32 k)
+{
+    ds_u32 v = k ? ds_peek(b, k) : 0;
+    b->pos += k;
+    return v;
+}
+
+DS_FN int ds_overrun(const ds_bits_t *b) { return b->pos > 8 * b->n; }
+
+/* The code of `n` symbols whose code lengths are len[]: 0, or -1 where the
+ * lengths are more than a code can have (an incomplete code is allowed, as
+ * zlib allows it for a single distance). */
+DS_FN int ds_build(ds_huff_t *h, const ds_u8 *len, ds_u32 n)
+{
+    ds_u16 offs[DS_MAX_BITS + 1];
+    for (ds_u32 l = 0; l <= DS_MAX_BITS; l++)
+        h->count[l] = 0;
+    for (ds_u32 s = 0; s < n; s++)
+        h->count[len[s]]++;
+    int left = 1;
+    for (ds_u32 l = 1; l <= DS_MAX_BITS; l++) {
+        left = 2 * left - h->count[l];
+        if (left < 0)
+            return -1;
+    }
+    offs[1] = 0;
+    for (ds_u32 l = 1; l < DS_MAX_BITS; l++)
+        offs[l + 1] = (ds_u16)(offs[l] + h->count[l]);
+    for (ds_u32 s = 0; s < n; s++)
+        if (len[s])
+            h->symbol[offs[len[s]]++] = (ds_u16)s;
+    return 0;
+}
+
+/* The next symbol of code h, or -1 where the bits are no code of it. The
+ * code's bits come first-bit-first, the most significant bit of the code
+ * first (RFC 1951 3.1.1). */
+DS_FN int ds_decode(ds_bits_t *b, const ds_huff_t *h)
+{
+    ds_u32 bits = ds_peek(b, DS_MAX_BITS);
+    int code = 0, first = 0, index = 0;
+    for (ds_u32 l = 1; l <= DS_MAX_BITS; l++) {
+        code |= (int)(bits & 1);
+        bits >>= 1;
+        int count = h->count[l];
+        if (code - first < count) {
+            b->pos += l;
+            return h->symbol[index + (code - first)];
+        }
+        index += count;
+        first = (first + count) << 1;
+        code <<= 1;
+    }
+    return -1;
+}
+
+DS_DATA ds_u8 ds_len_extra[29] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2,
+                                  2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0};
+DS_DATA ds_u16 ds_len_base[29] = {3,  4,  5,  6,  7,  8,  9,  10, 11,  13,  15,  17,  19,  23, 27,
+                                  31, 35, 43, 51, 59, 67, 83, 99, 115, 131, 163, 195, 227, 258};
+DS_DATA ds_u8 ds_dist_extra[30] = {0, 0, 0, 0, 1, 1, 2, 2,  3,  3,  4,  4,  5,  5,  6,
+                                   6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13};
+DS_DATA ds_u16 ds_dist_base[30] = {1,   2,   3,   4,   5,   7,    9,    13,   17,   25,   33,   49,   65,    97,    129,
+                                   193, 257, 385, 513, 769, 1025, 1537, 2049, 3073, 4097, 6145, 8193, 12289, 16385, 24577};
+DS_DATA ds_u8 ds_clen_order[19] = {16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15};
+
+/* A Huffman-coded block's symbols up to its end of block; `done` bytes of
+ * the piece come before it (a distance may not reach before the piece).
+ * 0, or -1 where the block is not valid. */
+DS_FN int ds_codes(ds_bits_t *b, const ds_huff_t *lit, const ds_huff_t *dist, ds_u64 *done)
+{
+    for (;;) {
+        int sym = ds_decode(b, lit);
+        if (sym < 0 || ds_overrun(b))
+            return -1;
+        if (sym < 256) {
+            (*done)++;
+            continue;
+        }
+        if (sym == 256)
+            return 0;
+        sym -= 257;
+        if (sym >= 29)
+            return -1;
+        ds_u64 length = ds_len_base[sym] + ds_take(b, ds_len_extra[sym]);
+        int d = ds_decode(b, dist);
+        if (d < 0 || d >= 30 || ds_overrun(b))
+            return -1;
+        ds_u64 distance = ds_dist_base[d] + ds_take(b, ds_dist_extra[d]);
+        if (distance > *done)
+            return -1;
+        *done += length;
+    }
+}
+
+/* Walks the raw Deflate stream p[0, n) to its last block's end: 0 and *s,
+ * or -1 where it is not a valid stream within n bytes, or does not decode
+ * to exactly `expect` bytes. */
+DS_FN int ds_walk(const ds_u8 *p, ds_u64 n, ds_u64 expect, ds_stream_t *s, ds_huff_t *lit, ds_huff_t *dist)
+{
+    ds_bits_t b = {p, n, 0};
+    ds_u64 done = 0;
+    for (;;) {
+        ds_u64 header = b.pos;
+        ds_u32 final = ds_take(&b, 1), type = ds_take(&b, 2);
+        if (type == 0) {
+            b.pos = (b.pos + 7) & ~7ull;
+            ds_u32 len = ds_take(&b, 16), nlen = ds_take(&b, 16);
+            if ((len ^ 0xffffu) != nlen)
+                return -1;
+            b.pos += 8ull * len;
+            done += len;
+        }
+        else if (type == 1) {
+            ds_u8 l[288];
+            for (ds_u32 i = 0; i < 288; i++)
+                l[i] = i < 144 ? 8 : i < 256 ? 9 : i < 280 ? 7 : 8;
+            ds_build(lit, l, 288);
+            for (ds_u32 i = 0; i < 30; i++)
+                l[i] = 5;
+            ds_build(dist, l, 30);
+            if (ds_codes(&b, lit, dist, &done) < 0)
+                return -1;
+        }
+        else if (type == 2) {
+            ds_u8 l[288 + 32];
+            ds_u32 nlit = ds_take(&b, 5) + 257, ndist = ds_take(&b, 5) + 1, ncode = ds_take(&b, 4) + 4;
+            if (nlit > 286 || ndist > 30)
+                return -1;
+            for (ds_u32 i = 0; i < 19; i++)
+                l[ds_clen_order[i]] = i < ncode ? (ds_u8)ds_take(&b, 3) : 0;
+            if (ds_build(lit, l, 19) < 0)
+                return -1;
+            for (ds_u32 i = 0; i < nlit + ndist;) {
+                int sym = ds_decode(&b, lit);
+                if (sym < 0 || ds_overrun(&b))
+                    return -1;
+                if (sym < 16) {
+                    l[i++] = (ds_u8)sym;
+                    continue;
+                }
+                ds_u32 rep, v = 0;
+                if (sym == 16) {
+                    if (i == 0)
+                        return -1;
+                    v = l[i - 1];
+                    rep = 3 + ds_take(&b, 2);
+                }
+                else if (sym == 17)
+                    rep = 3 + ds_take(&b, 3);
+                else
+                    rep = 11 + ds_take(&b, 7);
+                if (i + rep > nlit + ndist)
+                    return -1;
+                while (rep--)
+                    l[i++] = (ds_u8)v;
+            }
+            if (l[256] == 0) /* no end-of-block code */
+                return -1;
+            if (ds_build(lit, l, nlit) < 0 || ds_build(dist, l + nlit, ndist) < 0)
+                return -1;
+            if (ds_codes(&b, lit, dist, &done) < 0)
+                return -1;
+        }
+        else
+            return -1;
+        if (ds_overrun(&b) || done > expect)
+            return -1;
+        if (final) {
+            s->final_bit = header;
+            s->end_bit = b.pos;
+            return done == expect ? 0 : -1;
+        }
+    }
+}
+
+/* Bytes of `len` bytes in stored blocks. */
+DS_FN ds_u64 ds_stored_bytes(ds_u64 len)
+{
+    ds_u64 n = len ? (len + DS_STORED_MAX - 1) / DS_STORED_MAX : 1;
+    return 5 * n + len;
+}
+
+/* Bytes of a walked piece once joined: its blocks to the last one's end,
+ * then, where it is not the chunk's last piece, the empty stored block. */
+DS_FN ds_u64 ds_joined_bytes(const ds_stream_t *s, int last)
+{
+    return last ? (s->end_bit + 7) / 8 : (s->end_bit + 3 + 7) / 8 + 4;
+}
+
+/* Makes the walked stream p (room for ds_joined_bytes) a piece that the
+ * next one may follow: the last block's BFINAL flag cleared, the bits after
+ * its end zeroed, the empty stored block appended. The chunk's last piece
+ * is left as it is. Returns its joined bytes. */
+DS_FN ds_u64 ds_join(ds_u8 *p, const ds_stream_t *s, int last)
+{
+    ds_u64 total = ds_joined_bytes(s, last);
+    if (last)
+        return total;
+    p[s->final_bit / 8] &= (ds_u8)~(1u << (s->final_bit % 8));
+    ds_u64 end = s->end_bit / 8;
+    if (s->end_bit % 8)
+        p[end++] &= (ds_u8)((1u << (s->end_bit % 8)) - 1);
+    while (end < total - 4)
+        p[end++] = 0; /* the stored block's header bits, then its padding */
+    p[total - 4] = 0;
+    p[total - 3] = 0;
+    p[total - 2] = 0xff;
+    p[total - 1] = 0xff;
+    return total;
+}
+
+/* Stored blocks of src[0, len) into out (ds_stored_bytes(len)), the last
+ * one BFINAL where `last`. For the host and tests; the kernel writes them
+ * with all its threads. */
+DS_FN ds_u64 ds_store(ds_u8 *out, const ds_u8 *src, ds_u64 len, int last)
+{
+    ds_u64 o = 0, at = 0;
+    do {
+        ds_u64 bl = len - at < DS_STORED_MAX ? len - at : DS_STORED_MAX;
+        out[o++] = (ds_u8)(last && at + bl == len ? 1 : 0);
+        out[o++] = (ds_u8)bl;
+        out[o++] = (ds_u8)(bl >> 8);
+        out[o++] = (ds_u8)~bl;
+        out[o++] = (ds_u8)(~bl >> 8);
+        for (ds_u64 i = 0; i < bl; i++)
+            out[o++] = src[at + i];
+        at += bl;
+    } while (at < len);
+    return o;
+}
+
+#endif
