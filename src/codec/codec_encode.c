@@ -303,6 +303,40 @@ static int reserve_compressor(gds_codec_t *c, const encode_plan_t *e, const gds_
     return 0;
 }
 
+/* H5GDS_CODEC_DEBUG: the compressor's share of a sub-batch, timed on the
+ * stream by events: nvCOMP, the pieces' splice or join, the framing. */
+typedef struct encode_timer {
+    CUevent ev[4];
+    int n;
+} encode_timer_t;
+
+static void timer_mark(gds_codec_t *c, encode_timer_t *t, CUstream s)
+{
+    if (!gds_codec_debug_on() || t->n >= 4)
+        return;
+    if (c->cu->EventCreate(&t->ev[t->n], 0) != CUDA_SUCCESS)
+        return;
+    if (c->cu->EventRecord(t->ev[t->n], s) != CUDA_SUCCESS) {
+        c->cu->EventDestroy(t->ev[t->n]);
+        return;
+    }
+    t->n++;
+}
+
+/* After the stream's work is done: prints and frees the marks. */
+static void timer_report(gds_codec_t *c, encode_timer_t *t, size_t m, size_t ne)
+{
+    float ms[3] = {0, 0, 0};
+    for (int i = 1; i < t->n; i++)
+        c->cu->EventElapsedTime(&ms[i - 1], t->ev[i - 1], t->ev[i]);
+    if (t->n == 4)
+        fprintf(stderr, "h5gds codec: encode: %zu chunks, %zu nvCOMP inputs: nvCOMP %.2f ms, splice %.2f ms, "
+                        "framing %.2f ms\n", m, ne, ms[0], ms[1], ms[2]);
+    for (int i = 0; i < t->n; i++)
+        c->cu->EventDestroy(t->ev[i]);
+    t->n = 0;
+}
+
 static int encode_batch(gds_codec_t *c, const gds_codec_pipeline_t *p, const encode_plan_t *e, const void *const *src,
                         void *const *dst, size_t i0, size_t m, size_t *out_bytes, unsigned *out_mask,
                         error_list_t *errors, CUstream s, gds_status_t *st)
@@ -322,6 +356,8 @@ static int encode_batch(gds_codec_t *c, const gds_codec_pipeline_t *p, const enc
         return -1;
     unsigned n32 = (unsigned)m;
     CUdeviceptr none = 0;
+    encode_timer_t timer = {{0}, 0};
+    size_t timed_inputs = 0;
     for (size_t d = 0; d < e->nstages; d++) {
         const stage_t *g = &e->stage[d];
         const gds_codec_step_t *step = g->step;
@@ -453,9 +489,12 @@ static int encode_batch(gds_codec_t *c, const gds_codec_pipeline_t *p, const enc
                 unsigned long long slot = e->block_out, base = comp_base;
                 unsigned bs32 = bshuf;
                 void *a[] = {&dj, &n32, &em.e, &slot, &base, &bs32};
+                timer_mark(c, &timer, s);
                 if (gds_codec_launch(c, K_BLOCKS_PLAN, blocks_for(m), 1, s, a, st) < 0 ||
                     gds_codec_nvcomp_compress(c, step, ne, e->block_in, &em, s, st) < 0)
                     return -1;
+                timer_mark(c, &timer, s);
+                timed_inputs = ne;
             }
             unsigned long long ne64 = ne;
             unsigned grid = ne < 65536 ? (unsigned)ne : 65536;
@@ -465,9 +504,11 @@ static int encode_batch(gds_codec_t *c, const gds_codec_pipeline_t *p, const enc
                 void *aj[] = {&dj, &em.e, &ne64};
                 void *a[] = {&dj, &em.e, &bm.dsize, &bm.mask, &bm.acc, &bm.err, &bm.detail, &code, &flg, &bit,
                              &optional, &stored_only};
-                if ((nvcomp && e->nblocks > 1 &&
-                     gds_codec_launch_threads(c, K_DEFLATE_JOIN, join_blocks, 1, 64, s, aj, st) < 0) ||
-                    gds_codec_launch(c, K_ZLIB_ASSEMBLE, parts_for(e->max_encoded), n32, s, a, st) < 0)
+                if (nvcomp && e->nblocks > 1 &&
+                    gds_codec_launch_threads(c, K_DEFLATE_JOIN, join_blocks, 1, 64, s, aj, st) < 0)
+                    return -1;
+                timer_mark(c, &timer, s);
+                if (gds_codec_launch(c, K_ZLIB_ASSEMBLE, parts_for(e->max_encoded), n32, s, a, st) < 0)
                     return -1;
             }
             else if (step->kind == GDS_STEP_ZSTD) {
@@ -475,8 +516,10 @@ static int encode_batch(gds_codec_t *c, const gds_codec_pipeline_t *p, const enc
                 unsigned long long splice_base = comp_base + ne * e->block_out, splice_slot = e->splice_out;
                 void *sp[] = {&dj, &em.e, &ne64, &splice_base, &splice_slot};
                 void *a[] = {&dj, &em.e, &bm.dsize, &bm.mask, &bm.err, &bm.detail, &code, &bit, &optional};
-                if ((nvcomp && gds_codec_launch_threads(c, K_ZSTD_SPLICE, grid, 1, 64, s, sp, st) < 0) ||
-                    gds_codec_launch(c, K_ZSTD_ASSEMBLE, parts_for(e->max_encoded), n32, s, a, st) < 0)
+                if (nvcomp && gds_codec_launch_threads(c, K_ZSTD_SPLICE, grid, 1, 64, s, sp, st) < 0)
+                    return -1;
+                timer_mark(c, &timer, s);
+                if (gds_codec_launch(c, K_ZSTD_ASSEMBLE, parts_for(e->max_encoded), n32, s, a, st) < 0)
                     return -1;
             }
             else if (step->kind == GDS_STEP_LZ4) {
@@ -495,6 +538,7 @@ static int encode_batch(gds_codec_t *c, const gds_codec_pipeline_t *p, const enc
                     gds_codec_launch(c, K_ENTRY_COPY, grid, 1, s, b, st) < 0)
                     return -1;
             }
+            timer_mark(c, &timer, s);
             break;
         }
         }
@@ -509,6 +553,7 @@ static int encode_batch(gds_codec_t *c, const gds_codec_pipeline_t *p, const enc
         return gds_codec_cuda_fail(st, "cuMemcpyDtoHAsync", rc);
     if (gds_codec_sync_stream(c, s, st) < 0)
         return -1;
+    timer_report(c, &timer, m, timed_inputs);
     for (size_t j = 0; j < m; j++) {
         out_bytes[i0 + j] = dsize_h[j];
         out_mask[i0 + j] = mask[j];

@@ -31,7 +31,9 @@
 
 #ifdef __CUDACC_RTC__
 #define DS_FN __device__ static inline
-#define DS_DATA __constant__ static const
+/* global memory, not constant: each thread looks up its own index, and the
+ * constant cache serves one address a warp at a time */
+#define DS_DATA __device__ static const
 #else
 #define DS_FN static inline
 #define DS_DATA static const
@@ -52,45 +54,68 @@ typedef struct ds_stream {
     ds_u64 end_bit;   /* the bit after the last block's end */
 } ds_stream_t;
 
-/* A canonical Huffman code: codes per length, symbols in code order. */
+/* A canonical Huffman code: codes per length, symbols in code order, and
+ * a table by the next DS_FAST_BITS bits of the stream (symbol << 4 | code
+ * length; 0 where the code is longer), which decodes most symbols in one
+ * look-up. */
+#define DS_FAST_BITS 9u
 typedef struct ds_huff {
     ds_u16 count[DS_MAX_BITS + 1];
     ds_u16 symbol[288];
+    ds_u16 fast[1u << DS_FAST_BITS];
 } ds_huff_t;
 
-/* Bits are read from the least significant bit of each byte up. Bytes past
- * the end read as zeros; the walk fails once it has used one of them. */
+/* Bits are read from the least significant bit of each byte up, through a
+ * 64-bit buffer. Bytes past the end read as zeros; the walk fails once it
+ * has used one of them. */
 typedef struct ds_bits {
     const ds_u8 *p;
     ds_u64 n;   /* bytes */
-    ds_u64 pos; /* bits used */
+    ds_u64 at;  /* the next byte into buf */
+    ds_u64 buf; /* bits not used yet, the next one lowest */
+    ds_u32 cnt; /* bits in buf */
 } ds_bits_t;
 
-DS_FN ds_u32 ds_peek(const ds_bits_t *b, ds_u32 k)
+/* At least k (<= 56) bits in the buffer. */
+DS_FN void ds_need(ds_bits_t *b, ds_u32 k)
 {
-    ds_u64 at = b->pos >> 3, v = 0;
-    for (ds_u32 i = 0; i < 4; i++)
-        if (at + i < b->n)
-            v |= (ds_u64)b->p[at + i] << (8 * i);
-    v >>= b->pos & 7;
-    return (ds_u32)(v & ((1ull << k) - 1));
+    while (b->cnt < k) {
+        ds_u64 v = b->at < b->n ? b->p[b->at] : 0;
+        b->buf |= v << b->cnt;
+        b->at++;
+        b->cnt += 8;
+    }
 }
 
 DS_FN ds_u32 ds_take(ds_bits_t *b, ds_u32 k)
 {
-    ds_u32 v = k ? ds_peek(b, k) : 0;
-    b->pos += k;
+    ds_need(b, k);
+    ds_u32 v = (ds_u32)(b->buf & ((1ull << k) - 1));
+    b->buf >>= k;
+    b->cnt -= k;
     return v;
 }
 
-DS_FN int ds_overrun(const ds_bits_t *b) { return b->pos > 8 * b->n; }
+/* Bits used so far. */
+DS_FN ds_u64 ds_pos(const ds_bits_t *b) { return 8 * b->at - b->cnt; }
+
+/* Moves to bit `pos` (a byte boundary or further on). */
+DS_FN void ds_seek(ds_bits_t *b, ds_u64 pos)
+{
+    b->at = pos / 8;
+    b->buf = 0;
+    b->cnt = 0;
+    ds_take(b, (ds_u32)(pos % 8));
+}
+
+DS_FN int ds_overrun(const ds_bits_t *b) { return ds_pos(b) > 8 * b->n; }
 
 /* The code of `n` symbols whose code lengths are len[]: 0, or -1 where the
  * lengths are more than a code can have (an incomplete code is allowed, as
  * zlib allows it for a single distance). */
 DS_FN int ds_build(ds_huff_t *h, const ds_u8 *len, ds_u32 n)
 {
-    ds_u16 offs[DS_MAX_BITS + 1];
+    ds_u16 offs[DS_MAX_BITS + 1], next[DS_MAX_BITS + 1];
     for (ds_u32 l = 0; l <= DS_MAX_BITS; l++)
         h->count[l] = 0;
     for (ds_u32 s = 0; s < n; s++)
@@ -102,11 +127,27 @@ DS_FN int ds_build(ds_huff_t *h, const ds_u8 *len, ds_u32 n)
             return -1;
     }
     offs[1] = 0;
-    for (ds_u32 l = 1; l < DS_MAX_BITS; l++)
+    next[1] = 0;
+    for (ds_u32 l = 1; l < DS_MAX_BITS; l++) {
         offs[l + 1] = (ds_u16)(offs[l] + h->count[l]);
-    for (ds_u32 s = 0; s < n; s++)
-        if (len[s])
-            h->symbol[offs[len[s]]++] = (ds_u16)s;
+        next[l + 1] = (ds_u16)((next[l] + h->count[l]) << 1); /* the first code of each length */
+    }
+    for (ds_u32 i = 0; i < (1u << DS_FAST_BITS); i++)
+        h->fast[i] = 0;
+    for (ds_u32 s = 0; s < n; s++) {
+        ds_u32 l = len[s];
+        if (!l)
+            continue;
+        h->symbol[offs[l]++] = (ds_u16)s;
+        ds_u32 code = next[l]++;
+        if (l > DS_FAST_BITS)
+            continue;
+        ds_u32 rev = 0; /* the code as the stream's bits come: its first bit lowest */
+        for (ds_u32 i = 0; i < l; i++)
+            rev |= ((code >> i) & 1u) << (l - 1 - i);
+        for (ds_u32 i = rev; i < (1u << DS_FAST_BITS); i += 1u << l)
+            h->fast[i] = (ds_u16)(s << 4 | l);
+    }
     return 0;
 }
 
@@ -115,14 +156,22 @@ DS_FN int ds_build(ds_huff_t *h, const ds_u8 *len, ds_u32 n)
  * first (RFC 1951 3.1.1). */
 DS_FN int ds_decode(ds_bits_t *b, const ds_huff_t *h)
 {
-    ds_u32 bits = ds_peek(b, DS_MAX_BITS);
+    ds_need(b, DS_MAX_BITS);
+    ds_u32 e = h->fast[b->buf & ((1u << DS_FAST_BITS) - 1)];
+    if (e) {
+        b->buf >>= e & 15;
+        b->cnt -= e & 15;
+        return (int)(e >> 4);
+    }
+    ds_u32 bits = (ds_u32)b->buf;
     int code = 0, first = 0, index = 0;
     for (ds_u32 l = 1; l <= DS_MAX_BITS; l++) {
         code |= (int)(bits & 1);
         bits >>= 1;
         int count = h->count[l];
         if (code - first < count) {
-            b->pos += l;
+            b->buf >>= l;
+            b->cnt -= l;
             return h->symbol[index + (code - first)];
         }
         index += count;
@@ -176,32 +225,37 @@ DS_FN int ds_codes(ds_bits_t *b, const ds_huff_t *lit, const ds_huff_t *dist, ds
  * to exactly `expect` bytes. */
 DS_FN int ds_walk(const ds_u8 *p, ds_u64 n, ds_u64 expect, ds_stream_t *s, ds_huff_t *lit, ds_huff_t *dist)
 {
-    ds_bits_t b = {p, n, 0};
+    ds_bits_t b = {p, n, 0, 0, 0};
     ds_u64 done = 0;
+    int fixed = 0; /* lit and dist hold the fixed codes */
     for (;;) {
-        ds_u64 header = b.pos;
+        ds_u64 header = ds_pos(&b);
         ds_u32 final = ds_take(&b, 1), type = ds_take(&b, 2);
         if (type == 0) {
-            b.pos = (b.pos + 7) & ~7ull;
+            ds_seek(&b, (ds_pos(&b) + 7) & ~7ull);
             ds_u32 len = ds_take(&b, 16), nlen = ds_take(&b, 16);
             if ((len ^ 0xffffu) != nlen)
                 return -1;
-            b.pos += 8ull * len;
+            ds_seek(&b, ds_pos(&b) + 8ull * len);
             done += len;
         }
         else if (type == 1) {
-            ds_u8 l[288];
-            for (ds_u32 i = 0; i < 288; i++)
-                l[i] = i < 144 ? 8 : i < 256 ? 9 : i < 280 ? 7 : 8;
-            ds_build(lit, l, 288);
-            for (ds_u32 i = 0; i < 30; i++)
-                l[i] = 5;
-            ds_build(dist, l, 30);
+            if (!fixed) {
+                ds_u8 l[288];
+                for (ds_u32 i = 0; i < 288; i++)
+                    l[i] = i < 144 ? 8 : i < 256 ? 9 : i < 280 ? 7 : 8;
+                ds_build(lit, l, 288);
+                for (ds_u32 i = 0; i < 30; i++)
+                    l[i] = 5;
+                ds_build(dist, l, 30);
+                fixed = 1;
+            }
             if (ds_codes(&b, lit, dist, &done) < 0)
                 return -1;
         }
         else if (type == 2) {
             ds_u8 l[288 + 32];
+            fixed = 0;
             ds_u32 nlit = ds_take(&b, 5) + 257, ndist = ds_take(&b, 5) + 1, ncode = ds_take(&b, 4) + 4;
             if (nlit > 286 || ndist > 30)
                 return -1;
@@ -246,7 +300,7 @@ DS_FN int ds_walk(const ds_u8 *p, ds_u64 n, ds_u64 expect, ds_stream_t *s, ds_hu
             return -1;
         if (final) {
             s->final_bit = header;
-            s->end_bit = b.pos;
+            s->end_bit = ds_pos(&b);
             return done == expect ? 0 : -1;
         }
     }
