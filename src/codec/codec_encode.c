@@ -308,7 +308,15 @@ static int reserve_compressor(gds_codec_t *c, const encode_plan_t *e, const gds_
 typedef struct encode_timer {
     CUevent ev[4];
     int n;
+    size_t inputs; /* nvCOMP's inputs in the sub-batch */
 } encode_timer_t;
+
+static void timer_free(gds_codec_t *c, encode_timer_t *t)
+{
+    for (int i = 0; i < t->n; i++)
+        c->cu->EventDestroy(t->ev[i]);
+    t->n = 0;
+}
 
 static void timer_mark(gds_codec_t *c, encode_timer_t *t, CUstream s)
 {
@@ -324,22 +332,22 @@ static void timer_mark(gds_codec_t *c, encode_timer_t *t, CUstream s)
 }
 
 /* After the stream's work is done: prints and frees the marks. */
-static void timer_report(gds_codec_t *c, encode_timer_t *t, size_t m, size_t ne)
+static void timer_report(gds_codec_t *c, encode_timer_t *t, size_t m)
 {
     float ms[3] = {0, 0, 0};
     for (int i = 1; i < t->n; i++)
         c->cu->EventElapsedTime(&ms[i - 1], t->ev[i - 1], t->ev[i]);
     if (t->n == 4)
         fprintf(stderr, "h5gds codec: encode: %zu chunks, %zu nvCOMP inputs: nvCOMP %.2f ms, splice %.2f ms, "
-                        "framing %.2f ms\n", m, ne, ms[0], ms[1], ms[2]);
-    for (int i = 0; i < t->n; i++)
-        c->cu->EventDestroy(t->ev[i]);
-    t->n = 0;
+                        "framing %.2f ms\n", m, t->inputs, ms[0], ms[1], ms[2]);
+    timer_free(c, t);
 }
 
+/* One sub-batch of m chunks from i0; the caller frees what is left of the
+ * timer's marks where this fails. */
 static int encode_batch(gds_codec_t *c, const gds_codec_pipeline_t *p, const encode_plan_t *e, const void *const *src,
                         void *const *dst, size_t i0, size_t m, size_t *out_bytes, unsigned *out_mask,
-                        error_list_t *errors, CUstream s, gds_status_t *st)
+                        error_list_t *errors, encode_timer_t *timer, CUstream s, gds_status_t *st)
 {
     batch_mem_t bm;
     if (reserve_work(c, e, m, s, &bm, st) < 0)
@@ -356,8 +364,6 @@ static int encode_batch(gds_codec_t *c, const gds_codec_pipeline_t *p, const enc
         return -1;
     unsigned n32 = (unsigned)m;
     CUdeviceptr none = 0;
-    encode_timer_t timer = {{0}, 0};
-    size_t timed_inputs = 0;
     for (size_t d = 0; d < e->nstages; d++) {
         const stage_t *g = &e->stage[d];
         const gds_codec_step_t *step = g->step;
@@ -489,25 +495,25 @@ static int encode_batch(gds_codec_t *c, const gds_codec_pipeline_t *p, const enc
                 unsigned long long slot = e->block_out, base = comp_base;
                 unsigned bs32 = bshuf;
                 void *a[] = {&dj, &n32, &em.e, &slot, &base, &bs32};
-                timer_mark(c, &timer, s);
+                timer_mark(c, timer, s);
                 if (gds_codec_launch(c, K_BLOCKS_PLAN, blocks_for(m), 1, s, a, st) < 0 ||
                     gds_codec_nvcomp_compress(c, step, ne, e->block_in, &em, s, st) < 0)
                     return -1;
-                timer_mark(c, &timer, s);
-                timed_inputs = ne;
+                timer_mark(c, timer, s);
+                timer->inputs = ne;
             }
             unsigned long long ne64 = ne;
             unsigned grid = ne < 65536 ? (unsigned)ne : 65536;
             if (step->kind == GDS_STEP_DEFLATE) {
                 unsigned flg = gds_codec_zlib_flg(step->level), stored_only = !nvcomp;
-                unsigned join_blocks = (unsigned)((ne + 3) / 4); /* a warp a piece, 4 a block */
+                unsigned join_blocks = (unsigned)((ne + 3) / 4); /* a warp a piece, 4 a block (DEFLATE_JOIN_WARPS) */
                 void *aj[] = {&dj, &em.e, &ne64};
                 void *a[] = {&dj, &em.e, &bm.dsize, &bm.mask, &bm.acc, &bm.err, &bm.detail, &code, &flg, &bit,
                              &optional, &stored_only};
                 if (nvcomp && e->nblocks > 1 &&
                     gds_codec_launch_threads(c, K_DEFLATE_JOIN, join_blocks, 1, 128, s, aj, st) < 0)
                     return -1;
-                timer_mark(c, &timer, s);
+                timer_mark(c, timer, s);
                 if (gds_codec_launch(c, K_ZLIB_ASSEMBLE, parts_for(e->max_encoded), n32, s, a, st) < 0)
                     return -1;
             }
@@ -518,7 +524,7 @@ static int encode_batch(gds_codec_t *c, const gds_codec_pipeline_t *p, const enc
                 void *a[] = {&dj, &em.e, &bm.dsize, &bm.mask, &bm.err, &bm.detail, &code, &bit, &optional};
                 if (nvcomp && gds_codec_launch_threads(c, K_ZSTD_SPLICE, grid, 1, 64, s, sp, st) < 0)
                     return -1;
-                timer_mark(c, &timer, s);
+                timer_mark(c, timer, s);
                 if (gds_codec_launch(c, K_ZSTD_ASSEMBLE, parts_for(e->max_encoded), n32, s, a, st) < 0)
                     return -1;
             }
@@ -538,7 +544,7 @@ static int encode_batch(gds_codec_t *c, const gds_codec_pipeline_t *p, const enc
                     gds_codec_launch(c, K_ENTRY_COPY, grid, 1, s, b, st) < 0)
                     return -1;
             }
-            timer_mark(c, &timer, s);
+            timer_mark(c, timer, s);
             break;
         }
         }
@@ -553,7 +559,7 @@ static int encode_batch(gds_codec_t *c, const gds_codec_pipeline_t *p, const enc
         return gds_codec_cuda_fail(st, "cuMemcpyDtoHAsync", rc);
     if (gds_codec_sync_stream(c, s, st) < 0)
         return -1;
-    timer_report(c, &timer, m, timed_inputs);
+    timer_report(c, timer, m);
     for (size_t j = 0; j < m; j++) {
         out_bytes[i0 + j] = dsize_h[j];
         out_mask[i0 + j] = mask[j];
@@ -596,7 +602,9 @@ int gds_codec_encode(gds_codec_t *c, const gds_codec_pipeline_t *p, const void *
         size_t m = encode_batch_size(c, &e, n);
         for (size_t i = 0; ret == 0 && i < n;) {
             size_t take = i + m <= n ? m : n - i;
-            ret = encode_batch(c, p, &e, src, dst, i, take, out_bytes, out_mask, &errors, stream, st);
+            encode_timer_t timer = {{0}, 0, 0};
+            ret = encode_batch(c, p, &e, src, dst, i, take, out_bytes, out_mask, &errors, &timer, stream, st);
+            timer_free(c, &timer);
             if (ret < 0 && gds_codec_narrow_after_oom(c, take, st)) {
                 size_t narrower = encode_batch_size(c, &e, n - i);
                 m = narrower < take / 2 ? narrower : take / 2; /* the same chunks again */

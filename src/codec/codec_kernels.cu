@@ -720,26 +720,31 @@ __device__ void store_blocks(u8 *out, const u8 *in, u64 len, bool final, u64 tid
 }
 
 // A chunk's Deflate pieces (deflate_splice.h), a warp each, its first lane
-// working: each piece's stream walked and made one the next piece may
-// follow, in place in its nvCOMP slot (DS_SYNC_BYTES of room after the
-// stream). out_actual becomes the piece's joined bytes, or 0: the piece
-// goes as stored blocks (it did not walk, or is no smaller than them).
-// Entries nvCOMP failed are left for codec_zlib_assemble to report. A warp
-// each, not a thread: the walk branches at every code, and the threads of
-// one warp walking different pieces ran about 25 times slower (H100).
+// working, its tables in shared memory: each piece's stream walked and made
+// one the next piece may follow, in place in its nvCOMP slot (DS_SYNC_BYTES
+// of room after the stream). out_actual becomes the piece's joined bytes,
+// or 0: the piece goes as stored blocks (it did not walk, or is no smaller
+// than them). Entries nvCOMP failed are left for codec_zlib_assemble to
+// report. A warp each, not a thread: the walk branches at every code, and
+// the threads of one warp walking different pieces ran about 25 times
+// slower (H100). Launched with DEFLATE_JOIN_WARPS warps a block.
+#define DEFLATE_JOIN_WARPS 4
 __global__ void codec_deflate_join(const gds_kjob_t *jobs, gds_kentries_t e, u64 n)
 {
+    __shared__ ds_work_t work[DEFLATE_JOIN_WARPS];
     u64 i = gtid() / 32;
-    if ((threadIdx.x & 31) != 0 || i >= n || ((const int *)e.status)[i] != 0)
+    if ((threadIdx.x & 31) != 0 || threadIdx.x / 32 >= DEFLATE_JOIN_WARPS || i >= n ||
+        ((const int *)e.status)[i] != 0)
         return;
     const gds_kjob_t jb = jobs[((const gds_kentry_t *)e.aux)[i].chunk];
     int last = i + 1 == jb.entry0 + jb.nentries;
     u8 *p = (u8 *)((const u64 *)e.out_ptrs)[i];
     u64 len = ((const u64 *)e.out_actual)[i], in = ((const u64 *)e.in_bytes)[i];
-    ds_huff_t lit, dist;
+    u64 cap = ((const u64 *)e.out_cap)[i];
     ds_stream_t s;
     u64 joined = 0;
-    if (ds_walk(p, len, in, &s, &lit, &dist) == 0 && ds_joined_bytes(&s, last) < ds_stored_bytes(in))
+    if (len + DS_SYNC_BYTES <= cap && ds_walk(p, len, in, &s, &work[threadIdx.x / 32]) == 0 &&
+        ds_joined_bytes(&s, last) < ds_stored_bytes(in))
         joined = ds_join(p, &s, last);
     ((u64 *)e.out_actual)[i] = joined;
 }

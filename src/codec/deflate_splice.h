@@ -23,8 +23,9 @@
  *     bytes, is written as stored blocks instead (right, only larger).
  *
  * Plain C that CUDA C++ (NVRTC) compiles too: the codec's kernel runs it a
- * piece per thread, the unit tests on the host against zlib. Written from
- * the format's specification (RFC 1951).
+ * piece per warp (one lane walking, its tables in shared memory), the unit
+ * tests on the host against zlib. Written from the format's specification
+ * (RFC 1951); codes are accepted as zlib's inflate accepts them.
  */
 #ifndef H5GDS_DEFLATE_SPLICE_H
 #define H5GDS_DEFLATE_SPLICE_H
@@ -110,10 +111,19 @@ DS_FN void ds_seek(ds_bits_t *b, ds_u64 pos)
 
 DS_FN int ds_overrun(const ds_bits_t *b) { return ds_pos(b) > 8 * b->n; }
 
+/* A walk's working memory: the two codes in force and the code lengths of
+ * a block's header (the kernel keeps it in shared memory). */
+typedef struct ds_work {
+    ds_huff_t lit, dist;
+    ds_u8 lens[288 + 32];
+} ds_work_t;
+
 /* The code of `n` symbols whose code lengths are len[]: 0, or -1 where the
- * lengths are more than a code can have (an incomplete code is allowed, as
- * zlib allows it for a single distance). */
-DS_FN int ds_build(ds_huff_t *h, const ds_u8 *len, ds_u32 n)
+ * lengths are not a code zlib's inflate takes: more codes than the lengths
+ * allow, or fewer (an incomplete code), except a code with no symbols or
+ * one of a single 1-bit code (a block of one distance), and never for the
+ * code-length code (`lengths_code`). */
+DS_FN int ds_build(ds_huff_t *h, const ds_u8 *len, ds_u32 n, int lengths_code)
 {
     ds_u16 offs[DS_MAX_BITS + 1], next[DS_MAX_BITS + 1];
     for (ds_u32 l = 0; l <= DS_MAX_BITS; l++)
@@ -121,11 +131,16 @@ DS_FN int ds_build(ds_huff_t *h, const ds_u8 *len, ds_u32 n)
     for (ds_u32 s = 0; s < n; s++)
         h->count[len[s]]++;
     int left = 1;
+    ds_u32 longest = 0;
     for (ds_u32 l = 1; l <= DS_MAX_BITS; l++) {
         left = 2 * left - h->count[l];
         if (left < 0)
             return -1;
+        if (h->count[l])
+            longest = l;
     }
+    if (left > 0 && longest > 0 && (lengths_code || longest != 1))
+        return -1;
     offs[1] = 0;
     next[1] = 0;
     for (ds_u32 l = 1; l < DS_MAX_BITS; l++) {
@@ -223,8 +238,9 @@ DS_FN int ds_codes(ds_bits_t *b, const ds_huff_t *lit, const ds_huff_t *dist, ds
 /* Walks the raw Deflate stream p[0, n) to its last block's end: 0 and *s,
  * or -1 where it is not a valid stream within n bytes, or does not decode
  * to exactly `expect` bytes. */
-DS_FN int ds_walk(const ds_u8 *p, ds_u64 n, ds_u64 expect, ds_stream_t *s, ds_huff_t *lit, ds_huff_t *dist)
+DS_FN int ds_walk(const ds_u8 *p, ds_u64 n, ds_u64 expect, ds_stream_t *s, ds_work_t *w)
 {
+    ds_huff_t *lit = &w->lit, *dist = &w->dist;
     ds_bits_t b = {p, n, 0, 0, 0};
     ds_u64 done = 0;
     int fixed = 0; /* lit and dist hold the fixed codes */
@@ -241,27 +257,27 @@ DS_FN int ds_walk(const ds_u8 *p, ds_u64 n, ds_u64 expect, ds_stream_t *s, ds_hu
         }
         else if (type == 1) {
             if (!fixed) {
-                ds_u8 l[288];
+                ds_u8 *l = w->lens;
                 for (ds_u32 i = 0; i < 288; i++)
                     l[i] = i < 144 ? 8 : i < 256 ? 9 : i < 280 ? 7 : 8;
-                ds_build(lit, l, 288);
-                for (ds_u32 i = 0; i < 30; i++)
-                    l[i] = 5;
-                ds_build(dist, l, 30);
+                ds_build(lit, l, 288, 0);
+                for (ds_u32 i = 0; i < 32; i++)
+                    l[i] = 5; /* 30 and 31 take codes but are no distances (ds_codes refuses them) */
+                ds_build(dist, l, 32, 0);
                 fixed = 1;
             }
             if (ds_codes(&b, lit, dist, &done) < 0)
                 return -1;
         }
         else if (type == 2) {
-            ds_u8 l[288 + 32];
+            ds_u8 *l = w->lens;
             fixed = 0;
             ds_u32 nlit = ds_take(&b, 5) + 257, ndist = ds_take(&b, 5) + 1, ncode = ds_take(&b, 4) + 4;
             if (nlit > 286 || ndist > 30)
                 return -1;
             for (ds_u32 i = 0; i < 19; i++)
                 l[ds_clen_order[i]] = i < ncode ? (ds_u8)ds_take(&b, 3) : 0;
-            if (ds_build(lit, l, 19) < 0)
+            if (ds_build(lit, l, 19, 1) < 0)
                 return -1;
             for (ds_u32 i = 0; i < nlit + ndist;) {
                 int sym = ds_decode(&b, lit);
@@ -289,7 +305,7 @@ DS_FN int ds_walk(const ds_u8 *p, ds_u64 n, ds_u64 expect, ds_stream_t *s, ds_hu
             }
             if (l[256] == 0) /* no end-of-block code */
                 return -1;
-            if (ds_build(lit, l, nlit) < 0 || ds_build(dist, l + nlit, ndist) < 0)
+            if (ds_build(lit, l, nlit, 0) < 0 || ds_build(dist, l + nlit, ndist, 0) < 0)
                 return -1;
             if (ds_codes(&b, lit, dist, &done) < 0)
                 return -1;

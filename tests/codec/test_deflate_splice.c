@@ -7,8 +7,12 @@
  * byte. zlib's levels 0 (stored blocks), 1 (fixed codes on short inputs)
  * and 6/9 (dynamic codes) give every block type. Also: what joining costs
  * in size, and streams that must not walk (mutated bytes, truncated, the
- * wrong decoded size): a failed walk, never a read outside the stream.
- * Skipped (77) without zlib.
+ * wrong decoded size): a failed walk, never a read outside the stream (the
+ * mutated streams sit in buffers of their exact size, for the sanitizers),
+ * and, where zlib.h is there to build against, the walk accepts exactly the
+ * streams zlib's inflate decodes to the piece's size, and a walked stream
+ * joined to a following one inflates to the same bytes. Skipped (77)
+ * without zlib.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -16,19 +20,55 @@
 #include <string.h>
 
 #include "codec_ref.h"
+#include "codec_test.h"
 #include "deflate_splice.h"
 
-static int failures, checks;
+#if defined(__has_include)
+#if __has_include(<zlib.h>)
+#include <zlib.h>
+#define HAVE_ZLIB_H 1
+#endif
+#endif
 
-#define CHECK(cond, ...)                                                                                               \
-    do {                                                                                                               \
-        checks++;                                                                                                      \
-        if (!(cond)) {                                                                                                 \
-            failures++;                                                                                                \
-            printf("FAIL  " __VA_ARGS__);                                                                              \
-            printf("\n");                                                                                              \
-        }                                                                                                              \
-    } while (0)
+#ifdef HAVE_ZLIB_H
+/* zlib's raw inflate (windowBits -15), loaded as codec_ref.h loads zlib */
+static int (*z_inflate_init)(z_streamp, int, const char *, int);
+static int (*z_inflate)(z_streamp, int);
+static int (*z_inflate_end)(z_streamp);
+
+static bool raw_inflate_load(void)
+{
+    void *z = dlopen("libz.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!z)
+        return false;
+    *(void **)&z_inflate_init = dlsym(z, "inflateInit2_");
+    *(void **)&z_inflate = dlsym(z, "inflate");
+    *(void **)&z_inflate_end = dlsym(z, "inflateEnd");
+    return z_inflate_init && z_inflate && z_inflate_end;
+}
+
+/* Whether p[0, n) is a raw Deflate stream zlib decodes to exactly `expect`
+ * bytes (into out, expect + 1 bytes of room). */
+static bool raw_inflate(const uint8_t *p, size_t n, uint8_t *out, size_t expect)
+{
+    z_stream zs;
+    memset(&zs, 0, sizeof zs);
+    if (z_inflate_init(&zs, -15, ZLIB_VERSION, (int)sizeof zs) != Z_OK)
+        return false;
+    zs.next_in = (Bytef *)(uintptr_t)p;
+    zs.avail_in = (uInt)n;
+    zs.next_out = out;
+    zs.avail_out = (uInt)(expect + 1);
+    int rc = z_inflate(&zs, Z_FINISH);
+    bool ok = rc == Z_STREAM_END && zs.total_out == expect;
+    z_inflate_end(&zs);
+    return ok;
+}
+#endif
+
+/* codec_test.h's CHECK_MSG, under the name this file uses */
+#undef CHECK
+#define CHECK(cond, ...) CHECK_MSG(cond, __VA_ARGS__)
 
 enum { KIND_FIELD, KIND_IMAGE, KIND_SPARSE, KIND_RANDOM, KIND_DOUBLE, KIND_MIXED, KIND_CONSTANT, NKINDS };
 static const char *const data_names[NKINDS] = {"float field", "image u8", "sparse int32", "random", "double field",
@@ -44,7 +84,7 @@ static void fill(uint8_t *p, size_t n, int kind)
         make_data(ref_kind[kind], p, n, 11);
 }
 
-static uint32_t adler32(const uint8_t *p, size_t n)
+static uint32_t adler_of(const uint8_t *p, size_t n)
 {
     uint32_t a = 1, b = 0;
     for (size_t i = 0; i < n; i++) {
@@ -79,7 +119,7 @@ static bytes_t join(const uint8_t *src, size_t len, size_t piece, int level, joi
 {
     size_t n = len ? (len + piece - 1) / piece : 1;
     bytes_t out = bytes_new(2 + n * (ds_stored_bytes(piece) + DS_SYNC_BYTES) + 4);
-    ds_huff_t lit, dist;
+    static ds_work_t w;
     out.p[0] = 0x78;
     out.p[1] = 0x9c;
     out.n = 2;
@@ -93,7 +133,7 @@ static bytes_t join(const uint8_t *src, size_t len, size_t piece, int level, joi
             return out;
         }
         ds_stream_t st;
-        int walked = ds_walk(raw.p, raw.n, plen, &st, &lit, &dist);
+        int walked = ds_walk(raw.p, raw.n, plen, &st, &w);
         CHECK(walked == 0, "piece %zu of %zu (%zu B, level %d): zlib's stream did not walk", k, n, plen, level);
         CHECK(walked < 0 || (st.end_bit + 7) / 8 == raw.n, "piece %zu: walk ends at bit %llu of %zu bytes", k,
               (unsigned long long)st.end_bit, raw.n);
@@ -112,7 +152,7 @@ static bytes_t join(const uint8_t *src, size_t len, size_t piece, int level, joi
         }
         free(raw.p);
     }
-    uint32_t a = adler32(src, len);
+    uint32_t a = adler_of(src, len);
     put_be(out.p + out.n, a, 4);
     out.n += 4;
     s->joined_bytes += out.n;
@@ -148,51 +188,138 @@ static void roundtrip(int kind, size_t len, size_t piece, int level)
     free(src);
 }
 
+/* A bit writer for hand-made streams: values first-bit-first (extra bits,
+ * header fields), Huffman codes most significant bit first. */
+typedef struct bit_writer {
+    uint8_t *p;
+    size_t bits;
+} bit_writer_t;
+
+static void put_bits(bit_writer_t *b, uint32_t v, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++, b->bits++)
+        if ((v >> i) & 1)
+            b->p[b->bits / 8] |= (uint8_t)(1u << (b->bits % 8));
+}
+
+static void put_code(bit_writer_t *b, uint32_t code, unsigned n)
+{
+    for (unsigned i = n; i-- > 0;)
+        put_bits(b, (code >> i) & 1, 1);
+}
+
+/* A final dynamic block holding "a": literal 'a' and the end of block one
+ * bit each, one distance code of `dist_len` bits (never used). zlib takes
+ * dist_len 1 (a single 1-bit code), not 2 (an incomplete code). */
+static size_t one_literal_block(uint8_t *out, unsigned dist_len)
+{
+    bit_writer_t b = {out, 0};
+    memset(out, 0, 64);
+    put_bits(&b, 1, 1);  /* BFINAL */
+    put_bits(&b, 2, 2);  /* dynamic */
+    put_bits(&b, 0, 5);  /* 257 literal/length codes */
+    put_bits(&b, 0, 5);  /* 1 distance code */
+    put_bits(&b, 15, 4); /* 19 code length codes */
+    /* in their order 16 17 18 0 8 7 9 6 10 5 11 4 12 3 13 2 14 1 15: 18, 0, 2 and 1 two bits each */
+    static const unsigned order_len[19] = {0, 0, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 2, 0};
+    for (int i = 0; i < 19; i++)
+        put_bits(&b, order_len[i], 3);
+    /* their codes: 0 -> 00, 1 -> 01, 2 -> 10, 18 -> 11 */
+    put_code(&b, 3, 2); put_bits(&b, 97 - 11, 7);     /* 97 zero lengths */
+    put_code(&b, 1, 2);                               /* 'a': 1 bit */
+    put_code(&b, 3, 2); put_bits(&b, 138 - 11, 7);    /* 138 zero lengths */
+    put_code(&b, 3, 2); put_bits(&b, 20 - 11, 7);     /* 20 more: up to 255 */
+    put_code(&b, 1, 2);                               /* end of block: 1 bit */
+    put_code(&b, dist_len == 1 ? 1 : 2, 2);           /* the distance code's length */
+    put_code(&b, 0, 1);                               /* 'a' */
+    put_code(&b, 1, 1);                               /* end of block */
+    return (b.bits + 7) / 8;
+}
+
 /* Streams that must not walk, and mutations that must not read or write
- * outside: a walk either fails or accounts for exactly the piece's bytes. */
+ * outside: a walk either fails or accounts for exactly the piece's bytes;
+ * with zlib.h, it agrees with zlib's inflate on every mutated stream. */
 static void hostile(void)
 {
     const size_t len = 40000;
     uint8_t *src = malloc(len);
     fill(src, len, KIND_FIELD);
-    ds_huff_t lit, dist;
+    static ds_work_t w;
     ds_stream_t st;
-    for (int level = 1; level <= 9; level += 8) {
+#ifdef HAVE_ZLIB_H
+    bool with_zlib = raw_inflate_load();
+    uint8_t *want = malloc(len + 1), *got = malloc(len + 1);
+#else
+    bool with_zlib = false;
+#endif
+    for (int level = 1; level <= 9; level += 4) {
         bytes_t raw = raw_deflate(src, len, level);
-        CHECK(raw.p && ds_walk(raw.p, raw.n, len, &st, &lit, &dist) == 0, "level %d: the stream walks", level);
-        CHECK(ds_walk(raw.p, raw.n, len - 1, &st, &lit, &dist) < 0, "level %d: a decoded size one short is refused",
-              level);
-        CHECK(ds_walk(raw.p, raw.n, len + 1, &st, &lit, &dist) < 0, "level %d: a decoded size one long is refused",
-              level);
-        CHECK(ds_walk(raw.p, raw.n / 2, len, &st, &lit, &dist) < 0, "level %d: half the stream is refused", level);
-        int walked = 0;
-        uint8_t *copy = malloc(raw.n);
-        for (int t = 0; t < 2000; t++) {
-            memcpy(copy, raw.p, raw.n);
-            int flips = 1 + (int)(rng() % 4);
-            for (int f = 0; f < flips; f++)
-                copy[rng() % raw.n] ^= (uint8_t)(1u << (rng() % 8));
+        CHECK(raw.p && ds_walk(raw.p, raw.n, len, &st, &w) == 0, "level %d: the stream walks", level);
+        CHECK(ds_walk(raw.p, raw.n, len - 1, &st, &w) < 0, "level %d: a decoded size one short is refused", level);
+        CHECK(ds_walk(raw.p, raw.n, len + 1, &st, &w) < 0, "level %d: a decoded size one long is refused", level);
+        CHECK(ds_walk(raw.p, raw.n / 2, len, &st, &w) < 0, "level %d: half the stream is refused", level);
+        int walked = 0, disagree = 0;
+        for (int t = 0; t < 3000; t++) {
             size_t n = rng() % 8 == 0 ? rng() % raw.n : raw.n; /* sometimes truncated too */
-            if (ds_walk(copy, n, len, &st, &lit, &dist) == 0) {
+            uint8_t *copy = malloc(n + DS_SYNC_BYTES + 5);  /* room for the join and a final block */
+            memcpy(copy, raw.p, n);
+            int flips = 1 + (int)(rng() % 4);
+            for (int f = 0; f < flips && n; f++)
+                copy[rng() % n] ^= (uint8_t)(1u << (rng() % 8));
+            bool walks = ds_walk(copy, n, len, &st, &w) == 0;
+            if (walks) {
                 walked++;
                 CHECK(st.end_bit <= 8 * n && st.final_bit < st.end_bit, "mutated stream: end bit %llu of %zu bytes",
                       (unsigned long long)st.end_bit, n);
             }
+#ifdef HAVE_ZLIB_H
+            if (with_zlib) {
+                bool inflates = raw_inflate(copy, n, want, len);
+                disagree += walks != inflates;
+                if (walks && inflates) { /* joined to a final empty stored block: the same bytes */
+                    uint64_t j = ds_join(copy, &st, 0);
+                    const uint8_t final_block[5] = {0x01, 0x00, 0x00, 0xff, 0xff};
+                    memcpy(copy + j, final_block, 5);
+                    CHECK(j <= n + DS_SYNC_BYTES && raw_inflate(copy, j + 5, got, len) && !memcmp(got, want, len),
+                          "mutated level-%d stream, joined: %llu B of %zu, not the same bytes", level,
+                          (unsigned long long)j, n);
+                }
+            }
+#endif
+            free(copy);
         }
-        printf("ok   mutated level-%d streams: %d of 2000 still walk to %zu bytes (the rest refused)\n", level, walked,
-               len);
-        free(copy);
+        CHECK(disagree == 0, "level %d: the walk and zlib disagreed on %d of 3000 mutated streams", level, disagree);
+        printf("ok   mutated level-%d streams: %d of 3000 still walk to %zu bytes (the rest refused)%s\n", level,
+               walked, len, with_zlib ? ", as zlib's inflate" : " (zlib.h absent: not compared)");
         free(raw.p);
     }
+#ifdef HAVE_ZLIB_H
+    free(want);
+    free(got);
+#endif
     /* "a" in a final fixed-code block: 3 header bits, 8 of the literal, 7 of
      * the end of block */
     uint8_t one[] = {0x4b, 0x04, 0x00};
-    CHECK(ds_walk(one, sizeof one, 1, &st, &lit, &dist) == 0 && st.final_bit == 0 && st.end_bit == 18,
+    CHECK(ds_walk(one, sizeof one, 1, &st, &w) == 0 && st.final_bit == 0 && st.end_bit == 18,
           "a final fixed-code block of one literal: end bit %llu", (unsigned long long)st.end_bit);
     uint8_t reserved[] = {0x07, 0x00};
-    CHECK(ds_walk(reserved, sizeof reserved, 0, &st, &lit, &dist) < 0, "block type 3 is refused");
+    CHECK(ds_walk(reserved, sizeof reserved, 0, &st, &w) < 0, "block type 3 is refused");
     uint8_t badlen[] = {0x01, 0x05, 0x00, 0xfa, 0xfe, 1, 2, 3, 4, 5};
-    CHECK(ds_walk(badlen, sizeof badlen, 5, &st, &lit, &dist) < 0, "a stored block whose NLEN is wrong is refused");
+    CHECK(ds_walk(badlen, sizeof badlen, 5, &st, &w) < 0, "a stored block whose NLEN is wrong is refused");
+    uint8_t block[64];
+    size_t n1 = one_literal_block(block, 1);
+    CHECK(ds_walk(block, n1, 1, &st, &w) == 0 && st.end_bit <= 8 * n1 && st.end_bit > 8 * (n1 - 1),
+          "a dynamic block with a single 1-bit distance code walks to its last byte");
+#ifdef HAVE_ZLIB_H
+    uint8_t one_byte[2];
+    CHECK(!with_zlib || (raw_inflate(block, n1, one_byte, 1) && one_byte[0] == 'a'),
+          "zlib inflates the hand-made block with a single 1-bit distance code");
+#endif
+    size_t n2 = one_literal_block(block, 2);
+    CHECK(ds_walk(block, n2, 1, &st, &w) < 0, "a dynamic block with an incomplete distance code is refused");
+#ifdef HAVE_ZLIB_H
+    CHECK(!with_zlib || !raw_inflate(block, n2, one_byte, 1), "zlib refuses an incomplete distance code too");
+#endif
     free(src);
 }
 
@@ -215,6 +342,5 @@ int main(void)
                     roundtrip(kind, sizes[si], pieces[pi], levels[li]);
                 }
     hostile();
-    printf("%d checks, %d failed\n", checks, failures);
-    return failures ? 1 : 0;
+    return test_finish("test_deflate_splice");
 }
