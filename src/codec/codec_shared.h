@@ -82,7 +82,8 @@ enum {
  * one stream (deflate_splice.h, gds_codec_deflate_piece). 256 MiB of 1 MiB
  * chunks (shuffle + level 4, a float field) compressed at 3.3, 3.2, 2.9
  * and 2.4 GB/s in pieces of 16, 32, 64 and 128 KiB, 1.5 whole; the ratio
- * 1.47-1.49 in pieces, 1.37 whole (H100, tests/codec --bench-deflate). */
+ * 1.47-1.49 in pieces, 1.37 whole (H100, tests/codec --bench-deflate;
+ * 3.6 at 32 KiB once the join's tables moved to shared memory). */
 #define GDS_DEFLATE_PIECE 32768u
 /* Plain zstd chunks are compressed in pieces, then spliced into one frame
  * (zstd_splice.h): nvCOMP compresses a batch of 32 KiB pieces fastest, and
