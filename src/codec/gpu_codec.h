@@ -137,9 +137,11 @@ size_t gds_codec_read_batch_goal(const gds_codec_pipeline_t *p, size_t max_chunk
 
 /* How many chunks of p a write should give gds_codec_encode at once, at
  * most max_chunks: where nvCOMP compresses each chunk as one stream
- * (Deflate), as many as one sub-batch of the codec's memory holds (a
- * batch of those takes about one chunk's time); 0 where the compression
- * time follows the bytes (the writer chooses). */
+ * (Deflate chunks of one piece, or compressed whole:
+ * gds_codec_deflate_piece), as many as one sub-batch of the codec's memory
+ * holds (a batch of those takes about one chunk's time); 0 where the
+ * compression time follows the bytes (the writer chooses; Deflate chunks
+ * in pieces among them). */
 size_t gds_codec_write_batch_chunks(gds_codec_t *c, const gds_codec_pipeline_t *p, size_t max_chunks);
 
 /* Reserves the codec's memory for encoding up to n chunks of p at once

@@ -258,7 +258,8 @@ size_t gds_filtered_read_batch_end(const read_state_t *s, size_t from)
 
 /* The end of the write batch that starts at chunk `from`. Where the codec
  * names a batch (chunks compressed as one stream each, which take about
- * as long in a batch of 64 as of 384: gds_codec_write_batch_chunks), the
+ * as long in a batch of 64 as of 384: gds_codec_write_batch_chunks; not
+ * Deflate chunks compressed in pieces), the
  * fewest batches of at most that, of one size. Else batches of
  * WRITE_BATCH_DECODED_BYTES decoded, except the first and the last, a
  * quarter of that: the first batch's encode and the last batch's write,
