@@ -749,6 +749,13 @@ __global__ void codec_deflate_join(const gds_kjob_t *jobs, gds_kentries_t e, u64
     ((u64 *)e.out_actual)[i] = joined;
 }
 
+// Bytes of piece k of a chunk of len bytes in pieces of bs (the last shorter).
+__device__ __forceinline__ u64 piece_bytes(u64 len, u64 bs, u32 k)
+{
+    u64 off = (u64)k * bs;
+    return len - off < bs ? len - off : bs;
+}
+
 // zlib stream from nvCOMP's raw Deflate: header, data, Adler-32 (acc from
 // codec_adler_sum over the input). The data: the one stream of a chunk
 // compressed whole, or its pieces joined (codec_deflate_join; p1 = the
@@ -768,7 +775,7 @@ __global__ void codec_zlib_assemble(const gds_kjob_t *jobs, gds_kentries_t e, u6
     const u64 *actual = (const u64 *)e.out_actual;
     u64 c = stored_only ? ~0ull / 2 : 0;
     for (u32 k = 0; k < np; k++) {
-        u64 i = jb.entry0 + k, plen = len - k * bs < bs ? len - k * bs : bs;
+        u64 i = jb.entry0 + k, plen = piece_bytes(len, bs, k);
         int st = ((const int *)e.status)[i];
         if (st != 0) {
             if (blockIdx.x == 0 && threadIdx.x == 0)
@@ -791,7 +798,7 @@ __global__ void codec_zlib_assemble(const gds_kjob_t *jobs, gds_kentries_t e, u6
     if (comp) {
         u64 at = 2;
         for (u32 k = 0; k < np; k++) {
-            u64 i = jb.entry0 + k, plen = len - k * bs < bs ? len - k * bs : bs;
+            u64 i = jb.entry0 + k, plen = piece_bytes(len, bs, k);
             if (np == 1 || actual[i]) {
                 copy_bytes(out + at, (const u8 *)((const u64 *)e.out_ptrs)[i], actual[i], tid, stride);
                 at += actual[i];

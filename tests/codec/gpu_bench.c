@@ -118,6 +118,18 @@ static void bench_zstd_sizes(size_t mib)
     }
 }
 
+/* A Deflate pipeline (with shuffle of elem-byte elements before it where
+ * elem > 1) of chunk-byte chunks at the level cd gives, benched. */
+static void bench_deflate_one(const char *name, size_t chunk, unsigned elem, const unsigned *cd, data_kind_t kind,
+                              size_t mib)
+{
+    gds_codec_pipeline_t p = pipe_new(chunk, elem);
+    if (elem > 1)
+        pipe_add(&p, GDS_FILTER_SHUFFLE, OPT, 1, CD4);
+    pipe_add(&p, GDS_FILTER_DEFLATE, OPT, 1, cd);
+    bench_one(name, &p, kind, mib);
+}
+
 void bench(size_t mib)
 {
     gds_codec_pipeline_t p;
@@ -129,9 +141,7 @@ void bench(size_t mib)
     bench_one("shuffle+deflate4 f32", &p, DATA_FLOAT_FIELD, mib);
     pipe_add(&p, GDS_FILTER_FLETCHER32, 0, 0, NULL);
     bench_one("shuffle+deflate4+fletcher32", &p, DATA_FLOAT_FIELD, mib);
-    p = pipe_new(MB, 1);
-    pipe_add(&p, GDS_FILTER_DEFLATE, OPT, 1, CD4);
-    bench_one("deflate4 u8 image", &p, DATA_IMAGE_U8, mib);
+    bench_deflate_one("deflate4 u8 image", MB, 1, CD4, DATA_IMAGE_U8, mib);
     p = pipe_new(MB, 4);
     pipe_add(&p, GDS_FILTER_ZSTD, OPT, 1, CD3);
     bench_one("zstd3 f32", &p, DATA_FLOAT_FIELD, mib);
@@ -158,10 +168,7 @@ void bench(size_t mib)
     p = pipe_new(MB, 4);
     pipe_add(&p, GDS_FILTER_BLOSC, OPT, 7, blosc_bit);
     bench_one("blosc lz4 bitshuffle f32", &p, DATA_FLOAT_FIELD, mib);
-    p = pipe_new(4 * MB, 4);
-    pipe_add(&p, GDS_FILTER_SHUFFLE, OPT, 1, CD4);
-    pipe_add(&p, GDS_FILTER_DEFLATE, OPT, 1, CD4);
-    bench_one("shuffle+deflate4 f32 4 MiB", &p, DATA_FLOAT_FIELD, mib);
+    bench_deflate_one("shuffle+deflate4 f32 4 MiB", 4 * MB, 4, CD4, DATA_FLOAT_FIELD, mib);
     bench_zstd_sizes(mib / 4 ? mib / 4 : 1);
 }
 
@@ -169,21 +176,10 @@ void bench_deflate(size_t mib)
 {
     const size_t MB = 1 << 20;
     printf("Deflate pieces: %zu B (0: chunks whole)\n", gds_codec_deflate_piece());
-    gds_codec_pipeline_t p = pipe_new(MB, 4);
-    pipe_add(&p, GDS_FILTER_SHUFFLE, OPT, 1, CD4);
-    pipe_add(&p, GDS_FILTER_DEFLATE, OPT, 1, CD4);
-    bench_one("shuffle+deflate4 f32", &p, DATA_FLOAT_FIELD, mib);
-    p = pipe_new(MB, 4);
-    pipe_add(&p, GDS_FILTER_SHUFFLE, OPT, 1, CD4);
-    pipe_add(&p, GDS_FILTER_DEFLATE, OPT, 1, CD1);
-    bench_one("shuffle+deflate1 f32", &p, DATA_FLOAT_FIELD, mib);
-    p = pipe_new(MB, 1);
-    pipe_add(&p, GDS_FILTER_DEFLATE, OPT, 1, CD4);
-    bench_one("deflate4 u8 image", &p, DATA_IMAGE_U8, mib);
-    p = pipe_new(4 * MB, 4);
-    pipe_add(&p, GDS_FILTER_SHUFFLE, OPT, 1, CD4);
-    pipe_add(&p, GDS_FILTER_DEFLATE, OPT, 1, CD4);
-    bench_one("shuffle+deflate4 f32 4 MiB", &p, DATA_FLOAT_FIELD, mib);
+    bench_deflate_one("shuffle+deflate4 f32", MB, 4, CD4, DATA_FLOAT_FIELD, mib);
+    bench_deflate_one("shuffle+deflate1 f32", MB, 4, CD1, DATA_FLOAT_FIELD, mib);
+    bench_deflate_one("deflate4 u8 image", MB, 1, CD4, DATA_IMAGE_U8, mib);
+    bench_deflate_one("shuffle+deflate4 f32 4 MiB", 4 * MB, 4, CD4, DATA_FLOAT_FIELD, mib);
 }
 
 /* ---- decode time by batch width, and two batches decoded at once ---- */
