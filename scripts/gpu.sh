@@ -46,6 +46,7 @@ stage_table=(
   "bench-engine|600|the engine under concurrent callers, and a read ordered 'none' during a kernel"
   "profile-loader|900|where a warm loader batch's time goes (bench/tools/loader-profile.py)"
   "profile-compressed|900|GPU-decoded reads (cold, warm) under several settings, interleaved (bench/tools/compressed-read-ab.py)"
+  "profile-compressed-write|900|GPU-compressed writes under several settings, interleaved (bench/tools/compressed-write-ab.py)"
 )
 all_stages=(build c-tests sanitizer mpio-tests mpi-tests python-tests codec-tests
   bench-whole bench-python-whole bench-loader bench-checkpoint bench-mpi bench-mpio bench-compressed)
@@ -93,6 +94,7 @@ Options and settings (environment):
   CODEC_CHECK_ARGS     codec-tests: scripts/gpu-codec-check.sh's options (--bench 0: no throughput bench)
   FILTERS              bench-compressed-c filters (gzip lz4 zstd bitshuffle-lz4 blosc-lz4)
   PROFILE_COMPRESSED_ARGS  profile-compressed options
+  PROFILE_WRITE_ARGS   profile-compressed-write options
   PROFILE_ARGS         profile-loader options (e.g. --cold, --train)
   MPI_SIZE             bench-mpi bytes per rank (2GiB)
   MPIO_PARTS           bench-mpio parts (np4,boundary,np1,h5perf,h5bench)
@@ -479,6 +481,13 @@ stage_profile_compressed() {
   # shellcheck disable=SC2086  # PROFILE_COMPRESSED_ARGS: several options, split on purpose
   x "$py" bench/tools/compressed-read-ab.py --dir "$root/build/bench-py" --out "$out" ${PROFILE_COMPRESSED_ARGS:-} ||
     fail "compressed read A/B"
+}
+
+stage_profile_compressed_write() {
+  need_python
+  # shellcheck disable=SC2086  # PROFILE_WRITE_ARGS: several options, split on purpose
+  x "$py" bench/tools/compressed-write-ab.py --dir "$root/build/bench-py" --out "$out" ${PROFILE_WRITE_ARGS:-} ||
+    fail "compressed write A/B"
 }
 
 stage_bench_mpi() {
