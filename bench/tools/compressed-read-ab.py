@@ -79,7 +79,8 @@ def main() -> None:
                 prepare = (lambda: drop_cache(path)) if cache == "cold" else (lambda: warm(path))
                 prepare()
                 secs = ceiling_seconds(path, cache == "cold", 16, block, offsets)
-                row = dict(data=kind, filter=fname, ratio=f"{ratio:.2f}", cache=cache, variant="ceiling-odirect",
+                ceiling = "ceiling-odirect" if cache == "cold" else "ceiling-page-cache"  # warm: buffered preads
+                row = dict(data=kind, filter=fname, ratio=f"{ratio:.2f}", cache=cache, variant=ceiling,
                            rep=rep, GBps=f"{len(offsets) * block / secs / 1e9:.3f}", decode_s="", read_wait_s="",
                            total_s="")
                 rows.append(row)

@@ -95,12 +95,67 @@ def test_auto_cache_page_stays_windowed(tmp_path):
         assert [ld.epoch_order(e) for e in range(3)] == ["windowed"] * 3
 
 
-def test_chunks_across_samples_refused(tmp_path):
+def _tiled_file(tmp_path: os.PathLike[str], rows: int, shape: tuple[int, ...], chunk: tuple[int, ...],
+                **filters: object) -> tuple[str, np.ndarray]:
+    """A dataset whose chunks cut each sample into tiles (edge tiles included)."""
     path = os.path.join(os.fspath(tmp_path), "tiles.h5")
+    data = _data(rows, shape, "f4", 4)
     with h5py.File(path, "w") as f:
-        f.create_dataset("x", data=_data(100, (32, 32), "f4", 1), chunks=(10, 16, 32), compression="gzip")
-    with pytest.raises(ValueError, match="do not span whole"):
-        h5gds.Loader([path], 8, dataset="x", like="numpy")
+        kw = filters or {"compression": "gzip", "shuffle": True}
+        f.create_dataset("x", data=data, chunks=chunk, maxshape=(None,) * (len(shape) + 1),
+                         **kw)  # type: ignore[arg-type]
+        f.create_dataset("label", data=np.arange(rows, dtype=np.int64))
+    return path, data
+
+
+@pytest.mark.parametrize("shape,chunk", [((32, 32), (10, 16, 32)), ((37, 72), (1, 12, 24)),
+                                         ((6, 37, 19), (3, 4, 10, 8)), ((100,), (10, 128))],
+                         ids=["halves", "netcdf-tiles", "3d-edges", "wider-than-rows"])
+def test_chunks_that_tile_samples_host(tmp_path, shape, chunk):
+    """Chunks smaller than a sample (netCDF-4's tiles) or wider than it
+    (unlimited dimensions): host batches read by HDF5, every sample once."""
+    path, data = _tiled_file(tmp_path, 100, shape, chunk)
+    with h5gds.Loader([path], 8, dataset=["x", "label"], like="numpy", window="16KiB", buffer="64KiB",
+                      seed=3) as ld:
+        x, label = _epoch(ld)
+    assert sorted(label.tolist()) == list(range(100))
+    np.testing.assert_array_equal(x, data[label])
+
+
+@pytest.mark.parametrize("shape,chunk,lo,hi", [((37, 72), (2, 12, 24), 3, 9), ((6, 5, 7), (4, 4, 2, 3), 0, 11),
+                                               ((100,), (5, 128), 7, 8), ((9, 9), (3, 9, 4), 0, 6)])
+def test_place_tiles_puts_every_tile_box_in_its_rows(shape, chunk, lo, hi):
+    """The tile copies of the GPU path, run with NumPy: tiles decoded
+    tile-major (padded as HDF5 pads edge chunks) land in their rows' boxes."""
+    from h5gds._loader_decode import place_tiles
+    from h5gds._loader_layout import tile_boxes
+
+    c0, inner, cinner = chunk[0], shape, chunk[1:]
+    rows = hi + 2 * c0
+    data = _data(rows, shape, "f4", 9)
+    tiles = tile_boxes(inner, cinner)
+    first, last = lo // c0, -(-hi // c0)
+    m = last - first
+    chunk_elems = c0 * int(np.prod(cinner))
+    scratch = np.full(len(tiles.origin) * m * chunk_elems, np.float32(-7.0))
+    for t, (origin, extent) in enumerate(zip(tiles.origin, tiles.extent)):
+        for i in range(m):
+            block = np.full((c0,) + cinner, np.float32(-7.0))
+            r0 = (first + i) * c0
+            part = data[(slice(r0, r0 + c0),) + tuple(slice(o, o + e) for o, e in zip(origin, extent))]
+            block[(slice(0, part.shape[0]),) + tuple(slice(0, e) for e in extent)] = part
+            k = t * m + i
+            scratch[k * chunk_elems:(k + 1) * chunk_elems] = block.reshape(-1)
+    out = np.zeros((hi - lo + 3,) + shape, np.float32)  # rows packed at buffer row 2
+
+    def copy(dst, di, src, si):
+        dst[di] = src[si]
+
+    row_bytes = int(np.prod(shape)) * 4
+    place_tiles(scratch.view(np.uint8), 0, out.reshape(-1).view(np.uint8), 2 * row_bytes, tiles, 4, c0, m,
+                first * c0, lo, hi, copy)
+    np.testing.assert_array_equal(out[2:2 + hi - lo], data[lo:hi])
+    assert not out[:2].any() and not out[2 + hi - lo:].any()
 
 
 def test_compressed_ragged_values_refused(tmp_path):
@@ -212,12 +267,29 @@ def _host(batch):
     return batch.get() if hasattr(batch, "get") else np.asarray(batch)
 
 
-def test_chunks_wider_than_the_rows_refused(tmp_path):
-    """Chunks larger than the inner dimensions (possible with unlimited
-    dimensions) would decode more than a row each: refused."""
-    path = os.path.join(os.fspath(tmp_path), "wide.h5")
-    with h5py.File(path, "w") as f:
-        f.create_dataset("x", data=_data(100, (100,), "f4", 1), chunks=(10, 128), maxshape=(None, None),
-                         compression="gzip")
-    with pytest.raises(ValueError, match="do not span whole"):
-        h5gds.Loader([path], 8, dataset="x", like="numpy")
+@pytest.mark.gpu
+@pytest.mark.parametrize("staging", ["pinned", "device"])
+@pytest.mark.parametrize("shape,chunk,name", [((37, 72), (1, 12, 24), "gzip-shuffle"), ((37, 72), (3, 12, 24), "zstd"),
+                                              ((6, 37, 19), (2, 4, 10, 8), "blosc-lz4"),
+                                              ((100,), (10, 128), "gzip-shuffle")],
+                         ids=["netcdf-tiles", "tiles-of-3-rows", "3d-edges", "wider-than-rows"])
+def test_device_batches_of_tiled_chunks_decoded_on_the_gpu(tmp_path, staging, shape, chunk, name):
+    if _gpu_module() is None:
+        pytest.skip("needs CuPy and a CUDA GPU")
+    filters = _plugin_filters()
+    if name not in filters:
+        pytest.skip(f"{name}: hdf5plugin is not installed")
+    import cupy
+    path, data = _tiled_file(tmp_path, 301, shape, chunk, **filters[name])  # a cut last chunk row
+    with h5gds.Loader([path], 16, dataset=["x", "label"], like="cupy", staging=staging, window="64KiB",
+                      buffer="512KiB", seed=7) as ld:
+        xs, ls = [], []
+        for x, label in ld:
+            assert isinstance(x, cupy.ndarray)
+            xs.append(cupy.asnumpy(x))
+            ls.append(cupy.asnumpy(label))
+        x_all, label_all = np.concatenate(xs), np.concatenate(ls)
+        assert sorted(label_all.tolist()) == list(range(len(data)))
+        np.testing.assert_array_equal(x_all, data[label_all])
+        if ld._decoder.gpu_decoded == 0:
+            pytest.fail(f"{name}: no chunk was decoded on the GPU (nvCOMP missing? H5GDS_NVCOMP_LIB)")

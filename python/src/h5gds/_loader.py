@@ -131,9 +131,10 @@ class Loader(ExactBatches):
       uniform samples of the whole dataset (e.g. a file sorted by one of
       many classes: a group holds at most as many runs as windows).
 
-    Compressed (filtered) datasets whose chunks span whole samples are read
-    as whole stored chunks per window and decoded on the GPU once a group of
-    windows is in (_loader_decode; HDF5's filters for host batches). Their
+    Compressed (filtered) datasets are read as whole stored chunks per
+    window (chunks of whole samples, or tiles of them as in netCDF-4 files)
+    and decoded on the GPU once a group of windows is in (_loader_decode;
+    HDF5's filters for host batches). Their
     epochs are windowed: ``order="exact"`` needs ``cache="loader"`` (it
     would decode a whole chunk per sample).
 

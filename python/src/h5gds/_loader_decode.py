@@ -7,7 +7,11 @@ of one window.
 
 A chunk whose rows all belong to the window decodes in place; one cut by
 the window's ends (a file's last chunk, or a cache fill of a part of a
-window) decodes into scratch memory and its rows are copied. Where the GPU
+window) decodes into scratch memory and its rows are copied. Where the
+chunks cut each sample into tiles (chunks smaller than a sample in its
+inner dimensions, as netCDF-4 files often have), every tile decodes into
+scratch memory, tile by tile, and each tile's box is copied into the rows
+with one strided copy per tile position. Where the GPU
 cannot decode (host batches, a filter without a GPU decoder, no nvCOMP),
 HDF5 reads the rows with its own filters (h5py) and they are copied in."""
 from __future__ import annotations
@@ -21,7 +25,7 @@ import numpy as np
 from h5py._objects import phil
 
 from ._lib import hdf5_error_text, native
-from ._loader_layout import FixedColumn
+from ._loader_layout import FixedColumn, TileBoxes
 
 _P64 = ctypes.POINTER(ctypes.c_uint64)
 _P32 = ctypes.POINTER(ctypes.c_uint32)
@@ -37,7 +41,7 @@ class FilePiece:
     hi: int
     dst: int
     chunks: np.ndarray               # chunk rows of the file
-    staged: np.ndarray               # byte offset of each chunk's stored bytes in the staging memory
+    staged: np.ndarray               # byte offset of each (chunk row, tile)'s stored bytes in the staging memory
 
 
 @dataclass
@@ -120,7 +124,7 @@ class Decoder:
             c0 = lay.c0
             chunks = np.arange(lo // c0, -(-hi // c0), dtype=np.int64)
             assert lay.stored is not None
-            sizes = lay.stored[chunks]
+            sizes = lay.stored[chunks].reshape(-1)  # each chunk row's tiles in turn
             staged = total + np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
             total += int(sizes.sum())
             load.pieces.append(FilePiece(fi, lo, hi, dst0, chunks, staged))
@@ -135,8 +139,8 @@ class Decoder:
             if not len(p.chunks):
                 continue
             assert lay.addr is not None and lay.stored is not None
-            off = np.ascontiguousarray(lay.addr[p.chunks, 0], np.uint64)
-            size = np.ascontiguousarray(lay.stored[p.chunks], np.uint64)
+            off = np.ascontiguousarray(lay.addr[p.chunks].reshape(-1), np.uint64)
+            size = np.ascontiguousarray(lay.stored[p.chunks].reshape(-1), np.uint64)
             mem = np.ascontiguousarray(p.staged, np.uint64) + np.uint64(load.staging_addr)
             path = col.paths[p.fi]
             tickets.append((self.ld._files[path].submit(off, size, mem, load.staging_addr), path))
@@ -173,6 +177,8 @@ class Decoder:
         when the GPU cannot decode them (nothing written then)."""
         lay = col.layouts[fi]
         assert lay.stored is not None and lay.mask is not None
+        if lay.tiles is not None:
+            return self._gpu_tiles(reader, col, fi, buffer, items, stream, used)
         chunk_bytes = lay.c0 * col.row_bytes
         buf_addr = reader.gatherer.address(buffer)
         src, size, mask, dst = [], [], [], []
@@ -182,8 +188,8 @@ class Decoder:
             whole = (first_row >= p.lo) & (first_row + lay.c0 <= p.hi)
             d = p.dst + (first_row - p.lo) * col.row_bytes
             src.append(load.staging_addr + p.staged)
-            size.append(lay.stored[p.chunks])
-            mask.append(lay.mask[p.chunks])
+            size.append(lay.stored[p.chunks, 0])
+            mask.append(lay.mask[p.chunks, 0])
             for k in np.flatnonzero(~whole).tolist():
                 r0 = max(int(first_row[k]), p.lo)
                 r1 = min(int(first_row[k]) + lay.c0, p.hi)
@@ -198,21 +204,79 @@ class Decoder:
             scratch_addr = reader.gatherer.address(scratch)
             holes = np.flatnonzero(dst_a < 0)
             dst_a[holes] = scratch_addr + np.arange(len(holes), dtype=np.int64) * chunk_bytes
-        dst_u = dst_a.astype(np.uint64)
-        ds = self.dataset(col, fi)
-        with phil:
-            rc = native.h5gds_py_decode_chunks(ds.id.id, len(src_a), src_a.ctypes.data_as(_P64),
-                                               size_a.ctypes.data_as(_P64), mask_a.ctypes.data_as(_P32),
-                                               dst_u.ctypes.data_as(_P64), _stream_handle(stream))
-            if rc < 0:
-                raise OSError(f"{col.paths[fi]}:{lay.dataset}: cannot decode the loader's chunks "
-                              f"({hdf5_error_text()})")
-        if rc == 0:
+        if not self._decode(col, fi, src_a, size_a, mask_a, dst_a.astype(np.uint64), stream):
             return False
-        self.gpu_decoded += len(src_a)
         for k, row0, nrows, at in cut:
             self._copy(scratch, k * chunk_bytes + row0 * col.row_bytes, buffer, at, nrows * col.row_bytes, stream)
         return True
+
+    def _gpu_tiles(self, reader: Any, col: FixedColumn, fi: int, buffer: Any,
+                   items: list[tuple[CompressedLoad, FilePiece]], stream: Any, used: list[Any]) -> bool:
+        """The decode of chunks that cut samples into tiles: every tile into
+        scratch memory, the tiles of one position side by side (`m` chunk
+        rows of a piece, tile t at chunk index base + t * m + i), then one
+        strided copy per piece and tile position into the rows."""
+        lay = col.layouts[fi]
+        tiles = lay.tiles
+        assert tiles is not None and lay.stored is not None and lay.mask is not None
+        ntiles = len(tiles.origin)
+        chunk_bytes = lay.c0 * int(np.prod(tiles.chunk, dtype=np.int64)) * col.dtype.itemsize
+        total = sum(len(p.chunks) for _, p in items) * ntiles
+        scratch = self._take(reader, total * chunk_bytes)
+        used.append(scratch)
+        scratch_addr = reader.gatherer.address(scratch)
+        src, size, mask, dst = [], [], [], []
+        base = 0
+        for load, p in items:
+            m = len(p.chunks)
+            i, t = np.divmod(np.arange(m * ntiles, dtype=np.int64), ntiles)  # staging order: each row's tiles
+            src.append(load.staging_addr + p.staged)
+            size.append(lay.stored[p.chunks].reshape(-1))
+            mask.append(lay.mask[p.chunks].reshape(-1))
+            dst.append(scratch_addr + (base + t * m + i) * chunk_bytes)
+            base += m * ntiles
+        if not self._decode(col, fi, np.concatenate(src).astype(np.uint64), np.concatenate(size).astype(np.uint64),
+                            np.concatenate(mask).astype(np.uint32), np.concatenate(dst).astype(np.uint64), stream):
+            return False
+        base = 0
+        for _, p in items:
+            m = len(p.chunks)
+            place_tiles(scratch, base * chunk_bytes, buffer, p.dst, tiles, col.dtype.itemsize, lay.c0, m,
+                        int(p.chunks[0]) * lay.c0, p.lo, p.hi, self._strided_copy(stream))
+            base += m * ntiles
+        return True
+
+    def _decode(self, col: FixedColumn, fi: int, src: np.ndarray, size: np.ndarray, mask: np.ndarray,
+                dst: np.ndarray, stream: Any) -> bool:
+        """One GPU decode call for chunks of file `fi`; False when the GPU
+        cannot decode them (nothing written then)."""
+        ds = self.dataset(col, fi)
+        with phil:
+            rc = native.h5gds_py_decode_chunks(ds.id.id, len(src), src.ctypes.data_as(_P64),
+                                               size.ctypes.data_as(_P64), mask.ctypes.data_as(_P32),
+                                               dst.ctypes.data_as(_P64), _stream_handle(stream))
+            if rc < 0:
+                raise OSError(f"{col.paths[fi]}:{col.layouts[fi].dataset}: cannot decode the loader's chunks "
+                              f"({hdf5_error_text()})")
+        if rc == 0:
+            return False
+        self.gpu_decoded += len(src)
+        return True
+
+    def _strided_copy(self, stream: Any) -> Any:
+        """copy(dst, dst_index, src, src_index) on the caller's stream."""
+        if self.ld.module == "cupy":
+            def copy_cupy(dst: Any, di: Any, src: Any, si: Any) -> None:
+                with stream:
+                    dst[di] = src[si]
+            return copy_cupy
+
+        import torch
+
+        def copy_torch(dst: Any, di: Any, src: Any, si: Any) -> None:
+            with torch.cuda.stream(stream):
+                dst[di].copy_(src[si], non_blocking=True)
+        return copy_torch
 
     def _hdf5_rows(self, reader: Any, col: FixedColumn, fi: int, p: FilePiece, buffer: Any, stream: Any) -> None:
         """Local rows [p.lo, p.hi) read by HDF5 (its filters, on the CPU) into the buffer."""
@@ -238,6 +302,30 @@ class Decoder:
             import torch
             with torch.cuda.stream(stream):
                 dst[dst_off:dst_off + nbytes].copy_(src[src_off:src_off + nbytes], non_blocking=True)
+
+
+def place_tiles(scratch: Any, base: int, buffer: Any, dst: int, tiles: TileBoxes, itemsize: int, c0: int, m: int,
+                row0: int, lo: int, hi: int, copy: Any) -> None:
+    """Rows [lo, hi) (the file's local rows) from `m` chunk rows starting
+    at local row `row0`, decoded into `scratch` (flat bytes) from byte
+    `base`, tile-major (tile t of chunk row i at chunk index t * m + i),
+    copied into `buffer` (flat bytes) from byte `dst`, rows packed: one
+    copy(dst_array, dst_index, src_array, src_index) per tile position.
+    Any array library whose 1-D byte arrays slice and reshape (NumPy, CuPy,
+    torch) will do."""
+    chunk_shape = tiles.chunk[:-1] + (tiles.chunk[-1] * itemsize,)   # bytes along the last dimension
+    row_shape = tiles.inner[:-1] + (tiles.inner[-1] * itemsize,)
+    chunk_bytes = c0 * int(np.prod(chunk_shape, dtype=np.int64))
+    n = hi - lo
+    out = buffer[dst:dst + n * int(np.prod(row_shape, dtype=np.int64))].reshape((n,) + row_shape)
+    rows_src = slice(lo - row0, hi - row0)
+    for t, (origin, extent) in enumerate(zip(tiles.origin, tiles.extent)):
+        at = base + t * m * chunk_bytes
+        src = scratch[at:at + m * chunk_bytes].reshape((m * c0,) + chunk_shape)
+        si = (rows_src,) + tuple(slice(0, e) for e in extent[:-1]) + (slice(0, extent[-1] * itemsize),)
+        di = (slice(None),) + tuple(slice(o, o + e) for o, e in zip(origin[:-1], extent[:-1])) + \
+            (slice(origin[-1] * itemsize, (origin[-1] + extent[-1]) * itemsize),)
+        copy(out, di, src, si)
 
 
 def _stream_handle(stream: Any) -> int:

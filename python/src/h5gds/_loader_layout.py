@@ -60,12 +60,26 @@ class FileLayout:
     tmpl_file: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     tmpl_mem: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     tmpl_len: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    # filtered (compressed) chunks spanning whole rows: per chunk row its
-    # stored size and filter mask (addr above), decoded by _loader_decode
+    # filtered (compressed) chunks: per (chunk row, tile) the stored size
+    # and filter mask (addr above), decoded by _loader_decode; a sample's
+    # inner dimensions are cut into tiles where the chunks do not span them
+    # (netCDF-4 files often are), each decoded whole and its box copied
     filtered: bool = False
     dataset: str = ""
     stored: np.ndarray | None = None
     mask: np.ndarray | None = None
+    tiles: TileBoxes | None = None
+
+
+@dataclass
+class TileBoxes:
+    """The boxes a sample's inner dimensions are cut into by chunks that
+    do not span them: per tile its origin and extent (elements, inner
+    dimensions), the chunk's inner shape and the sample's."""
+    chunk: tuple[int, ...]
+    inner: tuple[int, ...]
+    origin: list[tuple[int, ...]]
+    extent: list[tuple[int, ...]]
 
 
 def _filter_names(dcpl: Any) -> list[str]:
@@ -117,20 +131,16 @@ def file_layout(dset: h5py.Dataset) -> FileLayout:
             infos = [dset.id.get_chunk_info(i) for i in range(dset.id.get_num_chunks())]
     grid = [-(-n // c) for n, c in zip(shape, chunk)]
     ntiles = int(np.prod(grid[1:], dtype=np.int64))
-    if filters and tuple(chunk[1:]) != tuple(shape[1:]):
-        raise ValueError(f"{name} is compressed ({', '.join(filters)}) in chunks {chunk} that do not span whole "
-                         f"samples: the loader decodes whole chunks of rows, chunks=(k, {', '.join(map(str, shape[1:]))}) "
-                         "(rewrite the dataset with such chunks, e.g. h5py's create_dataset(chunks=...))")
     addr = np.full((grid[0], ntiles), -1, np.int64)
-    stored = np.zeros(grid[0], np.int64)
-    mask = np.zeros(grid[0], np.uint32)
+    stored = np.zeros((grid[0], ntiles), np.int64)
+    mask = np.zeros((grid[0], ntiles), np.uint32)
     for info in infos:
         idx = [o // c for o, c in zip(info.chunk_offset, chunk)]
         tile = int(np.ravel_multi_index(idx[1:], grid[1:])) if len(idx) > 1 else 0
         addr[idx[0], tile] = int(info.byte_offset)
         if filters:
-            stored[idx[0]] = int(info.size)
-            mask[idx[0]] = int(info.filter_mask)
+            stored[idx[0], tile] = int(info.size)
+            mask[idx[0], tile] = int(info.filter_mask)
     if (addr < 0).any():
         missing = int((addr < 0).sum())
         raise ValueError(f"{name}: {missing} chunk(s) are not allocated (never written); write the whole dataset "
@@ -139,6 +149,8 @@ def file_layout(dset: h5py.Dataset) -> FileLayout:
         out.filtered = True
         out.c0, out.chunk_row_bytes, out.addr = chunk[0], row_bytes, addr
         out.stored, out.mask = stored, mask
+        if tuple(chunk[1:]) != tuple(shape[1:]):  # tiles, or chunks wider than a sample (unlimited dimensions)
+            out.tiles = tile_boxes(shape[1:], chunk[1:])
         return out
     # The runs of one sample, as a template independent of the row: for each
     # tile of the inner dimensions, contiguous pieces along the last one.
@@ -169,6 +181,18 @@ def file_layout(dset: h5py.Dataset) -> FileLayout:
     out.tmpl_tile, out.tmpl_file = np.array(t_tile, np.int64), np.array(t_file, np.int64)
     out.tmpl_mem, out.tmpl_len = np.array(t_mem, np.int64), np.array(t_len, np.int64)
     return out
+
+
+def tile_boxes(inner: Sequence[int], cinner: Sequence[int]) -> TileBoxes:
+    """The tiles chunks of inner shape `cinner` cut a sample of shape
+    `inner` into, in HDF5's order of chunks (the last dimension fastest)."""
+    grid = [-(-n // c) for n, c in zip(inner, cinner)]
+    origin, extent = [], []
+    for tidx in np.ndindex(*grid):
+        o = tuple(int(t) * c for t, c in zip(tidx, cinner))
+        origin.append(o)
+        extent.append(tuple(min(c, n - a) for c, n, a in zip(cinner, inner, o)))
+    return TileBoxes(tuple(int(c) for c in cinner), tuple(int(n) for n in inner), origin, extent)
 
 
 Segments = tuple[np.ndarray, np.ndarray, np.ndarray]
