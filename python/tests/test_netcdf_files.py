@@ -169,3 +169,17 @@ def test_device_loader_over_tiled_variables(name, staging):
     _same(x, want[rows])
     if NVCOMP is None:
         assert decoded > 0, f"{name}: no chunk was decoded on the GPU"
+
+
+@pytest.mark.gpu
+def test_device_loader_over_tiles_into_torch():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU visible to PyTorch")
+    want = _reference("surface/sst")
+    assert want is not None
+    x, rows, decoded = _loader_epoch("torch", "surface/sst")
+    assert sorted(rows.tolist()) == list(range(len(want)))
+    _same(x, want[rows])
+    if NVCOMP is None:
+        assert decoded > 0
