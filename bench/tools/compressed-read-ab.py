@@ -18,11 +18,8 @@ each read).
 """
 from __future__ import annotations
 
-import argparse
-import csv
 import os
 import time
-from pathlib import Path
 
 import numpy as np
 
@@ -33,36 +30,20 @@ from h5gds._sizes import parse_size
 from h5gds.bench._common import ceiling_seconds, drop_cache, warm
 from h5gds.bench.compressed import write_dataset
 
-
-def parse_variant(text: str) -> dict[str, str]:
-    if text.strip() == "default":
-        return {}
-    env = {}
-    for item in text.split("+"):
-        name, _, value = item.partition("=")
-        env[name] = value
-    return env
+from ab_variants import applied, folders_and_files, parser, variants_of, write_csv
 
 
 def main() -> None:
     import cupy
 
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--dir", default="/tmp/h5gds-read-ab")
-    ap.add_argument("--out", default=".")
-    ap.add_argument("--files", default="image:lz4,field:gzip-shuffle", help="data:filter,...")
-    ap.add_argument("--size", default="1GiB")
-    ap.add_argument("--repeat", type=int, default=2)
+    ap = parser(__doc__, "/tmp/h5gds-read-ab", "image:lz4,field:gzip-shuffle", 2,
+                "default;H5GDS_CONFIG=direct=on;H5GDS_DECODE_BATCH_MIB=128")
     ap.add_argument("--cache", default="cold", help="cold, warm or cold,warm")
-    ap.add_argument("--variants", default="default;H5GDS_CONFIG=direct=on;H5GDS_DECODE_BATCH_MIB=128")
     args = ap.parse_args()
-    work, out = Path(args.dir), Path(args.out)
-    work.mkdir(parents=True, exist_ok=True)
-    out.mkdir(parents=True, exist_ok=True)
-    variants = [v.strip() for v in args.variants.split(";") if v.strip()]
+    work, out, pairs = folders_and_files(args)
+    variants = variants_of(args.variants)
     rows = []
-    for spec in args.files.split(","):
-        kind, fname = spec.split(":")
+    for kind, fname in pairs:
         path = work / f"ab-{kind}-{fname}.h5"
         ratio = write_dataset(path, kind, fname, parse_size(args.size))
         if ratio is None:
@@ -86,10 +67,7 @@ def main() -> None:
                 rows.append(row)
                 print(row, flush=True)
                 for v in variants:
-                    env = parse_variant(v)
-                    saved = {k: os.environ.get(k) for k in env}
-                    os.environ.update(env)
-                    try:
+                    with applied(v):
                         prepare()
                         with h5py.File(path, "r", driver="gds") as f:
                             t0 = time.perf_counter()
@@ -99,22 +77,13 @@ def main() -> None:
                             st = h5gds.last_decode_stats()
                             route = h5gds.last_route()
                         del x
-                    finally:
-                        for k, old in saved.items():
-                            if old is None:
-                                os.environ.pop(k, None)
-                            else:
-                                os.environ[k] = old
                     row = dict(data=kind, filter=fname, ratio=f"{ratio:.2f}", cache=cache, variant=f"{v} ({route})",
                                rep=rep, GBps=f"{decoded / secs / 1e9:.3f}", decode_s=f"{st.decode_s:.4f}",
                                read_wait_s=f"{st.read_wait_s:.4f}", total_s=f"{st.total_s:.4f}")
                     rows.append(row)
                     print(row, flush=True)
         path.unlink()
-    with open(out / "compressed-read-ab.csv", "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(rows[0]) if rows else ["data"])
-        w.writeheader()
-        w.writerows(rows)
+    write_csv(out / "compressed-read-ab.csv", rows)
 
 
 if __name__ == "__main__":

@@ -19,8 +19,6 @@ write).
 """
 from __future__ import annotations
 
-import argparse
-import csv
 import os
 import sys
 import time
@@ -35,17 +33,9 @@ from h5gds._sizes import parse_size
 from h5gds.bench._common import ceiling_write_seconds, fsync_path
 from h5gds.bench.compressed import CHUNK_BYTES, DTYPES, filter_kwargs, make_rows
 
+from ab_variants import applied, folders_and_files, parser, variants_of, write_csv
+
 CEILING_BLOCK = 16 << 20
-
-
-def parse_variant(text: str) -> dict[str, str]:
-    if text.strip() == "default":
-        return {}
-    env = {}
-    for item in text.split("+"):
-        name, _, value = item.partition("=")
-        env[name] = value
-    return env
 
 
 def host_array(kind: str, nbytes: int) -> tuple[np.ndarray, tuple[int, int]]:
@@ -78,21 +68,13 @@ def write_once(path: Path, dev, chunks, kw) -> tuple[float, h5gds.EncodeStats | 
 def main() -> None:
     import cupy
 
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--dir", default="/tmp/h5gds-write-ab")
-    ap.add_argument("--out", default=".")
-    ap.add_argument("--files", default="field:gzip-shuffle,image:gzip-shuffle", help="data:filter,...")
-    ap.add_argument("--size", default="1GiB")
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--variants", default="default;H5GDS_DECODE_BATCH_MIB=64;H5GDS_DECODE_BATCH_MIB=128")
+    ap = parser(__doc__, "/tmp/h5gds-write-ab", "field:gzip-shuffle,image:gzip-shuffle", 3,
+                "default;H5GDS_DECODE_BATCH_MIB=64;H5GDS_DECODE_BATCH_MIB=128")
     args = ap.parse_args()
-    work, out = Path(args.dir), Path(args.out)
-    work.mkdir(parents=True, exist_ok=True)
-    out.mkdir(parents=True, exist_ok=True)
-    variants = [v.strip() for v in args.variants.split(";") if v.strip()]
+    work, out, pairs = folders_and_files(args)
+    variants = variants_of(args.variants)
     rows = []
-    for spec in args.files.split(","):
-        kind, fname = spec.split(":")
+    for kind, fname in pairs:
         kw = filter_kwargs(fname)
         if kw is None:
             print(f"# {fname}: hdf5plugin not installed, skipped", flush=True)
@@ -115,18 +97,9 @@ def main() -> None:
             rows.append(row)
             print(row, flush=True)
             for v in variants:
-                env = parse_variant(v)
-                saved = {k: os.environ.get(k) for k in env}
-                os.environ.update(env)
                 print(f"# {kind} {fname} repeat {rep} variant {v}", file=sys.stderr, flush=True)
-                try:
+                with applied(v):
                     secs, st, route, stored = write_once(path, dev, chunks, kw)
-                finally:
-                    for k, old in saved.items():
-                        if old is None:
-                            os.environ.pop(k, None)
-                        else:
-                            os.environ[k] = old
                 row = dict(data=kind, filter=fname, cache="write", variant=f"{v} ({route})", rep=rep,
                            GBps=f"{decoded / secs / 1e9:.3f}", file_GBps=f"{stored / secs / 1e9:.3f}",
                            gpu_ratio=f"{decoded / stored:.3f}" if stored else "",
@@ -137,10 +110,7 @@ def main() -> None:
                 print(row, flush=True)
         path.unlink(missing_ok=True)
         del dev
-    with open(out / "compressed-write-ab.csv", "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(rows[0]) if rows else ["data"])
-        w.writeheader()
-        w.writerows(rows)
+    write_csv(out / "compressed-write-ab.csv", rows)
 
 
 if __name__ == "__main__":
