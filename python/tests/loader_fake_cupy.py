@@ -89,6 +89,12 @@ def make(total_memory: int = 1 << 30) -> types.SimpleNamespace:
         def synchronize(self) -> None:
             q.run()
 
+        def __enter__(self) -> Any:  # `with stream:` makes it current (one queue here)
+            return self
+
+        def __exit__(self, *exc: Any) -> None:
+            pass
+
     current = Stream()
 
     class Runtime:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import types
 
 import h5py
 import numpy as np
@@ -265,6 +266,111 @@ def test_cache_after_an_epoch_left_early(tmp_path, like):
 
 def _host(batch):
     return batch.get() if hasattr(batch, "get") else np.asarray(batch)
+
+
+# ---- the device path's arithmetic on the host: CuPy's stand-in and a zlib decoder ----------
+
+
+@pytest.fixture
+def fake_gpu_decode(monkeypatch):
+    """Device batches on the host: CuPy's stand-in (loader_fake_cupy) and,
+    in place of the native GPU decode, zlib (then unshuffle) into each
+    destination, which must lie inside memory the loader allocated and
+    overlap no other; a source must lie inside one too."""
+    import ctypes
+    import sys
+    import zlib
+
+    import loader_fake_cupy
+
+    import h5gds._loader_decode as decode
+
+    fake = loader_fake_cupy.make()
+    allocs: dict[int, int] = {}
+    empty = fake.empty
+
+    def tracked_empty(shape, dtype=np.float64):
+        a = empty(shape, dtype)
+        allocs[int(a.ctypes.data)] = a.nbytes
+        return a
+
+    fake.empty = tracked_empty
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    props: dict[int, tuple[int, int, bool]] = {}
+    dataset = decode.Decoder.dataset
+
+    def recording_dataset(self, col, fi):
+        ds = dataset(self, col, fi)
+        props[ds.id.id] = (int(np.prod(ds.chunks)) * ds.dtype.itemsize, ds.dtype.itemsize, bool(ds.shuffle))
+        return ds
+
+    def inside(addr, n):
+        return any(a <= addr and addr + n <= a + size for a, size in allocs.items())
+
+    calls = {"n": 0}
+
+    def zlib_decode(hid, n, src, size, mask, dst, stream):
+        chunk_bytes, itemsize, shuffle = props[hid]
+
+        def arr(p, t):
+            return np.ctypeslib.as_array(ctypes.cast(p, ctypes.POINTER(t)), (n,)).copy()
+
+        s, z, m, d = arr(src, ctypes.c_uint64), arr(size, ctypes.c_uint64), arr(mask, ctypes.c_uint32), \
+            arr(dst, ctypes.c_uint64)
+        order = np.argsort(d)
+        assert (np.diff(d[order].astype(np.int64)) >= chunk_bytes).all(), "decode destinations overlap"
+        fake.queue.run()  # the engine's reads and earlier copies are done before a decode reads them
+        for k in range(n):
+            assert inside(int(s[k]), int(z[k])), f"chunk {k}: stored bytes outside the loader's memory"
+            assert inside(int(d[k]), chunk_bytes), f"chunk {k}: destination outside the loader's memory"
+            out = ctypes.string_at(int(s[k]), int(z[k]))
+            deflate_bit, shuffle_bit = (2, 1) if shuffle else (1, 0)
+            if not m[k] & deflate_bit:
+                out = zlib.decompress(out)
+            if shuffle and not m[k] & shuffle_bit:
+                out = np.frombuffer(out, np.uint8).reshape(itemsize, -1).T.tobytes()
+            assert len(out) == chunk_bytes
+            ctypes.memmove(int(d[k]), out, chunk_bytes)
+        calls["n"] += 1
+        return 1
+
+    monkeypatch.setattr(decode.Decoder, "dataset", recording_dataset)
+    monkeypatch.setattr(decode, "native", types.SimpleNamespace(h5gds_py_decode_chunks=zlib_decode))
+    return calls
+
+
+@pytest.mark.parametrize("staging", ["pinned", "device"])
+@pytest.mark.parametrize("cache", ["off", "loader"])
+@pytest.mark.parametrize("shape,chunk", [((37, 72), (1, 12, 24)), ((6, 37, 19), (3, 4, 10, 8)), ((100,), (10, 128)),
+                                         ((37, 72), (7, 37, 72))],
+                         ids=["netcdf-tiles", "3d-edges", "wider-than-rows", "whole-samples-cut"])
+def test_device_path_places_every_chunk_on_a_stand_in(tmp_path, fake_gpu_decode, staging, cache, shape, chunk):
+    """The GPU path's reads, decode destinations (tile-major scratch, in
+    place) and copies, with a group of windows over 4 MiB (the decoder's
+    memory taken again for a larger need), two files in one column, and
+    two epochs (the second exact from the loader's cache)."""
+    rows = 1501 if len(shape) == 1 else 811
+    a, data_a = _tiled_file(tmp_path, rows, shape, chunk)
+    b = os.path.join(os.fspath(tmp_path), "second.h5")
+    os.replace(a, b)
+    a, data_a = _tiled_file(tmp_path, rows, shape, chunk)
+    with h5py.File(b, "r") as f:
+        data = np.concatenate([data_a, f["x"][()]])
+    with h5py.File(b, "r+") as f:
+        f["label"][...] = np.arange(rows, 2 * rows)
+    with h5gds.Loader([a, b], 32, dataset=["x", "label"], like="cupy", staging=staging, cache=cache,
+                      window="1MiB", buffer="6MiB", seed=3) as ld:
+        for epoch in (0, 1):
+            ld.set_epoch(epoch)
+            xs, ls = [], []
+            for x, label in ld:
+                xs.append(x.get())
+                ls.append(label.get())
+            x_all, label_all = np.concatenate(xs), np.concatenate(ls)
+            assert sorted(label_all.tolist()) == list(range(len(data)))
+            np.testing.assert_array_equal(x_all, data[label_all])
+        assert ld._decoder.gpu_decoded > 0 and ld._decoder.hdf5_decoded_rows == 0
+    assert fake_gpu_decode["n"] > 0
 
 
 @pytest.mark.gpu

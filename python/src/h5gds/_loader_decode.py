@@ -10,8 +10,9 @@ the window's ends (a file's last chunk, or a cache fill of a part of a
 window) decodes into scratch memory and its rows are copied. Where the
 chunks cut each sample into tiles (chunks smaller than a sample in its
 inner dimensions, as netCDF-4 files often have), every tile decodes into
-scratch memory, tile by tile, and each tile's box is copied into the rows
-with one strided copy per tile position. Where the GPU
+scratch memory, the tiles of one position side by side, and each
+position's boxes are copied into the rows with one strided copy per window
+piece and tile position (the scratch takes about the group's decoded bytes). Where the GPU
 cannot decode (host batches, a filter without a GPU decoder, no nvCOMP),
 HDF5 reads the rows with its own filters (h5py) and they are copied in."""
 from __future__ import annotations
@@ -74,11 +75,9 @@ class Decoder:
         self.hdf5_decoded_rows = 0       # rows read through HDF5's filters
 
     def _take(self, reader: Any, nbytes: int) -> Any:
-        fits = [m for m in self._free if int(m.shape[0]) >= nbytes]
-        if fits:
-            mem = min(fits, key=lambda m: int(m.shape[0]))
-            self._free.remove(mem)
-            return mem
+        fits = [k for k, m in enumerate(self._free) if int(m.shape[0]) >= nbytes]
+        if fits:  # by position: list.remove would compare arrays element by element
+            return self._free.pop(min(fits, key=lambda k: int(self._free[k].shape[0])))
         mem = reader.gatherer.buffer(max(nbytes, 4 << 20))
         self.ld._copier.current_stream().synchronize()
         return mem
