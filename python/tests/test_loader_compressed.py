@@ -215,18 +215,10 @@ def test_device_batches_decoded_on_the_gpu(tmp_path, staging, name):
     filters = _plugin_filters()
     if name not in filters:
         pytest.skip(f"{name}: hdf5plugin is not installed")
-    import cupy
     path, data = _file(tmp_path, "g.h5", rows=3000, shape=(256,), chunk_rows=200, **filters[name])
     with h5gds.Loader([path], 64, dataset=["x", "label"], like="cupy", staging=staging, window="256KiB",
                       buffer="4MiB", seed=5) as ld:
-        xs, ls = [], []
-        for x, label in ld:
-            assert isinstance(x, cupy.ndarray)
-            xs.append(cupy.asnumpy(x))
-            ls.append(cupy.asnumpy(label))
-        x_all, label_all = np.concatenate(xs), np.concatenate(ls)
-        assert sorted(label_all.tolist()) == list(range(len(data)))
-        np.testing.assert_array_equal(x_all, data[label_all])
+        _check_device_epoch(ld, data)
         if ld._decoder.gpu_decoded == 0:
             pytest.fail(f"{name}: no chunk was decoded on the GPU (nvCOMP missing? H5GDS_NVCOMP_LIB)")
 
@@ -266,6 +258,20 @@ def test_cache_after_an_epoch_left_early(tmp_path, like):
 
 def _host(batch):
     return batch.get() if hasattr(batch, "get") else np.asarray(batch)
+
+
+def _check_device_epoch(ld: h5gds.Loader, data: np.ndarray) -> None:
+    """One epoch of device batches (CuPy arrays, or their stand-in): every
+    sample once, each the row written."""
+    import cupy
+    xs, ls = [], []
+    for x, label in ld:
+        assert isinstance(x, cupy.ndarray)
+        xs.append(x.get())
+        ls.append(label.get())
+    x_all, label_all = np.concatenate(xs), np.concatenate(ls)
+    assert sorted(label_all.tolist()) == list(range(len(data)))
+    np.testing.assert_array_equal(x_all, data[label_all])
 
 
 # ---- the device path's arithmetic on the host: CuPy's stand-in and a zlib decoder ----------
@@ -362,13 +368,7 @@ def test_device_path_places_every_chunk_on_a_stand_in(tmp_path, fake_gpu_decode,
                       window="1MiB", buffer="6MiB", seed=3) as ld:
         for epoch in (0, 1):
             ld.set_epoch(epoch)
-            xs, ls = [], []
-            for x, label in ld:
-                xs.append(x.get())
-                ls.append(label.get())
-            x_all, label_all = np.concatenate(xs), np.concatenate(ls)
-            assert sorted(label_all.tolist()) == list(range(len(data)))
-            np.testing.assert_array_equal(x_all, data[label_all])
+            _check_device_epoch(ld, data)
         assert ld._decoder.gpu_decoded > 0 and ld._decoder.hdf5_decoded_rows == 0
     assert fake_gpu_decode["n"] > 0
 
@@ -385,17 +385,9 @@ def test_device_batches_of_tiled_chunks_decoded_on_the_gpu(tmp_path, staging, sh
     filters = _plugin_filters()
     if name not in filters:
         pytest.skip(f"{name}: hdf5plugin is not installed")
-    import cupy
     path, data = _tiled_file(tmp_path, 301, shape, chunk, **filters[name])  # a cut last chunk row
     with h5gds.Loader([path], 16, dataset=["x", "label"], like="cupy", staging=staging, window="64KiB",
                       buffer="512KiB", seed=7) as ld:
-        xs, ls = [], []
-        for x, label in ld:
-            assert isinstance(x, cupy.ndarray)
-            xs.append(cupy.asnumpy(x))
-            ls.append(cupy.asnumpy(label))
-        x_all, label_all = np.concatenate(xs), np.concatenate(ls)
-        assert sorted(label_all.tolist()) == list(range(len(data)))
-        np.testing.assert_array_equal(x_all, data[label_all])
+        _check_device_epoch(ld, data)
         if ld._decoder.gpu_decoded == 0:
             pytest.fail(f"{name}: no chunk was decoded on the GPU (nvCOMP missing? H5GDS_NVCOMP_LIB)")
