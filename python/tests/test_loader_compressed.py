@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import types
 
 import h5py
 import numpy as np
 import pytest
 
 import h5gds
+from loader_stand_in import install_decode_stand_in
 
 
 def _data(rows: int, shape: tuple[int, ...], dtype: str, seed: int) -> np.ndarray:
@@ -279,70 +279,9 @@ def _check_device_epoch(ld: h5gds.Loader, data: np.ndarray) -> None:
 
 @pytest.fixture
 def fake_gpu_decode(monkeypatch):
-    """Device batches on the host: CuPy's stand-in (loader_fake_cupy) and,
-    in place of the native GPU decode, zlib (then unshuffle) into each
-    destination, which must lie inside memory the loader allocated and
-    overlap no other; a source must lie inside one too."""
-    import ctypes
-    import sys
-    import zlib
+    return install_decode_stand_in(monkeypatch)
 
-    import loader_fake_cupy
 
-    import h5gds._loader_decode as decode
-
-    fake = loader_fake_cupy.make()
-    allocs: dict[int, int] = {}
-    empty = fake.empty
-
-    def tracked_empty(shape, dtype=np.float64):
-        a = empty(shape, dtype)
-        allocs[int(a.ctypes.data)] = a.nbytes
-        return a
-
-    fake.empty = tracked_empty
-    monkeypatch.setitem(sys.modules, "cupy", fake)
-    props: dict[int, tuple[int, int, bool]] = {}
-    dataset = decode.Decoder.dataset
-
-    def recording_dataset(self, col, fi):
-        ds = dataset(self, col, fi)
-        props[ds.id.id] = (int(np.prod(ds.chunks)) * ds.dtype.itemsize, ds.dtype.itemsize, bool(ds.shuffle))
-        return ds
-
-    def inside(addr, n):
-        return any(a <= addr and addr + n <= a + size for a, size in allocs.items())
-
-    calls = {"n": 0}
-
-    def zlib_decode(hid, n, src, size, mask, dst, stream):
-        chunk_bytes, itemsize, shuffle = props[hid]
-
-        def arr(p, t):
-            return np.ctypeslib.as_array(ctypes.cast(p, ctypes.POINTER(t)), (n,)).copy()
-
-        s, z, m, d = arr(src, ctypes.c_uint64), arr(size, ctypes.c_uint64), arr(mask, ctypes.c_uint32), \
-            arr(dst, ctypes.c_uint64)
-        order = np.argsort(d)
-        assert (np.diff(d[order].astype(np.int64)) >= chunk_bytes).all(), "decode destinations overlap"
-        fake.queue.run()  # the engine's reads and earlier copies are done before a decode reads them
-        for k in range(n):
-            assert inside(int(s[k]), int(z[k])), f"chunk {k}: stored bytes outside the loader's memory"
-            assert inside(int(d[k]), chunk_bytes), f"chunk {k}: destination outside the loader's memory"
-            out = ctypes.string_at(int(s[k]), int(z[k]))
-            deflate_bit, shuffle_bit = (2, 1) if shuffle else (1, 0)
-            if not m[k] & deflate_bit:
-                out = zlib.decompress(out)
-            if shuffle and not m[k] & shuffle_bit:
-                out = np.frombuffer(out, np.uint8).reshape(itemsize, -1).T.tobytes()
-            assert len(out) == chunk_bytes
-            ctypes.memmove(int(d[k]), out, chunk_bytes)
-        calls["n"] += 1
-        return 1
-
-    monkeypatch.setattr(decode.Decoder, "dataset", recording_dataset)
-    monkeypatch.setattr(decode, "native", types.SimpleNamespace(h5gds_py_decode_chunks=zlib_decode))
-    return calls
 
 
 @pytest.mark.parametrize("staging", ["pinned", "device"])
@@ -371,6 +310,35 @@ def test_device_path_places_every_chunk_on_a_stand_in(tmp_path, fake_gpu_decode,
             _check_device_epoch(ld, data)
         assert ld._decoder.gpu_decoded > 0 and ld._decoder.hdf5_decoded_rows == 0
     assert fake_gpu_decode["n"] > 0
+
+
+@pytest.mark.parametrize("like", ["numpy", "stand-in"])
+@pytest.mark.parametrize("chunk", [(4, 12, 24), (4, 37, 72)], ids=["tiles", "whole-samples"])
+def test_chunks_never_written_read_as_the_fill_value(tmp_path, monkeypatch, like, chunk):
+    """Rows of a compressed dataset left unwritten (netCDF's records not
+    yet written, a preallocated dataset filled in part): HDF5 reads the
+    windows that hold such chunks (the fill value), the GPU the others."""
+    calls = install_decode_stand_in(monkeypatch) if like == "stand-in" else None
+    path = os.path.join(os.fspath(tmp_path), "holes.h5")
+    data = _data(400, (37, 72), "f4", 6)
+    with h5py.File(path, "w") as f:
+        d = f.create_dataset("x", shape=data.shape, dtype="f4", chunks=chunk, compression="gzip", shuffle=True,
+                             fillvalue=-1.5)
+        d[:96] = data[:96]
+        d[200:] = data[200:]  # rows 96-199 never written
+        f.create_dataset("label", data=np.arange(400, dtype=np.int64))
+        want = d[()]
+    assert (want[100:196] == -1.5).all()
+    with h5gds.Loader([path], 16, dataset=["x", "label"], like="numpy" if like == "numpy" else "cupy",
+                      window="128KiB", buffer="1MiB", seed=4) as ld:
+        if like == "numpy":
+            x, label = _epoch(ld)
+            assert sorted(label.tolist()) == list(range(400))
+            np.testing.assert_array_equal(x, want[label])
+        else:
+            _check_device_epoch(ld, want)
+            assert ld._decoder.gpu_decoded > 0 and ld._decoder.hdf5_decoded_rows >= 96
+            assert calls is not None and calls["n"] > 0
 
 
 @pytest.mark.gpu

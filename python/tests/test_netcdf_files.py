@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import h5gds
+from loader_stand_in import install_decode_stand_in
 from support import hdf5plugin_or_none, nvcomp_missing
 
 hdf5plugin_or_none()  # registers the plugin filters (zstd, Blosc, bzip2) with h5py's HDF5 where installed
@@ -25,7 +26,8 @@ NVCOMP = nvcomp_missing()
 # Variables whose filters the GPU decodes (surface_pressure is bzip2: HDF5's filter; albedo is
 # big-endian: HDF5 converts it to the native order on the host, as for any dataset of that order).
 GPU_DECODED = {"temperature", "geopotential", "precip", "humidity", "wind", "surface/sst", "surface/land_mask"}
-# The loader's columns: tiles of a sample (temperature, sst, humidity) and whole samples (wind, geopotential).
+# The loader's columns: tiles of a sample (temperature, sst, humidity) and whole samples (wind,
+# geopotential); precip (time steps never written, one fewer than the time axis) is loaded alone.
 LOADED = ["temperature", "surface/sst", "humidity", "wind", "geopotential"]
 
 
@@ -116,9 +118,36 @@ def test_host_loader_over_variables(name):
     _same(x, want[rows])
 
 
-def test_loader_refuses_time_steps_never_written():
-    with pytest.raises(ValueError, match="never written"):
-        h5gds.Loader([str(NC)], 2, dataset="precip", like="numpy")
+def _same_samples(like: str, name: str, **kw: Any) -> tuple[int, int]:
+    """One epoch of `name` alone holds each of h5py's samples once (compared
+    as a multiset: samples of the fill value are alike); the chunks the GPU
+    decoded and the rows HDF5 read. Windows of one sample each (precip's
+    samples are 5 KiB): those with a chunk never written go to HDF5."""
+    want = _reference(name)
+    assert want is not None
+    with h5gds.Loader([str(NC)], 2, dataset=name, like=like, window="4KiB", buffer="64KiB", seed=5, **kw) as ld:
+        got = [x.get() if hasattr(x, "get") else np.asarray(x) for x in ld]
+        decoded, by_hdf5 = ld._decoder.gpu_decoded, ld._decoder.hdf5_decoded_rows
+    x = np.concatenate(got)
+    assert x.dtype == want.dtype and x.shape == want.shape
+    assert sorted(r.tobytes() for r in x) == sorted(r.tobytes() for r in want)
+    return decoded, by_hdf5
+
+
+def test_host_loader_reads_time_steps_never_written_as_the_fill_value():
+    want = _reference("precip")
+    assert want is not None and (want[1] == -32767).all() and (want[0] != -32767).any()
+    _same_samples("numpy", "precip")
+
+
+@pytest.mark.parametrize("staging", ["pinned", "device"])
+def test_device_path_on_a_stand_in_reads_never_written_steps_from_hdf5(monkeypatch, staging):
+    """The device path on the host (loader_stand_in): the written steps'
+    chunks (fletcher32 + shuffle + deflate) decoded by the stand-in, the
+    two steps never written read by HDF5."""
+    calls = install_decode_stand_in(monkeypatch)
+    decoded, by_hdf5 = _same_samples("cupy", "precip", staging=staging)
+    assert decoded == 3 * 4 and by_hdf5 == 2 and calls["n"] > 0  # 3 steps of 4 tiles; steps 1 and 3
 
 
 def _cupy() -> Any:
@@ -177,6 +206,16 @@ def test_device_loader_over_variables(name, staging):
     _same(x, want[rows])
     if NVCOMP is None:
         assert decoded > 0, f"{name}: no chunk was decoded on the GPU"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("staging", ["pinned", "device"])
+def test_device_loader_reads_time_steps_never_written_as_the_fill_value(staging):
+    _cupy()
+    decoded, by_hdf5 = _same_samples("cupy", "precip", staging=staging)
+    assert by_hdf5 == 2  # steps 1 and 3
+    if NVCOMP is None:
+        assert decoded == 3 * 4  # the written steps' tiles
 
 
 @pytest.mark.gpu

@@ -115,13 +115,14 @@ class Decoder:
             e = min(b, int(col.starts[fi + 1]))
             lo, hi = a - int(col.starts[fi]), e - int(col.starts[fi])
             lay = col.layouts[fi]
-            if not lay.filtered:  # a file of the column that is not compressed: HDF5 reads its rows
+            chunks = np.arange(lo // lay.c0, -(-hi // lay.c0), dtype=np.int64)
+            if not lay.filtered or (lay.addr is not None and (lay.addr[chunks] < 0).any()):
+                # HDF5 reads these rows: a file of the column that is not compressed, or one
+                # whose chunks here were never written (they read as the fill value)
                 load.pieces.append(FilePiece(fi, lo, hi, dst0, np.zeros(0, np.int64), np.zeros(0, np.int64)))
                 dst0 += (hi - lo) * col.row_bytes
                 a = e
                 continue
-            c0 = lay.c0
-            chunks = np.arange(lo // c0, -(-hi // c0), dtype=np.int64)
             assert lay.stored is not None
             sizes = lay.stored[chunks].reshape(-1)  # each chunk row's tiles in turn
             staged = total + np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
@@ -159,9 +160,15 @@ class Decoder:
         try:
             for (ci, fi), items in by_file.items():
                 col = reader.columns[ci]
-                if self.ld.module == "numpy" or items[0][0].staging is None or not col.layouts[fi].filtered or \
-                        not self._gpu(reader, col, fi, buffer, items, stream, used):
-                    for _, p in items:
+                # pieces whose stored chunks were read decode on the GPU; the others (an
+                # uncompressed file, chunks never written, host batches) are HDF5's
+                on_gpu = [k for k, (load, p) in enumerate(items) if len(p.chunks) and load.staging is not None] \
+                    if self.ld.module != "numpy" and col.layouts[fi].filtered else []
+                if on_gpu and not self._gpu(reader, col, fi, buffer, [items[k] for k in on_gpu], stream, used):
+                    on_gpu = []
+                taken = set(on_gpu)
+                for k, (_, p) in enumerate(items):
+                    if k not in taken:
                         self._hdf5_rows(reader, col, fi, p, buffer, stream)
             if self.ld.module != "numpy":
                 stream.synchronize()

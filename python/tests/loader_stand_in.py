@@ -1,0 +1,94 @@
+"""The loader's device path run on the host (not a test file itself):
+CuPy's stand-in (loader_fake_cupy) for the device arrays and, in place of
+the native GPU decode, Python's zlib for HDF5's deflate, shuffle and
+fletcher32 filters, writing each chunk where the loader asks. Every
+destination must lie inside memory the loader allocated and overlap no
+other, every source inside such memory too: so the loader's reads, decode
+destinations and copies are checked on a machine without a GPU."""
+from __future__ import annotations
+
+import ctypes
+import sys
+import types
+import zlib
+from typing import Any
+
+import numpy as np
+import pytest
+
+import loader_fake_cupy
+
+DEFLATE, SHUFFLE, FLETCHER32 = 1, 2, 3
+
+
+def _decode_chunk(stored: bytes, filters: list[int], mask: int, itemsize: int) -> bytes:
+    """HDF5's pipeline backwards; bit i of the mask: filter i was skipped."""
+    out = stored
+    for i in reversed(range(len(filters))):
+        if mask & (1 << i):
+            continue
+        if filters[i] == DEFLATE:
+            out = zlib.decompress(out)
+        elif filters[i] == SHUFFLE:
+            out = np.frombuffer(out, np.uint8).reshape(itemsize, -1).T.tobytes()
+        elif filters[i] == FLETCHER32:
+            out = out[:-4]
+        else:
+            raise AssertionError(f"the stand-in decodes deflate, shuffle and fletcher32, not filter {filters[i]}")
+    return out
+
+
+def install_decode_stand_in(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    """Installs the stand-ins for the test; returns the decode calls' count
+    (``{"n": ...}``)."""
+    import h5gds._loader_decode as decode
+
+    fake = loader_fake_cupy.make()
+    allocs: dict[int, int] = {}
+    empty = fake.empty
+
+    def tracked_empty(shape: Any, dtype: Any = np.float64) -> Any:
+        a = empty(shape, dtype)
+        allocs[int(a.ctypes.data)] = a.nbytes
+        return a
+
+    fake.empty = tracked_empty
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    props: dict[int, tuple[int, int, list[int]]] = {}
+    dataset = decode.Decoder.dataset
+
+    def recording_dataset(self: Any, col: Any, fi: int) -> Any:
+        ds = dataset(self, col, fi)
+        dcpl = ds.id.get_create_plist()
+        filters = [dcpl.get_filter(i)[0] for i in range(dcpl.get_nfilters())]
+        props[ds.id.id] = (int(np.prod(ds.chunks)) * ds.dtype.itemsize, ds.dtype.itemsize, filters)
+        return ds
+
+    def inside(addr: int, n: int) -> bool:
+        return any(a <= addr and addr + n <= a + size for a, size in allocs.items())
+
+    calls = {"n": 0}
+
+    def decode_chunks(hid: int, n: int, src: Any, size: Any, mask: Any, dst: Any, stream: int) -> int:
+        chunk_bytes, itemsize, filters = props[hid]
+
+        def arr(p: Any, t: Any) -> np.ndarray:
+            return np.ctypeslib.as_array(ctypes.cast(p, ctypes.POINTER(t)), (n,)).copy()
+
+        s, z, m, d = arr(src, ctypes.c_uint64), arr(size, ctypes.c_uint64), arr(mask, ctypes.c_uint32), \
+            arr(dst, ctypes.c_uint64)
+        order = np.argsort(d)
+        assert (np.diff(d[order].astype(np.int64)) >= chunk_bytes).all(), "decode destinations overlap"
+        fake.queue.run()  # the engine's reads and earlier copies are done before a decode reads them
+        for k in range(n):
+            assert inside(int(s[k]), int(z[k])), f"chunk {k}: stored bytes outside the loader's memory"
+            assert inside(int(d[k]), chunk_bytes), f"chunk {k}: destination outside the loader's memory"
+            out = _decode_chunk(ctypes.string_at(int(s[k]), int(z[k])), filters, int(m[k]), itemsize)
+            assert len(out) == chunk_bytes
+            ctypes.memmove(int(d[k]), out, chunk_bytes)
+        calls["n"] += 1
+        return 1
+
+    monkeypatch.setattr(decode.Decoder, "dataset", recording_dataset)
+    monkeypatch.setattr(decode, "native", types.SimpleNamespace(h5gds_py_decode_chunks=decode_chunks))
+    return calls
