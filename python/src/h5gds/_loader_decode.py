@@ -10,11 +10,12 @@ the window's ends (a file's last chunk, or a cache fill of a part of a
 window) decodes into scratch memory and its rows are copied. Where the
 chunks cut each sample into tiles (chunks smaller than a sample in its
 inner dimensions, as netCDF-4 files often have), every tile decodes into
-scratch memory, the tiles of one position side by side, and each
-position's boxes are copied into the rows with one strided copy per window
-piece and tile position (the scratch takes about the group's decoded bytes). Where the GPU
+scratch memory (about the group's decoded bytes), the tiles of one
+position side by side, and each position's boxes are copied into the rows
+with one strided copy per window piece and tile position. Where the GPU
 cannot decode (host batches, a filter without a GPU decoder, no nvCOMP),
-HDF5 reads the rows with its own filters (h5py) and they are copied in."""
+and for windows holding chunks never written, HDF5 reads the rows with its
+own filters (h5py; the fill value) and they are copied in."""
 from __future__ import annotations
 
 import ctypes
@@ -115,8 +116,8 @@ class Decoder:
             e = min(b, int(col.starts[fi + 1]))
             lo, hi = a - int(col.starts[fi]), e - int(col.starts[fi])
             lay = col.layouts[fi]
-            chunks = np.arange(lo // lay.c0, -(-hi // lay.c0), dtype=np.int64)
-            if not lay.filtered or (lay.addr is not None and (lay.addr[chunks] < 0).any()):
+            chunks = np.arange(lo // lay.c0, -(-hi // lay.c0), dtype=np.int64) if lay.filtered else None
+            if chunks is None or (lay.addr is not None and (lay.addr[chunks] < 0).any()):
                 # HDF5 reads these rows: a file of the column that is not compressed, or one
                 # whose chunks here were never written (they read as the fill value)
                 load.pieces.append(FilePiece(fi, lo, hi, dst0, np.zeros(0, np.int64), np.zeros(0, np.int64)))
@@ -244,11 +245,11 @@ class Decoder:
         if not self._decode(col, fi, np.concatenate(src).astype(np.uint64), np.concatenate(size).astype(np.uint64),
                             np.concatenate(mask).astype(np.uint32), np.concatenate(dst).astype(np.uint64), stream):
             return False
-        base = 0
+        base, copy = 0, self._strided_copy(stream)
         for _, p in items:
             m = len(p.chunks)
             place_tiles(scratch, base * chunk_bytes, buffer, p.dst, tiles, col.dtype.itemsize, lay.c0, m,
-                        int(p.chunks[0]) * lay.c0, p.lo, p.hi, self._strided_copy(stream))
+                        int(p.chunks[0]) * lay.c0, p.lo, p.hi, copy)
             base += m * ntiles
         return True
 
