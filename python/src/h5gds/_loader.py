@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, Iterator, Sequence
+from typing import Any, Generator, Iterator, Sequence
 
 import numpy as np
 
@@ -268,7 +268,7 @@ class Loader(ExactBatches):
         w = self._windows
         if not len(w):
             return 1
-        return int(sum(((c.range_nbytes(w.start, w.stop) + 4095) // 4096 * 4096) for c in self.columns).max())
+        return int(np.max(sum(((c.range_nbytes(w.start, w.stop) + 4095) // 4096 * 4096) for c in self.columns)))
 
     def _auto_buffer(self) -> int:
         batch_bytes = self.batch_size * max(1, self.dataset_bytes // max(1, self.num_samples))
@@ -484,7 +484,7 @@ class Loader(ExactBatches):
             if first:
                 raise first
 
-    def __iter__(self) -> Iterator[Any]:
+    def __iter__(self) -> Generator[Any, None, None]:
         if self._closed:
             raise ValueError("the loader is closed")
         kind, plan = self._plan()

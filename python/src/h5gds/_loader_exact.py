@@ -51,6 +51,7 @@ class ExactBatches:
     _files: dict[str, io.EngineFile]
     _copier: Any
     _gatherer: Any
+    _tuple: bool                     # batches are tuples (several columns)
 
     def _host_array(self, column: int, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
         raise NotImplementedError  # Loader's
@@ -81,6 +82,7 @@ class ExactBatches:
                 dst = np.cumsum(nb) - nb
                 nbytes = int(nb.sum())
                 shape = (nbytes // col.itemsize,) if col.ragged else (len(rows),) + col.row_shape
+                keep: Any  # what the batch holds: its output array, or its part of a pinned slot
                 if self.module == "numpy":
                     out = self._host_array(ci, shape, col.dtype)
                     base, keep = int(out.ctypes.data), out

@@ -29,7 +29,7 @@ from . import _loader_io as io
 from ._loader_copy import Copier, Slot, event_done, stream_wait
 from ._loader_decode import CompressedLoad
 from ._loader_gather import Gatherer
-from ._loader_layout import Column, FixedColumn, Segments, range_reads
+from ._loader_layout import Column, FixedColumn, RaggedColumn, Segments, range_reads
 from ._loader_order import WindowedPlan
 
 _ALIGN = 4096
@@ -216,7 +216,7 @@ class WindowedReader:
         nbytes = [int(c.range_nbytes(sa, sb)[0]) for c in self.columns]
         if dst is None:  # the cache: the rows' global places
             assert self.cache is not None
-            dst = [self.cache.base[ci] + (int(c.cum_bytes[a]) if c.ragged else a * c.row_bytes)
+            dst = [self.cache.base[ci] + (int(c.cum_bytes[a]) if isinstance(c, RaggedColumn) else a * c.row_bytes)
                    for ci, c in enumerate(self.columns)]
         return _Load(g, a, b, list(dst), nbytes)
 
@@ -408,7 +408,7 @@ class WindowedReader:
         rows = self.order[lo:hi]
         parts: list[Any] = []
         for ci, c in enumerate(self.columns):
-            if c.ragged:
+            if isinstance(c, RaggedColumn):
                 lens = c.row_nbytes(rows)
                 offsets = np.concatenate([[0], np.cumsum(lens // c.itemsize)]).astype(np.int64)
                 values = self.ld._new_array(ci, (int(offsets[-1]),), c.dtype)
@@ -434,6 +434,7 @@ class WindowedReader:
     def _ragged_sources(self, g: int, ci: int, lo: int, hi: int) -> tuple[Buffer, np.ndarray]:
         """The buffer and the byte starts in it of positions [lo, hi)."""
         c = self.columns[ci]
+        assert isinstance(c, RaggedColumn)
         if self.cache is not None:
             return self.cache.buffer, self.cache.base[ci] + c.cum_bytes[self.order[lo:hi]]
         starts = self.states[g].ragged_start[ci]

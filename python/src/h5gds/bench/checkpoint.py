@@ -461,7 +461,12 @@ def bench_train_loop(args: argparse.Namespace, rows: list[dict[str, Any]]) -> No
         def dcp_async(i: int) -> Callable[[], None]:
             path = d / f"dcp-{i}"
             fut = dcp.async_save(state, checkpoint_id=str(path))
-            return lambda: (fut.result(), _fsync_tree(path), shutil.rmtree(path, ignore_errors=True))
+
+            def durable() -> None:
+                fut.result()
+                _fsync_tree(path)
+                shutil.rmtree(path, ignore_errors=True)
+            return durable
         methods.append(("dcp.async_save", dcp_async))
     except Exception as exc:  # noqa: BLE001
         print(f"dcp unavailable: {exc}")

@@ -53,7 +53,8 @@ class _Rows:
     """torch Dataset of single rows read with h5py (a file per worker)."""
 
     def __init__(self, path: str):
-        self.path, self.f = path, None
+        self.path = path
+        self.f: h5py.File | None = None
         with h5py.File(path, "r") as f:
             self.n = f["x"].shape[0]
 

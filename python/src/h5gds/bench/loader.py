@@ -25,7 +25,8 @@ class RowDataset:
     """torch Dataset: one h5py.File per worker, opened lazily in the worker."""
 
     def __init__(self, path: str):
-        self.path, self.f = path, None
+        self.path = path
+        self.f: h5py.File | None = None
 
     def __len__(self) -> int:
         with h5py.File(self.path, "r") as f:

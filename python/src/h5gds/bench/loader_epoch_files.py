@@ -77,7 +77,8 @@ class _VarDataset:
     """torch Dataset over a Ragged column with h5py: one file per worker."""
 
     def __init__(self, path: str):
-        self.path, self.f = path, None
+        self.path = path
+        self.f: h5py.File | None = None
         with h5py.File(path, "r") as f:
             self.offsets = f["o"][()]
 

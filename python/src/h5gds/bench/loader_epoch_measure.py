@@ -5,6 +5,7 @@ of window sizes."""
 from __future__ import annotations
 
 import argparse
+import functools
 from pathlib import Path
 from typing import Any, Callable
 
@@ -85,7 +86,7 @@ def bench_epoch(args: argparse.Namespace, dev: Any, rows: list[Row]) -> None:
                 if want("h5gds-exact"):
                     lde = loaders["exact"]
                     nb = part_batches if cache == "cold" else len(lde)
-                    measures.append(("h5gds-loader", "exact", lambda nb=nb: run_loader(lde, nb)))
+                    measures.append(("h5gds-loader", "exact", functools.partial(run_loader, lde, nb)))
                 if want("torch-dataloader-h5py") and have_torch:
                     measures.append(("torch-dataloader-h5py", "exact",
                                      lambda: run_dataloader(part_batches * bsz)))
