@@ -506,12 +506,13 @@ static int encode_batch(gds_codec_t *c, const gds_codec_pipeline_t *p, const enc
             unsigned grid = ne < 65536 ? (unsigned)ne : 65536;
             if (step->kind == GDS_STEP_DEFLATE) {
                 unsigned flg = gds_codec_zlib_flg(step->level), stored_only = !nvcomp;
-                unsigned join_blocks = (unsigned)((ne + 3) / 4); /* a warp a piece, 4 a block (DEFLATE_JOIN_WARPS) */
+                unsigned join_blocks = (unsigned)((ne + GDS_DEFLATE_JOIN_WARPS - 1) / GDS_DEFLATE_JOIN_WARPS);
                 void *aj[] = {&dj, &em.e, &ne64};
                 void *a[] = {&dj, &em.e, &bm.dsize, &bm.mask, &bm.acc, &bm.err, &bm.detail, &code, &flg, &bit,
                              &optional, &stored_only};
                 if (nvcomp && e->nblocks > 1 &&
-                    gds_codec_launch_threads(c, K_DEFLATE_JOIN, join_blocks, 1, 128, s, aj, st) < 0)
+                    gds_codec_launch_threads(c, K_DEFLATE_JOIN, join_blocks, 1, 32 * GDS_DEFLATE_JOIN_WARPS, s, aj,
+                                             st) < 0)
                     return -1;
                 timer_mark(c, timer, s);
                 if (gds_codec_launch(c, K_ZLIB_ASSEMBLE, parts_for(e->max_encoded), n32, s, a, st) < 0)

@@ -727,13 +727,12 @@ __device__ void store_blocks(u8 *out, const u8 *in, u64 len, bool final, u64 tid
 // than them). Entries nvCOMP failed are left for codec_zlib_assemble to
 // report. A warp each, not a thread: the walk branches at every code, and
 // the threads of one warp walking different pieces ran about 25 times
-// slower (H100). Launched with DEFLATE_JOIN_WARPS warps a block.
-#define DEFLATE_JOIN_WARPS 4
+// slower (H100). Launched with GDS_DEFLATE_JOIN_WARPS warps a block.
 __global__ void codec_deflate_join(const gds_kjob_t *jobs, gds_kentries_t e, u64 n)
 {
-    __shared__ ds_work_t work[DEFLATE_JOIN_WARPS];
+    __shared__ ds_work_t work[GDS_DEFLATE_JOIN_WARPS];
     u64 i = gtid() / 32;
-    if ((threadIdx.x & 31) != 0 || threadIdx.x / 32 >= DEFLATE_JOIN_WARPS || i >= n ||
+    if ((threadIdx.x & 31) != 0 || threadIdx.x / 32 >= GDS_DEFLATE_JOIN_WARPS || i >= n ||
         ((const int *)e.status)[i] != 0)
         return;
     const gds_kjob_t jb = jobs[((const gds_kentry_t *)e.aux)[i].chunk];

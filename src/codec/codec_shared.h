@@ -85,6 +85,9 @@ enum {
  * 1.47-1.49 in pieces, 1.37 whole (H100, tests/codec --bench-deflate;
  * 3.6 at 32 KiB once the join's tables moved to shared memory). */
 #define GDS_DEFLATE_PIECE 32768u
+/* codec_deflate_join's launch: a warp a piece, this many warps a block
+ * (its walk tables in shared memory, one set a warp). */
+#define GDS_DEFLATE_JOIN_WARPS 4u
 /* Plain zstd chunks are compressed in pieces, then spliced into one frame
  * (zstd_splice.h): nvCOMP compresses a batch of 32 KiB pieces fastest, and
  * larger ones better (longer matches found), up to a block's 128 KiB; the
