@@ -213,8 +213,10 @@ class Decoder:
             dst_a[holes] = scratch_addr + np.arange(len(holes), dtype=np.int64) * chunk_bytes
         if not self._decode(col, fi, src_a, size_a, mask_a, dst_a.astype(np.uint64), stream):
             return False
+        copy = self._strided_copy(stream)
         for k, row0, nrows, at in cut:
-            self._copy(scratch, k * chunk_bytes + row0 * col.row_bytes, buffer, at, nrows * col.row_bytes, stream)
+            s0, n = k * chunk_bytes + row0 * col.row_bytes, nrows * col.row_bytes
+            copy(buffer, slice(at, at + n), scratch, slice(s0, s0 + n))
         return True
 
     def _gpu_tiles(self, reader: Any, col: FixedColumn, fi: int, buffer: Any,
@@ -271,7 +273,8 @@ class Decoder:
         return True
 
     def _strided_copy(self, stream: Any) -> Any:
-        """copy(dst, dst_index, src, src_index) on the caller's stream."""
+        """copy(dst, dst_index, src, src_index) on the caller's stream: a
+        cut chunk's rows, a tile position's boxes."""
         if self.ld.module == "cupy":
             def copy_cupy(dst: Any, di: Any, src: Any, si: Any) -> None:
                 with stream:
@@ -300,15 +303,6 @@ class Decoder:
             import torch
             with torch.cuda.stream(stream):
                 buffer[p.dst:p.dst + raw.nbytes].copy_(torch.from_numpy(raw), non_blocking=False)
-
-    def _copy(self, src: Any, src_off: int, dst: Any, dst_off: int, nbytes: int, stream: Any) -> None:
-        if self.ld.module == "cupy":
-            with stream:
-                dst[dst_off:dst_off + nbytes] = src[src_off:src_off + nbytes]
-        else:
-            import torch
-            with torch.cuda.stream(stream):
-                dst[dst_off:dst_off + nbytes].copy_(src[src_off:src_off + nbytes], non_blocking=True)
 
 
 def place_tiles(scratch: Any, base: int, buffer: Any, dst: int, tiles: TileBoxes, itemsize: int, c0: int, m: int,
