@@ -31,7 +31,7 @@ import h5py
 import h5gds
 from h5gds._sizes import parse_size
 from h5gds.bench._common import ceiling_write_seconds, fsync_path
-from h5gds.bench.compressed import CHUNK_BYTES, DTYPES, filter_kwargs, make_rows
+from h5gds.bench.compressed import dataset_shape, filter_kwargs, make_rows
 
 from ab_variants import applied, folders_and_files, parser, variants_of, write_csv
 
@@ -40,10 +40,7 @@ CEILING_BLOCK = 16 << 20
 
 def host_array(kind: str, nbytes: int) -> tuple[np.ndarray, tuple[int, int]]:
     """The benchmark's data (`make_rows`) in 1 MiB chunks of whole rows."""
-    dtype = np.dtype(DTYPES[kind])
-    width = 1024 if dtype.itemsize >= 4 else 4096
-    rows_per_chunk = CHUNK_BYTES // (width * dtype.itemsize)
-    nrows = max(rows_per_chunk, nbytes // (width * dtype.itemsize) // rows_per_chunk * rows_per_chunk)
+    _, nrows, width, rows_per_chunk = dataset_shape(kind, nbytes)
     rng = np.random.default_rng(7)
     return make_rows(kind, 0, nrows, width, rng), (rows_per_chunk, width)
 

@@ -121,15 +121,22 @@ def filter_kwargs(name: str) -> dict[str, Any] | None:
                                                           shuffle=hdf5plugin.Blosc.SHUFFLE))}[name]()
 
 
+def dataset_shape(kind: str, nbytes: int) -> tuple[np.dtype[Any], int, int, int]:
+    """(dtype, rows, row width, rows a chunk) of about `nbytes` of `kind` in
+    1 MiB chunks of whole rows."""
+    dtype = np.dtype(DTYPES[kind])
+    width = 1024 if dtype.itemsize >= 4 else 4096
+    rows_per_chunk = CHUNK_BYTES // (width * dtype.itemsize)
+    nrows = max(rows_per_chunk, nbytes // (width * dtype.itemsize) // rows_per_chunk * rows_per_chunk)
+    return dtype, nrows, width, rows_per_chunk
+
+
 def write_dataset(path: Path, kind: str, fname: str, nbytes: int) -> float | None:
     """Writes `path` (dataset "x", 1 MiB chunks); returns its ratio."""
     kw = filter_kwargs(fname)
     if kw is None:
         return None
-    dtype = np.dtype(DTYPES[kind])
-    width = 1024 if dtype.itemsize >= 4 else 4096
-    rows_per_chunk = CHUNK_BYTES // (width * dtype.itemsize)
-    nrows = max(rows_per_chunk, nbytes // (width * dtype.itemsize) // rows_per_chunk * rows_per_chunk)
+    dtype, nrows, width, rows_per_chunk = dataset_shape(kind, nbytes)
     rng = np.random.default_rng(7)
     with h5py.File(path, "w") as f:
         d = f.create_dataset("x", shape=(nrows, width), dtype=dtype, chunks=(rows_per_chunk, width), **kw)
