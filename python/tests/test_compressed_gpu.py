@@ -19,6 +19,14 @@ cupy = pytest.importorskip("cupy")
 NVCOMP = nvcomp_missing()
 
 
+@pytest.fixture(autouse=True)
+def _gpu_decodes_every_chunk(monkeypatch):
+    """These tests are of the GPU's decode: no chunk is left to CPU threads
+    (the tests of that set H5GDS_HOST_DECODE_* themselves)."""
+    monkeypatch.setenv("H5GDS_HOST_DECODE_THREADS", "0")
+    monkeypatch.delenv("H5GDS_HOST_DECODE_CHUNKS", raising=False)
+
+
 def field(shape, seed=1):
     """A smooth float32 field with noise, kept to 3 decimals: compresses
     like simulation output (about 2x), never all zeros."""
@@ -552,3 +560,129 @@ def test_read_batches_follow_the_page_cache(tmp_path, monkeypatch, capfd):
         assert batches() == [(0, 5)]
     finally:
         os.close(fd)
+
+
+# ---- a read's last chunks decoded by CPU threads (src/vfd/gds_filtered_host.c) ----
+
+CPU_DECODABLE = [f for f in FILTERS if f[0] in ("gzip", "gzip+shuffle", "gzip+shuffle+fletcher32", "zstd")]
+
+
+def _cpu_chunks(capfd):
+    """The chunks H5GDS_CODEC_DEBUG's trace says CPU threads decoded, as
+    (first, end) per read."""
+    import re
+
+    err = capfd.readouterr().err
+    return [(int(a), int(b)) for a, b in re.findall(r"chunks \[(\d+), (\d+)\) on \d+ CPU threads", err)]
+
+
+@pytest.mark.parametrize("tail", ["3", "all"])
+@pytest.mark.parametrize("fname,kw,gpu", CPU_DECODABLE, ids=[f[0] for f in CPU_DECODABLE])
+@pytest.mark.parametrize("data", ["field", "image", "labels"])
+def test_cpu_decoded_chunks_bit_identical(tmp_path, monkeypatch, capfd, fname, kw, gpu, data, tail):
+    """The last 3 chunks of each read, or all of them, decoded by CPU
+    threads (the rest on the GPU): the bytes h5py reads, for whole reads and
+    selections whose chunks land in place and aside, edge chunks."""
+    if NVCOMP is not None:
+        pytest.skip(NVCOMP)
+    monkeypatch.setenv("H5GDS_HOST_DECODE_THREADS", "4")
+    monkeypatch.setenv("H5GDS_HOST_DECODE_CHUNKS", "100000" if tail == "all" else tail)
+    monkeypatch.setenv("H5GDS_CODEC_DEBUG", "1")
+    shape = (300, 257)
+    arr = {"field": field, "image": image_tiles, "labels": sparse_labels}[data](shape)
+    path = tmp_path / "c.h5"
+    with h5py.File(path, "w") as f:
+        f.create_dataset("x", data=arr, chunks=(64, 100), **kw)
+    sels = [(), (slice(10, 290), slice(33, 200)), (slice(64, 128), slice(None))]
+    for sel in sels:
+        _read_and_compare(path, "x", sel, True)
+    runs = _cpu_chunks(capfd)
+    assert len(runs) == len(sels), runs
+    for (lo, hi), n in zip(runs, [15, 10, 3]):  # chunks in each read: 5 x 3, 5 x 2, 1 x 3
+        assert hi == n and hi - lo == (n if tail == "all" else min(3, n)), runs
+
+
+@pytest.mark.parametrize("fname", ["gzip+shuffle", "zstd"])
+def test_cpu_decoded_chunks_among_unwritten_ones(tmp_path, monkeypatch, capfd, fname):
+    """1 MiB batches for the GPU and the last 40 chunks for CPU threads:
+    chunks never written among both (the fill value), selections in place
+    and aside, a read of never-written chunks only."""
+    if NVCOMP is not None:
+        pytest.skip(NVCOMP)
+    kw = dict(FILTERS_BY_NAME[fname][1]) if fname in FILTERS_BY_NAME else None
+    if kw is None:
+        pytest.skip(f"{fname}: hdf5plugin is not installed")
+    monkeypatch.setenv("H5GDS_DECODE_BATCH_MIB", "1")
+    monkeypatch.setenv("H5GDS_HOST_DECODE_THREADS", "3")
+    monkeypatch.setenv("H5GDS_HOST_DECODE_CHUNKS", "40")
+    monkeypatch.setenv("H5GDS_CODEC_DEBUG", "1")
+    arr = field((1000, 777))
+    path = tmp_path / "b.h5"
+    with h5py.File(path, "w") as f:
+        d = f.create_dataset("x", shape=arr.shape, dtype="f4", chunks=(37, 100), fillvalue=-2.5, **kw)
+        d[:370] = arr[:370]
+        d[630:] = arr[630:]
+        d[900:950, 100:200] = -1  # a chunk of the CPU's with data on either side
+    for sel in [(), (slice(5, 990), slice(3, 770)), (slice(360, 700),), (slice(400, 600), slice(50, 60))]:
+        _read_and_compare(path, "x", sel, True)
+    # chunks in each read: 28 x 8 (written: 224 - 7 x 8), 27 x 8, 10 x 8, 7 (none written)
+    assert [hi - lo for lo, hi in _cpu_chunks(capfd)] == [40, 40, 40, 7], "every read's last 40 chunks"
+
+
+@pytest.mark.parametrize("how", ["flip", "zero-tail"])
+@pytest.mark.parametrize("fname,kw,gpu", CPU_DECODABLE, ids=[f[0] for f in CPU_DECODABLE])
+def test_cpu_decoded_corrupt_chunks_fail_as_h5py_does(tmp_path, monkeypatch, fname, kw, gpu, how):
+    """A corrupt chunk that CPU threads decode fails the read, naming the
+    dataset, the chunk and the filter, where h5py fails; decodes to h5py's
+    bytes where h5py reads it."""
+    if NVCOMP is not None:
+        pytest.skip(NVCOMP)
+    monkeypatch.setenv("H5GDS_HOST_DECODE_THREADS", "2")
+    monkeypatch.setenv("H5GDS_HOST_DECODE_CHUNKS", "100000")
+    path = tmp_path / "bad.h5"
+    with h5py.File(path, "w") as f:
+        f.create_dataset("x", data=field((256, 256)), chunks=(64, 256), **kw)
+    _corrupt(path, "x", how)
+    with h5py.File(path, "r") as ref:
+        try:
+            want = ref["x"][()]
+            h5py_failed = False
+        except OSError:
+            h5py_failed = True
+    with h5py.File(path, "r", driver="gds") as f:
+        try:
+            got = cupy.asnumpy(h5gds.read(f["x"], like="cupy"))
+            failed, message = False, ""
+        except OSError as exc:
+            failed, message = True, str(exc)
+    if h5py_failed:
+        assert failed, f"{fname}/{how}: h5py fails on the corrupt chunk, h5gds returned data"
+        assert "/x" in message and "(0,0)" in message and "filter " in message, message
+    else:
+        assert not failed, message
+        np.testing.assert_array_equal(got, want)
+
+
+def test_small_reads_decode_on_the_cpu_by_default(tmp_path, monkeypatch, capfd):
+    """Without settings, a read of a few 1 MiB Deflate chunks is decoded by
+    CPU threads (the GPU's batch would take longer than all of them), a
+    larger one's last chunks too (how many: the machine's threads and rates),
+    both with h5py's bytes; H5GDS_HOST_DECODE_THREADS=0 leaves every chunk to
+    the GPU."""
+    if NVCOMP is not None:
+        pytest.skip(NVCOMP)
+    monkeypatch.delenv("H5GDS_HOST_DECODE_THREADS")
+    monkeypatch.setenv("H5GDS_CODEC_DEBUG", "1")
+    arr = np.tile(field((256, 1024)), (48, 1))  # 48 chunks of 1 MiB
+    path = tmp_path / "d.h5"
+    with h5py.File(path, "w") as f:
+        f.create_dataset("x", data=arr, chunks=(256, 1024), compression="gzip", shuffle=True)
+    capfd.readouterr()
+    _read_and_compare(path, "x", (slice(0, 512),), True)  # two chunks
+    assert _cpu_chunks(capfd) == [(0, 2)]
+    _read_and_compare(path, "x", (), True)
+    runs = _cpu_chunks(capfd)
+    assert len(runs) == 1 and runs[0][1] == 48, runs
+    monkeypatch.setenv("H5GDS_HOST_DECODE_THREADS", "0")
+    _read_and_compare(path, "x", (slice(0, 512),), True)
+    assert _cpu_chunks(capfd) == []
