@@ -67,6 +67,7 @@ struct host_tail {
     gds_io_t **io;           /* a read per group */
     gds_job_t *job;
     double started;
+    double pinned_s, submit_s; /* host_start's parts (H5GDS_CODEC_DEBUG's trace) */
     /* what the workers found */
     pthread_mutex_t lock;
     size_t bad;              /* the first failing chunk's place in `chunk` (SIZE_MAX: none) */
@@ -258,6 +259,7 @@ herr_t gds_filtered_host_start(host_tail_t *t)
     t->stored = malloc(bytes ? bytes : 1);
     t->decoded_cap = t->nstored * s->pipe.chunk_bytes;
     t->decoded = take_pinned(s, t->decoded_cap, &t->decoded_pinned);
+    t->pinned_s = gds_filtered_seconds_now() - t->started;
     t->ngroups = t->nstored < 2 * (size_t)t->threads ? t->nstored : 2 * (size_t)t->threads;
     t->per_group = (t->nstored + t->ngroups - 1) / t->ngroups;
     t->ngroups = (t->nstored + t->per_group - 1) / t->per_group;
@@ -286,6 +288,7 @@ herr_t gds_filtered_host_start(host_tail_t *t)
         }
     }
     free(segs);
+    t->submit_s = gds_filtered_seconds_now() - t->started - t->pinned_s;
     gds_status_t st;
     t->job = gds_pool_submit(t->threads, t->ngroups, decode_groups, t, &st);
     if (!t->job) {
@@ -377,8 +380,9 @@ herr_t gds_filtered_host_finish(host_tail_t *t, bool ok)
     }
     if (gds_filtered_trace_on() && t->started > 0)
         fprintf(stderr, "h5gds read '%s': chunks [%zu, %zu) on %u CPU threads: %zu read and decoded by %.1f ms after "
-                "their start, waited %.1f ms, placed %.1f ms (%.0f MB/s a thread)\n", s->name, t->from, s->nchunks,
-                t->threads, t->nstored, 1e3 * (t0 - t->started), 1e3 * (t0 - waited), 1e3 * (t1 - t0),
+                "their start (memory %.1f ms, reads started %.1f ms), waited %.1f ms, placed %.1f ms (%.0f MB/s a "
+                "thread)\n", s->name, t->from, s->nchunks, t->threads, t->nstored, 1e3 * (t0 - t->started),
+                1e3 * t->pinned_s, 1e3 * t->submit_s, 1e3 * (t0 - waited), 1e3 * (t1 - t0),
                 t->decode_s > 0 ? (double)(t->nstored * s->pipe.chunk_bytes) / t->decode_s / 1e6 : 0.0);
     if (t->decoded)
         give_pinned(s->cu, t->decoded, t->decoded_cap, t->decoded_pinned);
