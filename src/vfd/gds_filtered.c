@@ -320,8 +320,12 @@ static int filtered_io(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_s
 
 void gds_filtered_release_device_memory(void)
 {
-    gds_filtered_host_release();
     gds_filtered_trim_pools();
+}
+
+void gds_filtered_release_host_memory(void)
+{
+    gds_filtered_host_release();
 }
 
 int gds_filtered_read(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_space, hid_t dxpl, void *buf)

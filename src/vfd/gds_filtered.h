@@ -32,10 +32,13 @@ int gds_filtered_write(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_s
 int gds_filtered_decode_chunks(hid_t dset, size_t n, const void *const *src, const size_t *src_bytes,
                                const unsigned *masks, void *const *dst, void *stream);
 
-/* Gives the memory that the GPU reads and writes keep for the next one
- * back (device memory to the driver, the pinned buffer of chunks decoded
- * on the CPU; called when the last file open with the driver closes). */
+/* Gives the device memory that the GPU reads and writes keep for the next
+ * one back to the driver (called when the last file open with the driver
+ * closes). */
 void gds_filtered_release_device_memory(void);
+/* Frees the pinned memory kept for reads decoded on the CPU (called when
+ * the driver terminates). */
+void gds_filtered_release_host_memory(void);
 
 /* How a read finds the file extents of its box's chunks. */
 typedef enum gds_chunk_locate {

@@ -1,24 +1,28 @@
 /*
- * A read's last chunks decoded by CPU threads (src/codec/host_codec.h)
- * while the GPU decodes the batch before them.
+ * Reads of a few Deflate or zstd chunks decoded by CPU threads
+ * (src/codec/host_codec.h) instead of the GPU.
  *
  * nvCOMP decodes a batch of whole Deflate or zstd chunks in about one
- * chunk's serial time, whatever the batch's width (1 MiB chunks: 26 ms for
- * zstd, 33-66 ms for Deflate on an H100), so a cold read ends that long
- * after the disk's last byte, and a read of a few chunks takes that long
- * however few. A CPU thread inflates a 1 MiB chunk in 2-7 ms. The chunks
- * the CPU threads can decode in the time the GPU takes for one batch are
- * left to them: read after the GPU's batches (the disk's order), decoded
- * into pinned host memory as their reads land, copied to their places
- * once the GPU's last batch is done. A read of fewer chunks than that is
- * decoded on the CPU alone.
+ * chunk's serial time, whatever the batch's width (1 MiB chunks: 25 ms for
+ * zstd, 33-66 ms for Deflate on an H100), so a read of two chunks takes as
+ * long as a read of five hundred. A CPU thread inflates a 1 MiB chunk in
+ * 2-7 ms: a read whose chunks the CPU threads decode within that time
+ * (and within HOST_READ_MAX_BYTES) is theirs: its stored bytes are read
+ * into host memory, decoded into pinned memory as the reads land, and
+ * copied to their places.
  *
- * How many: the GPU's batch time per decoded byte of one chunk and a CPU
- * thread's decode rate, each measured by this process's reads (starting
- * from an H100 host's figures), times the threads (H5GDS_HOST_DECODE_THREADS:
- * the online CPUs, at most 16 by default; 0 turns this off).
- * H5GDS_HOST_DECODE_CHUNKS=N gives the last N chunks to the CPU instead
- * (tests, measurements).
+ * How many bytes: the GPU's batch seconds per decoded byte of one chunk and
+ * the CPU threads' decoded bytes per second (wall clock, reads included),
+ * each measured by this process's reads (starting from an H100 host's
+ * figures); threads: H5GDS_HOST_DECODE_THREADS (the online CPUs, at most
+ * 16, by default; 0 turns this off).
+ *
+ * H5GDS_HOST_DECODE_CHUNKS=N leaves any read's last N chunks to the CPU
+ * threads, the rest to the GPU: their reads start once the GPU's batches
+ * are read, and they decode while the GPU's last batch does. Measured on
+ * an H100, this did not make large reads faster (the GPU's batches take
+ * as long with fewer chunks; bench/results/2026-11-27-h100-cpu-decode), so
+ * it is a setting for tests and measurements, not the default.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -33,20 +37,22 @@
 #include "../codec/host_codec.h"
 #include "../engine/worker_pool.h"
 
-/* Pinned memory for decoded chunks: a tail holds at most this much. */
-#define HOST_TAIL_MAX_BYTES ((size_t)512 << 20)
+/* Decoded bytes a read may leave to the CPU threads, at most (pinned
+ * memory, kept for the next read until the driver terminates). */
+#define HOST_READ_MAX_BYTES ((size_t)64 << 20)
 #define DEFAULT_MAX_THREADS 16
 
 /* What the estimate starts from (H100 host, 1 MiB chunks of the compressed
  * benchmark's data): the GPU's batch seconds per decoded byte of one chunk,
- * a CPU thread's decoded bytes per second. Index 0 Deflate, 1 zstd. */
+ * the CPU threads' decoded bytes per second per thread (wall clock, reads
+ * included, divided by the threads). Index 0 Deflate, 1 zstd. */
 static struct {
     pthread_mutex_t lock;
     double gpu_s_per_chunk_byte[2];
     double host_bytes_per_s[2];
     void *pinned; /* one pinned buffer kept for the next read */
     size_t pinned_cap;
-} rates = {PTHREAD_MUTEX_INITIALIZER, {0.060 / (1 << 20), 0.026 / (1 << 20)}, {150e6, 450e6}, NULL, 0};
+} rates = {PTHREAD_MUTEX_INITIALIZER, {0.033 / (1 << 20), 0.025 / (1 << 20)}, {140e6, 350e6}, NULL, 0};
 
 /* Chunks of less than this say little of the GPU's per-batch time (the
  * launches and the synchronisation weigh in). */
@@ -68,6 +74,7 @@ struct host_tail {
     gds_job_t *job;
     double started;
     double pinned_s, submit_s; /* host_start's parts (H5GDS_CODEC_DEBUG's trace) */
+    double done_from;        /* when the reads were started (the wall-clock rate's start) */
     /* what the workers found */
     pthread_mutex_t lock;
     size_t bad;              /* the first failing chunk's place in `chunk` (SIZE_MAX: none) */
@@ -102,19 +109,24 @@ void gds_filtered_host_note_gpu_batch(const read_state_t *s, double seconds)
     pthread_mutex_unlock(&rates.lock);
 }
 
-/* How many of the read's last chunks the CPU threads decode. */
-static size_t tail_chunks(const read_state_t *s, int codec, unsigned threads)
+/* How many of the read's last chunks the CPU threads decode: all of a
+ * read they decode within one GPU batch's time, else none (unless set). */
+static size_t host_chunks(const read_state_t *s, int codec, unsigned threads)
 {
     const char *forced = getenv("H5GDS_HOST_DECODE_CHUNKS");
     if (forced && *forced) {
         long n = atol(forced);
         return n < 0 ? 0 : (size_t)n;
     }
+    size_t written = 0;
+    for (size_t k = 0; k < s->nchunks; k++)
+        written += s->chunks[k].addr != HADDR_UNDEF;
+    double bytes = (double)written * (double)s->pipe.chunk_bytes;
     pthread_mutex_lock(&rates.lock);
     double gpu_s = rates.gpu_s_per_chunk_byte[codec] * (double)s->pipe.chunk_bytes;
-    double host_rate = rates.host_bytes_per_s[codec] * threads;
+    double host_s = bytes / (rates.host_bytes_per_s[codec] * threads);
     pthread_mutex_unlock(&rates.lock);
-    return (size_t)(gpu_s * host_rate / (double)s->pipe.chunk_bytes);
+    return host_s <= gpu_s && bytes <= (double)HOST_READ_MAX_BYTES ? s->nchunks : 0;
 }
 
 host_tail_t *gds_filtered_host_plan(read_state_t *s)
@@ -125,7 +137,7 @@ host_tail_t *gds_filtered_host_plan(read_state_t *s)
     if (compressor != GDS_FILTER_DEFLATE && compressor != GDS_FILTER_ZSTD)
         return NULL; /* none here, or the GPU's batches are short (no compressor) */
     int codec = compressor == GDS_FILTER_ZSTD;
-    size_t n = tail_chunks(s, codec, threads), cap = HOST_TAIL_MAX_BYTES / s->pipe.chunk_bytes;
+    size_t n = host_chunks(s, codec, threads), cap = 4 * HOST_READ_MAX_BYTES / s->pipe.chunk_bytes;
     n = n > cap ? cap : n;
     n = n > s->nchunks ? s->nchunks : n;
     if (n == 0)
@@ -170,7 +182,7 @@ static void give_pinned(const gds_cuda_api_t *cu, void *p, size_t cap, bool pinn
     }
     void *drop = p;
     pthread_mutex_lock(&rates.lock);
-    if (!rates.pinned || rates.pinned_cap < cap) { /* keep the larger one */
+    if (cap <= HOST_READ_MAX_BYTES && (!rates.pinned || rates.pinned_cap < cap)) { /* keep the larger one */
         drop = rates.pinned;
         rates.pinned = p;
         rates.pinned_cap = cap;
@@ -288,7 +300,8 @@ herr_t gds_filtered_host_start(host_tail_t *t)
         }
     }
     free(segs);
-    t->submit_s = gds_filtered_seconds_now() - t->started - t->pinned_s;
+    t->done_from = gds_filtered_seconds_now();
+    t->submit_s = t->done_from - t->started - t->pinned_s;
     gds_status_t st;
     t->job = gds_pool_submit(t->threads, t->ngroups, decode_groups, t, &st);
     if (!t->job) {
@@ -372,8 +385,8 @@ herr_t gds_filtered_host_finish(host_tail_t *t, bool ok)
     }
     double t1 = gds_filtered_seconds_now();
     s->stats.decode_s += t1 - waited;
-    if (ret == 0 && ok && t->nstored && t->decode_s > 0) { /* a thread's rate, for the next read's estimate */
-        double rate = (double)(t->nstored * s->pipe.chunk_bytes) / t->decode_s;
+    if (ret == 0 && ok && t->nstored >= t->threads && t0 > t->done_from) { /* for the next read's estimate */
+        double rate = (double)(t->nstored * s->pipe.chunk_bytes) / (t0 - t->done_from) / t->threads;
         pthread_mutex_lock(&rates.lock);
         rates.host_bytes_per_s[t->codec] = rate;
         pthread_mutex_unlock(&rates.lock);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "gds_config.h"
+#include "gds_filtered.h"
 #include "gds_vfd_file.h"
 
 static hid_t gds_driver_id = H5I_INVALID_HID;
@@ -52,6 +53,7 @@ herr_t gds_vfd_term(void)
 {
     gds_driver_id = H5I_INVALID_HID;
     gds_engine_shutdown();
+    gds_filtered_release_host_memory();
     return 0;
 }
 
