@@ -10,8 +10,7 @@
  *   codec_blosc.c   Blosc-1's decode stage
  *   codec_decode.c  gds_codec_decode: groups, sub-batches, per-filter stages
  *   codec_encode.c  gds_codec_encode: plan, sub-batches, per-filter stages
- * (codec_plan.c, the host-only logic, calls none of them; codec_host.c, the
- * CPU decode of host_codec.h, only codec_plan.c.)
+ * (codec_plan.c, the host-only logic, calls none of them.)
  */
 #ifndef H5GDS_CODEC_INTERNAL_H
 #define H5GDS_CODEC_INTERNAL_H

@@ -318,16 +318,6 @@ static int filtered_io(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_s
     return result < 0 ? -1 : result;
 }
 
-void gds_filtered_release_device_memory(void)
-{
-    gds_filtered_trim_pools();
-}
-
-void gds_filtered_release_host_memory(void)
-{
-    gds_filtered_host_release();
-}
-
 int gds_filtered_read(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_space, hid_t dxpl, void *buf)
 {
     return filtered_io(dset, mem_type, mem_space, file_space, dxpl, buf, false);

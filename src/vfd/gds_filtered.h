@@ -36,9 +36,6 @@ int gds_filtered_decode_chunks(hid_t dset, size_t n, const void *const *src, con
  * one back to the driver (called when the last file open with the driver
  * closes). */
 void gds_filtered_release_device_memory(void);
-/* Frees the pinned memory kept for reads decoded on the CPU (called when
- * the driver terminates). */
-void gds_filtered_release_host_memory(void);
 
 /* How a read finds the file extents of its box's chunks. */
 typedef enum gds_chunk_locate {

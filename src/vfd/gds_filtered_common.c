@@ -167,7 +167,7 @@ CUmemoryPool gds_filtered_pool_for(CUcontext ctx, const gds_cuda_api_t *cu)
     return pool;
 }
 
-void gds_filtered_trim_pools(void)
+void gds_filtered_release_device_memory(void)
 {
     const gds_cuda_api_t *cu = gds_cuda_if_loaded();
     if (!cu || !cu->MemPoolTrimTo)
@@ -253,7 +253,7 @@ size_t gds_filtered_write_batch_cap(size_t chunk_bytes)
  * than it must be. */
 size_t gds_filtered_read_batch_end(const read_state_t *s, size_t from)
 {
-    return even_batch_end(s->read_end ? s->read_end : s->nchunks, chunks_per_batch(s, false), from);
+    return even_batch_end(s->nchunks, chunks_per_batch(s, false), from);
 }
 
 /* The end of the write batch that starts at chunk `from`. Where the codec

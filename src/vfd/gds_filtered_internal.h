@@ -11,7 +11,6 @@
  *   gds_filtered_locate.c   the box's chunks and their file extents (list,
  *                           by coordinates, by index walk, the user-block
  *                           base; gds_filtered_locate_chunks for tests)
- *   gds_filtered_host.c     a read's last chunks decoded by CPU threads
  *   gds_filtered_read.c     the read: batches, read-ahead, decode, placing
  *   gds_filtered_write.c    the write: encode batches, direct chunk writes
  *   gds_filtered.c          eligibility and set-up (filtered_io), the public
@@ -87,7 +86,6 @@ typedef struct read_state {
     double memory_s; /* spent allocating and freeing the buffers (H5GDS_CODEC_DEBUG's trace) */
     size_t largest_stored; /* reads: the stored bytes of the largest batch */
     size_t read_batch_chunks; /* reads: chunks per batch the codec asks for (0: by decoded bytes) */
-    size_t read_end; /* reads: the GPU decodes chunks [0, read_end), CPU threads the rest (0: all on the GPU) */
     size_t write_batch_chunks; /* writes: chunks per batch the codec asks for (0: by decoded bytes) */
 } read_state_t;
 
@@ -130,8 +128,6 @@ gds_codec_t *gds_filtered_codec_for(CUcontext ctx, gds_status_t *st);
  * cuMemFree does (36 ms behind a busy GPU, measured). */
 CUmemoryPool gds_filtered_pool_for(CUcontext ctx, const gds_cuda_api_t *cu);
 void gds_filtered_chunk_text(const box_t *b, const hsize_t *lo, char *out, size_t size);
-/* Gives the freed memory the pools keep back to the driver. */
-void gds_filtered_trim_pools(void);
 
 /* ---- gds_filtered_buffers.c ---- */
 
@@ -150,22 +146,6 @@ herr_t gds_filtered_ensure(read_state_t *s, CUdeviceptr *p, size_t *cap, size_t 
 
 herr_t gds_filtered_list_chunks(read_state_t *s);
 herr_t gds_filtered_locate(read_state_t *s, gds_chunk_locate_t method, gds_chunk_locate_t *used);
-
-/* ---- gds_filtered_host.c ---- */
-
-/* A read's last chunks decoded by CPU threads (see the file). */
-typedef struct host_tail host_tail_t;
-/* Which chunks the CPU threads take (s->read_end set); NULL: none. */
-host_tail_t *gds_filtered_host_plan(read_state_t *s);
-/* Starts their reads and their decode (once the GPU's reads are all in). */
-herr_t gds_filtered_host_start(host_tail_t *t);
-/* Waits for them; places them where `ok` (the rest of the read went well);
- * frees t. */
-herr_t gds_filtered_host_finish(host_tail_t *t, bool ok);
-/* A GPU batch of s's chunks took `seconds` (the next reads' estimate). */
-void gds_filtered_host_note_gpu_batch(const read_state_t *s, double seconds);
-/* Frees the pinned memory kept for the next read. */
-void gds_filtered_host_release(void);
 
 /* ---- gds_filtered_read.c, gds_filtered_write.c ---- */
 

@@ -204,9 +204,7 @@ static bool stored_bytes_cached(const read_state_t *s)
 
 /* The batches (gds_filtered_read_batch_end): batches k + 1 .. k + ahead
  * (gds_filtered_read_ahead) are read while batch k decodes, each into a
- * stored-bytes slot of its own. The last chunks may be left to CPU
- * threads (gds_filtered_host.c): their reads start once the GPU's batches
- * are all read, and they decode while the GPU's last batch does. */
+ * stored-bytes slot of its own. */
 herr_t gds_filtered_read_all(read_state_t *s)
 {
     const int ahead = gds_filtered_read_ahead(), slots = ahead + 1;
@@ -216,21 +214,17 @@ herr_t gds_filtered_read_all(read_state_t *s)
     int issued = 0, decoded = 0;
     herr_t rc = 0;
     bool trace = gds_filtered_trace_on();
-    host_tail_t *tail = gds_filtered_host_plan(s); /* sets s->read_end */
-    const size_t gpu_end = s->read_end; /* 0: no batch at all (the read_end of 0 that means all is never asked) */
     s->read_batch_chunks = gds_codec_read_batch_chunks(s->codec, &s->pipe, largest_chunk(s),
                                                        gds_filtered_read_batch_cap(s->pipe.chunk_bytes),
                                                        stored_bytes_cached(s));
     s->largest_stored = 0;
-    for (size_t a = 0, b; a < gpu_end; a = b) {
+    for (size_t a = 0, b; a < s->nchunks; a = b) {
         b = gds_filtered_read_batch_end(s, a);
         size_t bytes = batch_stored_bytes(s, a, b, NULL);
         s->largest_stored = bytes > s->largest_stored ? bytes : s->largest_stored;
     }
     double start = gds_filtered_seconds_now();
-    if (tail && gpu_end == 0) /* a read the CPU threads take whole */
-        rc = gds_filtered_host_start(tail);
-    while (rc == 0 && issued < ahead && next < gpu_end) { /* the first `ahead` in flight: decode as they come */
+    while (rc == 0 && issued < ahead && next < s->nchunks) { /* the first `ahead` in flight: decode as they come */
         int k = issued % slots;
         from[k] = next;
         to[k] = next = gds_filtered_read_batch_end(s, next);
@@ -246,7 +240,7 @@ herr_t gds_filtered_read_all(read_state_t *s)
         io[k] = NULL;
         if (rc < 0)
             break;
-        if (next < gpu_end) { /* the slot after the ones in flight is free: the batch `ahead` on */
+        if (next < s->nchunks) { /* the slot after the ones in flight is free: the batch `ahead` on */
             int j = issued % slots;
             from[j] = next;
             to[j] = next = gds_filtered_read_batch_end(s, next);
@@ -255,16 +249,11 @@ herr_t gds_filtered_read_all(read_state_t *s)
                 break;
             }
             issued++;
-        } else if (tail && decoded + 1 == issued && gds_filtered_host_start(tail) < 0) {
-            rc = -1; /* (the GPU's last batch is in: the disk is the CPU threads' now) */
-            break;
         }
         double t0 = gds_filtered_seconds_now();
         rc = decode_batch(s, from[k], to[k], k);
         double t1 = gds_filtered_seconds_now();
         s->stats.decode_s += t1 - t0;
-        if (rc == 0)
-            gds_filtered_host_note_gpu_batch(s, t1 - t0);
         decoded++;
         if (trace)
             fprintf(stderr, "h5gds read '%s': chunks [%zu, %zu) at %.1f ms: waited %.1f ms for its read, decoded %.1f ms\n",
@@ -273,7 +262,5 @@ herr_t gds_filtered_read_all(read_state_t *s)
     for (int k = 0; k < slots; k++) /* after a failure: reads still in flight end before their buffers go */
         if (io[k])
             wait_read(s, io[k]);
-    if (gds_filtered_host_finish(tail, rc == 0) < 0)
-        rc = -1;
     return rc;
 }

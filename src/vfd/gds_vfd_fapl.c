@@ -6,7 +6,6 @@
 #include <stdlib.h>
 
 #include "gds_config.h"
-#include "gds_filtered.h"
 #include "gds_vfd_file.h"
 
 static hid_t gds_driver_id = H5I_INVALID_HID;
@@ -53,7 +52,6 @@ herr_t gds_vfd_term(void)
 {
     gds_driver_id = H5I_INVALID_HID;
     gds_engine_shutdown();
-    gds_filtered_release_host_memory();
     return 0;
 }
 
