@@ -1,6 +1,6 @@
 /*
  * test_codec_gpu --bench [MiB]: decode and encode throughput, chunks in
- * device memory. --widths [N]: the decode time of batches of 64 .. N whole
+ * device memory. --widths [N]: the decode time of batches of 1 .. N whole
  * 1 MiB chunks, and of N chunks as two or four batches decoded at once
  * (a codec and a stream each), to size the reads' batches.
  * --bench-deflate [MiB]: Deflate alone, at the piece size
@@ -236,7 +236,7 @@ static void widths_one(const char *name, const gds_codec_pipeline_t *p, data_kin
         return;
     }
     batch_upload(&b, p->chunk_bytes, false);
-    for (size_t w = 64; w <= n; w *= 2) {
+    for (size_t w = 1; w <= n; w *= 2) {
         double s = lanes_seconds(lane, 1, p, &b, w);
         printf("widths %-24s lanes 1 width %5zu: %8.2f ms, %6.1f GB/s\n", name, w, 1e3 * s,
                (double)(w * p->chunk_bytes) / s / 1e9);
