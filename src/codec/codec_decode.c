@@ -223,7 +223,10 @@ static int decode_batch(decode_ctx_t *x, const size_t *idx, size_t m, const size
         case GDS_STEP_ZSTD: {
             bool deflate = step->kind == GDS_STEP_DEFLATE;
             entries_mem_t em;
-            if (gds_codec_nvcomp_decompress(c, step->kind, nj, max_out, total_out, 0, &em, NULL, s, st, false) < 0 ||
+            size_t split = deflate && gds_codec_inflate_split_on() ? gds_codec_inflate_split_bytes(nj, max_out) : 0;
+            CUdeviceptr split_at = 0;
+            if (gds_codec_nvcomp_decompress(c, step->kind, nj, max_out, total_out, split, &em, &split_at, s, st,
+                                            false) < 0 ||
                 gds_codec_upload_jobs(c, &bm, d, nj, s, &dj, st) < 0)
                 goto done;
             CUdeviceptr din = c->dummies + (deflate ? DUMMY_DEFLATE : DUMMY_ZSTD);
@@ -232,7 +235,8 @@ static int decode_batch(decode_ctx_t *x, const size_t *idx, size_t m, const size
             unsigned long long ne = nj;
             if (deflate) {
                 void *a[] = {&dj, &em.e, &bm.err, &bm.detail, &code, &din, &dlen, &scratch};
-                if (gds_codec_launch(c, K_ZLIB_PREP, parts_for(max_in), n32, s, a, st) < 0)
+                if (gds_codec_launch(c, K_ZLIB_PREP, parts_for(max_in), n32, s, a, st) < 0 ||
+                    (split && gds_codec_inflate_split(c, dj, nj, max_out, split_at, &em, bm.err, s, st) < 0))
                     goto done;
             }
             else {
@@ -435,8 +439,11 @@ static size_t decode_temp(gds_codec_t *c, const void *plan, size_t m)
             c->nv->lz4.DecompressGetTempSize(ne, block, ld, &temp, m * expect, NULL);
         else if (step_zstd(comp->kind) || comp->kind == GDS_STEP_BLOSC) /* blosc: zstd's, the larger */
             gds_zstd_decompress_temp(c->nv, ne, block, m * expect, &temp, NULL);
-        else
+        else {
             c->nv->deflate.DecompressGetTempSize(ne, block, dd, &temp, m * expect, NULL);
+            if (gds_codec_inflate_split_on()) /* and its segments' scratch */
+                temp += gds_codec_inflate_split_bytes(m, expect);
+        }
         temp += ne * (6 * 8 + sizeof(gds_kentry_t));
     }
     return temp;

@@ -55,6 +55,9 @@ enum kernel_id {
     K_BLOSC_SHUFFLE,
     K_BLOSC_LAYOUT,
     K_DEFLATE_JOIN,
+    K_INFLATE_FIND,
+    K_INFLATE_SEGMENTS,
+    K_INFLATE_RESOLVE,
     K_COUNT
 };
 
@@ -283,6 +286,14 @@ int gds_codec_upload_jobs(gds_codec_t *c, const batch_mem_t *bm, size_t a, size_
 /* Job array `a` in pinned memory. */
 gds_kjob_t *gds_codec_pinned_jobs(gds_codec_t *c, const batch_mem_t *bm, size_t a);
 int gds_codec_memset_async(gds_codec_t *c, CUdeviceptr p, size_t bytes, CUstream s, gds_status_t *st);
+/* Deflate in segments (codec_inflate.c): whether it is on, the device
+ * memory it takes for n chunks of `expect` decoded bytes, and its launch
+ * on nj jobs (raw streams in their mid, codec_zlib_prep's) before nvCOMP's
+ * decode of the same entries: chunks made up become dummies there. */
+bool gds_codec_inflate_split_on(void);
+size_t gds_codec_inflate_split_bytes(size_t n, size_t expect);
+int gds_codec_inflate_split(gds_codec_t *c, CUdeviceptr jobs, size_t nj, size_t expect, CUdeviceptr mem,
+                            const entries_mem_t *em, CUdeviceptr err, CUstream s, gds_status_t *st);
 int gds_codec_sync_stream(gds_codec_t *c, CUstream s, gds_status_t *st);
 /* The first GDS_HEAD_BYTES bytes of the nj jobs at dj, in pinned memory
  * (the stream synchronised). */

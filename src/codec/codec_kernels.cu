@@ -9,6 +9,7 @@
 #define ZS_MAX_CHECKPOINTS GDS_ZSTD_SPLICE_CHECKPOINTS
 #include "zstd_splice.h"
 #include "deflate_splice.h"
+#include "inflate_split.h"
 
 typedef unsigned char u8;
 typedef gds_u64 u64;
@@ -746,6 +747,115 @@ __global__ void codec_deflate_join(const gds_kjob_t *jobs, gds_kentries_t e, u64
         ds_joined_bytes(&s, last) < ds_stored_bytes(in))
         joined = ds_join(p, &s, last);
     ((u64 *)e.out_actual)[i] = joined;
+}
+
+// ---- Deflate decoded in segments (inflate_split.h) ----
+// Per chunk j of a batch, in the split memory: IS_MAX_SEGMENTS segment
+// records, a page counter, a pool of npages pages, and per segment a list
+// of npages. The raw stream is in the job's mid (codec_zlib_prep), `per`
+// compressed bytes a segment nominally.
+
+__device__ __forceinline__ is_segment_t *split_segs(u64 segs, u32 j) { return (is_segment_t *)segs + (u64)j * IS_MAX_SEGMENTS; }
+
+__device__ __forceinline__ u32 split_segments(const gds_kjob_t &jb, u64 per, u64 *n)
+{
+    bool usable = jb.in_size >= 7 && !jb.dead;
+    *n = usable ? jb.in_size - 6 : 0;
+    return usable ? is_segments(*n, per) : 0;
+}
+
+// Each segment's start: a warp a segment, 32 bit positions at a time.
+// Grid (IS_MAX_SEGMENTS, jobs), 32 threads.
+__global__ void codec_inflate_find(const gds_kjob_t *jobs, u64 segs, u64 next, u64 per)
+{
+    const gds_kjob_t jb = jobs[blockIdx.y];
+    is_segment_t *seg = split_segs(segs, blockIdx.y);
+    u32 s = blockIdx.x, lane = threadIdx.x;
+    u64 n;
+    u32 S = split_segments(jb, per, &n);
+    if (s == 0 && lane == 0)
+        ((u32 *)next)[blockIdx.y] = 0;
+    if (s >= S || s == 0) {
+        if (lane == 0)
+            seg[s].start = s < S ? 0 : IS_NO_START;
+        return;
+    }
+    const u8 *p = (const u8 *)jb.mid;
+    u64 lo = 8 * is_nominal(n, S, s), hi = 8 * is_nominal(n, S, s + 1), found = IS_NO_START;
+    u8 lens[320];
+    for (u64 base = lo; base < hi; base += 32) {
+        u64 pos = base + lane;
+        unsigned m = __ballot_sync(0xffffffffu, pos < hi && is_header_at(p, n, pos, lens));
+        if (m) {
+            found = base + (u64)(__ffs(m) - 1);
+            break;
+        }
+    }
+    if (lane == 0)
+        seg[s].start = found;
+}
+
+// Each segment with a start decoded into its pages: a warp a segment, its
+// first lane working, its tables in shared memory (threads of one warp
+// decoding different streams diverge at every code: see
+// codec_deflate_join). Grid (IS_MAX_SEGMENTS / GDS_INFLATE_WARPS, jobs).
+__global__ void codec_inflate_segments(const gds_kjob_t *jobs, u64 segs, u64 next, u64 pool, u64 lists, u32 npages,
+                                       u64 per)
+{
+    __shared__ ds_work_t work[GDS_INFLATE_WARPS];
+    u32 w = threadIdx.x / 32, j = blockIdx.y, s = blockIdx.x * GDS_INFLATE_WARPS + w;
+    if ((threadIdx.x & 31) != 0 || w >= GDS_INFLATE_WARPS)
+        return;
+    const gds_kjob_t jb = jobs[j];
+    is_segment_t *seg = split_segs(segs, j);
+    u64 n;
+    u32 S = split_segments(jb, per, &n);
+    if (s >= S || seg[s].start == IS_NO_START)
+        return;
+    u32 t = is_next(seg, S, s);
+    is_out_t o;
+    o.pool = (ds_u16 *)pool + (u64)j * npages * IS_PAGE;
+    o.next = (u32 *)next + j;
+    o.npages = npages;
+    o.list = (u32 *)lists + ((u64)j * IS_MAX_SEGMENTS + s) * npages;
+    is_decode((const u8 *)jb.mid, n, seg[s].start, t < S ? seg[t].start : IS_NO_START, s == 0, &o, &work[w], &seg[s]);
+}
+
+// A chunk whose segments make up its stream: its bytes written to the
+// job's out, segment after segment (a segment's markers name bytes of the
+// ones before), and its nvCOMP entry made a dummy; the others are left to
+// nvCOMP. Grid (jobs), THREADS threads. made: chunks made up (counted).
+__global__ void codec_inflate_resolve(const gds_kjob_t *jobs, gds_kentries_t e, u64 segs, u64 pool, u64 lists,
+                                      u32 npages, u64 per, const u32 *err, u64 dummy_in, u64 dummy_len, u64 scratch,
+                                      u32 *made)
+{
+    __shared__ u64 at[IS_MAX_SEGMENTS];
+    __shared__ int ok;
+    u32 j = blockIdx.x;
+    const gds_kjob_t jb = jobs[j];
+    const is_segment_t *seg = split_segs(segs, j);
+    u64 n;
+    u32 S = split_segments(jb, per, &n);
+    if (threadIdx.x == 0)
+        ok = S > 0 && err[jb.chunk] == 0 && is_chain(seg, S, jb.out_size, at);
+    __syncthreads();
+    if (!ok)
+        return;
+    const ds_u16 *pl = (const ds_u16 *)pool + (u64)j * npages * IS_PAGE;
+    u8 *out = (u8 *)jb.out;
+    for (u32 s = 0; s < S; s = is_next(seg, S, s)) {
+        const u32 *list = (const u32 *)lists + ((u64)j * IS_MAX_SEGMENTS + s) * npages;
+        u64 count = seg[s].count, base = at[s];
+        int bad = 0;
+        for (u64 i = threadIdx.x; i < count; i += blockDim.x)
+            bad |= is_byte(out, base, i, is_symbol(pl, list, i)) < 0;
+        if (__syncthreads_or(bad))
+            return;
+    }
+    if (threadIdx.x == 0) {
+        set_dummy(e, jb.entry0, dummy_in, dummy_len, scratch, j, 0);
+        atomicAdd(made, 1u);
+    }
 }
 
 // Bytes of piece k of a chunk of len bytes in pieces of bs (the last shorter).

@@ -88,6 +88,8 @@ enum {
 /* codec_deflate_join's launch: a warp a piece, this many warps a block
  * (its walk tables in shared memory, one set a warp). */
 #define GDS_DEFLATE_JOIN_WARPS 4u
+/* Warps a block of codec_inflate_segments (a segment each): a divisor of IS_MAX_SEGMENTS. */
+#define GDS_INFLATE_WARPS 4u
 /* Plain zstd chunks are compressed in pieces, then spliced into one frame
  * (zstd_splice.h): nvCOMP compresses a batch of 32 KiB pieces fastest, and
  * larger ones better (longer matches found), up to a block's 128 KiB; the

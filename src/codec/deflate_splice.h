@@ -235,15 +235,76 @@ DS_FN int ds_codes(ds_bits_t *b, const ds_huff_t *lit, const ds_huff_t *dist, ds
     }
 }
 
+/* The codes of a Huffman-coded block (type 1: fixed, 2: dynamic) whose
+ * header's first three bits were read: lit and dist built, the stream at
+ * the block's first symbol. *fixed: lit and dist hold the fixed codes
+ * already (set and cleared here). 0, or -1 where the header is not one
+ * zlib's inflate takes. */
+DS_FN int ds_block_codes(ds_bits_t *b, ds_work_t *w, ds_u32 type, int *fixed)
+{
+    ds_huff_t *lit = &w->lit, *dist = &w->dist;
+    ds_u8 *l = w->lens;
+    if (type == 1) {
+        if (!*fixed) {
+            for (ds_u32 i = 0; i < 288; i++)
+                l[i] = i < 144 ? 8 : i < 256 ? 9 : i < 280 ? 7 : 8;
+            ds_build(lit, l, 288, 0);
+            for (ds_u32 i = 0; i < 32; i++)
+                l[i] = 5; /* 30 and 31 take codes but are no distances (ds_codes refuses them) */
+            ds_build(dist, l, 32, 0);
+            *fixed = 1;
+        }
+        return 0;
+    }
+    if (type != 2)
+        return -1;
+    *fixed = 0;
+    ds_u32 nlit = ds_take(b, 5) + 257, ndist = ds_take(b, 5) + 1, ncode = ds_take(b, 4) + 4;
+    if (nlit > 286 || ndist > 30)
+        return -1;
+    for (ds_u32 i = 0; i < 19; i++)
+        l[ds_clen_order[i]] = i < ncode ? (ds_u8)ds_take(b, 3) : 0;
+    if (ds_build(lit, l, 19, 1) < 0)
+        return -1;
+    for (ds_u32 i = 0; i < nlit + ndist;) {
+        int sym = ds_decode(b, lit);
+        if (sym < 0 || ds_overrun(b))
+            return -1;
+        if (sym < 16) {
+            l[i++] = (ds_u8)sym;
+            continue;
+        }
+        ds_u32 rep, v = 0;
+        if (sym == 16) {
+            if (i == 0)
+                return -1;
+            v = l[i - 1];
+            rep = 3 + ds_take(b, 2);
+        }
+        else if (sym == 17)
+            rep = 3 + ds_take(b, 3);
+        else
+            rep = 11 + ds_take(b, 7);
+        if (i + rep > nlit + ndist)
+            return -1;
+        while (rep--)
+            l[i++] = (ds_u8)v;
+    }
+    if (l[256] == 0) /* no end-of-block code */
+        return -1;
+    if (ds_build(lit, l, nlit, 0) < 0 || ds_build(dist, l + nlit, ndist, 0) < 0)
+        return -1;
+    return 0;
+}
+
 /* Walks the raw Deflate stream p[0, n) to its last block's end: 0 and *s,
  * or -1 where it is not a valid stream within n bytes, or does not decode
  * to exactly `expect` bytes. */
 DS_FN int ds_walk(const ds_u8 *p, ds_u64 n, ds_u64 expect, ds_stream_t *s, ds_work_t *w)
 {
-    ds_huff_t *lit = &w->lit, *dist = &w->dist;
     ds_bits_t b = {p, n, 0, 0, 0};
     ds_u64 done = 0;
-    int fixed = 0; /* lit and dist hold the fixed codes */
+    int fixed = 0; /* w's codes are the fixed ones */
     for (;;) {
         ds_u64 header = ds_pos(&b);
         ds_u32 final = ds_take(&b, 1), type = ds_take(&b, 2);
@@ -255,62 +316,7 @@ DS_FN int ds_walk(const ds_u8 *p, ds_u64 n, ds_u64 expect, ds_stream_t *s, ds_wo
             ds_seek(&b, ds_pos(&b) + 8ull * len);
             done += len;
         }
-        else if (type == 1) {
-            if (!fixed) {
-                ds_u8 *l = w->lens;
-                for (ds_u32 i = 0; i < 288; i++)
-                    l[i] = i < 144 ? 8 : i < 256 ? 9 : i < 280 ? 7 : 8;
-                ds_build(lit, l, 288, 0);
-                for (ds_u32 i = 0; i < 32; i++)
-                    l[i] = 5; /* 30 and 31 take codes but are no distances (ds_codes refuses them) */
-                ds_build(dist, l, 32, 0);
-                fixed = 1;
-            }
-            if (ds_codes(&b, lit, dist, &done) < 0)
-                return -1;
-        }
-        else if (type == 2) {
-            ds_u8 *l = w->lens;
-            fixed = 0;
-            ds_u32 nlit = ds_take(&b, 5) + 257, ndist = ds_take(&b, 5) + 1, ncode = ds_take(&b, 4) + 4;
-            if (nlit > 286 || ndist > 30)
-                return -1;
-            for (ds_u32 i = 0; i < 19; i++)
-                l[ds_clen_order[i]] = i < ncode ? (ds_u8)ds_take(&b, 3) : 0;
-            if (ds_build(lit, l, 19, 1) < 0)
-                return -1;
-            for (ds_u32 i = 0; i < nlit + ndist;) {
-                int sym = ds_decode(&b, lit);
-                if (sym < 0 || ds_overrun(&b))
-                    return -1;
-                if (sym < 16) {
-                    l[i++] = (ds_u8)sym;
-                    continue;
-                }
-                ds_u32 rep, v = 0;
-                if (sym == 16) {
-                    if (i == 0)
-                        return -1;
-                    v = l[i - 1];
-                    rep = 3 + ds_take(&b, 2);
-                }
-                else if (sym == 17)
-                    rep = 3 + ds_take(&b, 3);
-                else
-                    rep = 11 + ds_take(&b, 7);
-                if (i + rep > nlit + ndist)
-                    return -1;
-                while (rep--)
-                    l[i++] = (ds_u8)v;
-            }
-            if (l[256] == 0) /* no end-of-block code */
-                return -1;
-            if (ds_build(lit, l, nlit, 0) < 0 || ds_build(dist, l + nlit, ndist, 0) < 0)
-                return -1;
-            if (ds_codes(&b, lit, dist, &done) < 0)
-                return -1;
-        }
-        else
+        else if (ds_block_codes(&b, w, type, &fixed) < 0 || ds_codes(&b, &w->lit, &w->dist, &done) < 0)
             return -1;
         if (ds_overrun(&b) || done > expect)
             return -1;

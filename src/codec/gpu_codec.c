@@ -14,11 +14,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Generated at build time from codec_kernels.cu, codec_shared.h, zstd_splice.h and deflate_splice.h. */
+/* Generated at build time from codec_kernels.cu, codec_shared.h, zstd_splice.h, deflate_splice.h and
+ * inflate_split.h. */
 extern const unsigned char gds_codec_kernels_source[];
 extern const unsigned char gds_codec_shared_source[];
 extern const unsigned char gds_codec_zstd_splice_source[];
 extern const unsigned char gds_codec_deflate_splice_source[];
+extern const unsigned char gds_codec_inflate_split_source[];
 
 static const char *const kernel_names[K_COUNT] = {
     "codec_gather_head",   "codec_copy",          "codec_fletcher_sum",
@@ -28,7 +30,7 @@ static const char *const kernel_names[K_COUNT] = {
     "codec_unshuffle",     "codec_shuffle",       "codec_blocks_plan",   "codec_zlib_assemble",
     "codec_zstd_splice",   "codec_zstd_assemble", "codec_lz4h5_layout",  "codec_bshuf_layout",  "codec_blosc_walk",
     "codec_blosc_finish",  "codec_blosc_shuffle", "codec_blosc_layout",
-    "codec_deflate_join",
+    "codec_deflate_join",  "codec_inflate_find",  "codec_inflate_segments", "codec_inflate_resolve",
 };
 
 /* The dummies (layout: codec_internal.h's DUMMY_*). */
@@ -73,10 +75,11 @@ static int compile_kernels(int arch, char **data, gds_status_t *st)
         snprintf(opt_arch, sizeof opt_arch, "--gpu-architecture=%s_%d", ptx ? "compute" : "sm", tries[t]);
         const char *opts[] = {opt_arch, "--std=c++17", "-default-device"};
         const char *headers[] = {(const char *)gds_codec_shared_source, (const char *)gds_codec_zstd_splice_source,
-                                 (const char *)gds_codec_deflate_splice_source};
-        const char *names[] = {"codec_shared.h", "zstd_splice.h", "deflate_splice.h"};
+                                 (const char *)gds_codec_deflate_splice_source,
+                                 (const char *)gds_codec_inflate_split_source};
+        const char *names[] = {"codec_shared.h", "zstd_splice.h", "deflate_splice.h", "inflate_split.h"};
         gds_nvrtc_program_t prog = NULL;
-        int rc = rtc->CreateProgram(&prog, (const char *)gds_codec_kernels_source, "codec_kernels.cu", 3, headers, names);
+        int rc = rtc->CreateProgram(&prog, (const char *)gds_codec_kernels_source, "codec_kernels.cu", 4, headers, names);
         if (rc != 0) {
             gds_status_set(st, 0, "GPU codec: nvrtcCreateProgram failed: %s", rtc->GetErrorString(rc));
             return -1;

@@ -11,11 +11,12 @@
 #include "codec_internal.h"
 #include "codec_test.h"
 
-/* Generated at build time from codec_kernels.cu, codec_shared.h, zstd_splice.h and deflate_splice.h (embed.cmake). */
+/* Generated at build time from codec_kernels.cu, codec_shared.h, zstd_splice.h, deflate_splice.h and inflate_split.h (embed.cmake). */
 extern const unsigned char gds_codec_kernels_source[];
 extern const unsigned char gds_codec_shared_source[];
 extern const unsigned char gds_codec_zstd_splice_source[];
 extern const unsigned char gds_codec_deflate_splice_source[];
+extern const unsigned char gds_codec_inflate_split_source[];
 
 /* Compiles for `arch` ("sm_90": a cubin; "compute_80": PTX, returned in
  * *ptx); false with NVRTC's log printed, also when the log holds only
@@ -26,10 +27,11 @@ static bool compile(const gds_nvrtc_api_t *rtc, const char *arch, char **ptx)
     snprintf(opt_arch, sizeof opt_arch, "--gpu-architecture=%s", arch);
     const char *opts[] = {opt_arch, "--std=c++17", "-default-device"};
     const char *headers[] = {(const char *)gds_codec_shared_source, (const char *)gds_codec_zstd_splice_source,
-                             (const char *)gds_codec_deflate_splice_source};
-    const char *names[] = {"codec_shared.h", "zstd_splice.h", "deflate_splice.h"};
+                             (const char *)gds_codec_deflate_splice_source,
+                             (const char *)gds_codec_inflate_split_source};
+    const char *names[] = {"codec_shared.h", "zstd_splice.h", "deflate_splice.h", "inflate_split.h"};
     gds_nvrtc_program_t prog = NULL;
-    if (rtc->CreateProgram(&prog, (const char *)gds_codec_kernels_source, "codec_kernels.cu", 3, headers, names) != 0)
+    if (rtc->CreateProgram(&prog, (const char *)gds_codec_kernels_source, "codec_kernels.cu", 4, headers, names) != 0)
         return false;
     int rc = rtc->CompileProgram(prog, 3, opts);
     size_t log_size = 0;

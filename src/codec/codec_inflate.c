@@ -1,0 +1,107 @@
+/*
+ * Deflate chunks decoded in segments side by side (inflate_split.h) before
+ * nvCOMP's serial decoder: the device memory it takes and its three
+ * kernels' launches. Chunks the segments make up leave nvCOMP's batch (their
+ * entries become dummies); the others, and corrupt ones, stay in it, so
+ * errors are reported as before.
+ */
+#include "codec_internal.h"
+#include "inflate_split.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double seconds_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* H5GDS_INFLATE_SPLIT=0 leaves every Deflate chunk to nvCOMP (tuning, A/B). */
+bool gds_codec_inflate_split_on(void)
+{
+    const char *e = getenv("H5GDS_INFLATE_SPLIT");
+    return !(e && strcmp(e, "0") == 0);
+}
+
+/* Compressed bytes per segment: H5GDS_INFLATE_SEGMENT_KIB, else IS_SEGMENT_BYTES. */
+static size_t segment_bytes(void)
+{
+    const char *e = getenv("H5GDS_INFLATE_SEGMENT_KIB");
+    long kib = e ? atol(e) : 0;
+    return kib > 0 && kib <= 65536 ? (size_t)kib << 10 : IS_SEGMENT_BYTES;
+}
+
+typedef struct split_mem {
+    size_t segs, next, made, pool, lists, total;
+    uint32_t npages;
+} split_mem_t;
+
+static size_t carve(size_t *off, size_t bytes)
+{
+    size_t at = (*off + 255) / 256 * 256;
+    *off = at + bytes;
+    return at;
+}
+
+static split_mem_t split_layout(size_t n, size_t expect)
+{
+    split_mem_t m;
+    size_t off = 0;
+    m.npages = is_pages(expect, IS_MAX_SEGMENTS);
+    m.segs = carve(&off, n * IS_MAX_SEGMENTS * sizeof(is_segment_t));
+    m.next = carve(&off, n * sizeof(uint32_t));
+    m.made = carve(&off, sizeof(uint32_t));
+    m.pool = carve(&off, n * (size_t)m.npages * IS_PAGE * sizeof(uint16_t));
+    m.lists = carve(&off, n * IS_MAX_SEGMENTS * (size_t)m.npages * sizeof(uint32_t));
+    m.total = carve(&off, 0);
+    return m;
+}
+
+size_t gds_codec_inflate_split_bytes(size_t n, size_t expect) { return n ? split_layout(n, expect).total : 0; }
+
+int gds_codec_inflate_split(gds_codec_t *c, CUdeviceptr jobs, size_t nj, size_t expect, CUdeviceptr mem,
+                            const entries_mem_t *em, CUdeviceptr err, CUstream s, gds_status_t *st)
+{
+    if (!nj)
+        return 0;
+    split_mem_t m = split_layout(nj, expect);
+    CUdeviceptr segs = mem + m.segs, next = mem + m.next, made = mem + m.made, pool = mem + m.pool,
+                lists = mem + m.lists;
+    unsigned long long per = segment_bytes();
+    unsigned npages = m.npages, n32 = (unsigned)nj;
+    CUdeviceptr din = c->dummies + DUMMY_DEFLATE, scratch = c->dummies + DUMMY_SCRATCH;
+    unsigned long long dlen = sizeof gds_codec_dummy_deflate;
+    gds_kentries_t e = em->e;
+    bool debug = gds_codec_debug_on();
+    double t0 = 0;
+    if (debug) { /* the trace times the kernels alone */
+        CUresult rc = c->cu->StreamSynchronize(s);
+        if (rc != CUDA_SUCCESS)
+            return gds_codec_cuda_fail(st, "waiting for the stream", rc);
+        t0 = seconds_now();
+    }
+    void *af[] = {&jobs, &segs, &next, &per};
+    void *ad[] = {&jobs, &segs, &next, &pool, &lists, &npages, &per};
+    void *ar[] = {&jobs, &e, &segs, &pool, &lists, &npages, &per, &err, &din, &dlen, &scratch, &made};
+    if (gds_codec_memset_async(c, made, sizeof(uint32_t), s, st) < 0 ||
+        gds_codec_launch_threads(c, K_INFLATE_FIND, IS_MAX_SEGMENTS, n32, 32, s, af, st) < 0 ||
+        gds_codec_launch_threads(c, K_INFLATE_SEGMENTS, IS_MAX_SEGMENTS / GDS_INFLATE_WARPS, n32,
+                                 32 * GDS_INFLATE_WARPS, s, ad, st) < 0 ||
+        gds_codec_launch(c, K_INFLATE_RESOLVE, n32, 1, s, ar, st) < 0)
+        return -1;
+    if (debug) { /* how many, how fast: the trace waits for the kernels */
+        uint32_t done = 0;
+        CUresult rc = c->cu->MemcpyDtoHAsync(&done, made, sizeof done, s);
+        if (rc == CUDA_SUCCESS)
+            rc = c->cu->StreamSynchronize(s);
+        if (rc != CUDA_SUCCESS)
+            return gds_codec_cuda_fail(st, "reading the segments' result", rc);
+        fprintf(stderr, "h5gds codec: Deflate in segments: %u of %zu chunks made up in %.1f ms (%zu KiB a segment)\n",
+                done, nj, 1e3 * (seconds_now() - t0), (size_t)(per >> 10));
+    }
+    return 0;
+}

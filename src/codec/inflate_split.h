@@ -1,0 +1,400 @@
+/*
+ * One raw Deflate stream decoded in segments side by side.
+ *
+ * nvCOMP decodes each Deflate stream serially: a 1 MiB chunk takes 67-78 ms
+ * on an H100 however many decode beside it, and a read ends that long after
+ * the disk's last byte. Here a stream is cut, by its compressed bytes, into
+ * segments that threads decode at once, as rapidgzip does on CPU cores:
+ *
+ *   - find: from each segment's nominal start on, the first bit where a
+ *     dynamic-Huffman block header begins that zlib's inflate would take
+ *     (complete codes, an end-of-block code; is_header_at). The first
+ *     segment starts at the stream's start; a segment where none is found
+ *     within its share is merged into the one before it;
+ *   - decode: each segment from its start to the first block end at or
+ *     after the next segment's start (or to the final block), into 16-bit
+ *     symbols: a byte, or a marker for a byte of the 32 KiB before the
+ *     segment, which its decoder cannot know (a back-reference reaching
+ *     there, or copying such a marker);
+ *   - chain: the result is right only if every segment ended on exactly
+ *     the bit where the next one began (then each began on a real block
+ *     boundary, by induction from the stream's start), the last ended with
+ *     the final block and the bytes add up to the expected size. Anything
+ *     else (a false header found, a segment over its share of scratch, a
+ *     corrupt stream) leaves the stream to the serial decoder;
+ *   - resolve: segment by segment, the markers replaced by the bytes the
+ *     segments before produced.
+ *
+ * Plain C that CUDA C++ (NVRTC) compiles too: the codec's kernels run it
+ * (codec_kernels.cu), the unit tests on the host against zlib. Written from
+ * RFC 1951; codes are accepted as zlib's inflate accepts them
+ * (deflate_splice.h).
+ */
+#ifndef H5GDS_INFLATE_SPLIT_H
+#define H5GDS_INFLATE_SPLIT_H
+
+#include "deflate_splice.h"
+
+#define IS_WINDOW 32768u       /* Deflate's window: how far back a distance reaches */
+#define IS_MARK 256u           /* symbols >= IS_MARK: the byte IS_WINDOW - (v - IS_MARK) before the segment */
+#define IS_NO_START (~0ull)    /* a segment with no block start found: merged into the one before */
+#define IS_MAX_SEGMENTS 64u    /* per stream */
+#define IS_SEGMENT_BYTES 16384u /* compressed bytes per segment, nominally */
+#define IS_PAGE 4096u          /* symbols per page of a segment's output */
+
+enum { IS_OK = 0, IS_BAD = 1, IS_FULL = 2 };
+
+typedef struct is_segment {
+    ds_u64 start;  /* bit where its first block begins, or IS_NO_START */
+    ds_u64 end;    /* bit after its last block */
+    ds_u64 count;  /* symbols decoded */
+    ds_u32 status; /* IS_OK, IS_BAD (not a valid stream from start), IS_FULL (over its scratch) */
+    ds_u32 final;  /* its last block is the stream's final one */
+} is_segment_t;
+
+/* Segments of a raw stream of n bytes: 1 .. IS_MAX_SEGMENTS, about
+ * `per` compressed bytes each (0: IS_SEGMENT_BYTES). */
+DS_FN ds_u32 is_segments(ds_u64 n, ds_u64 per)
+{
+    ds_u64 s = n / (per ? per : IS_SEGMENT_BYTES);
+    return s < 2 ? 1u : s > IS_MAX_SEGMENTS ? IS_MAX_SEGMENTS : (ds_u32)s;
+}
+
+/* Segment s's nominal first byte. */
+DS_FN ds_u64 is_nominal(ds_u64 n, ds_u32 segments, ds_u32 s) { return n * s / segments; }
+
+/* The lengths of an incomplete or over-subscribed code are refused as
+ * ds_build refuses them: counts of lengths 1..max. */
+DS_FN int is_code_ok(const ds_u16 *count, ds_u32 max, int lengths_code)
+{
+    int left = 1;
+    ds_u32 longest = 0;
+    for (ds_u32 l = 1; l <= max; l++) {
+        left = 2 * left - count[l];
+        if (left < 0)
+            return 0;
+        if (count[l])
+            longest = l;
+    }
+    if (lengths_code && longest == 0)
+        return 0;
+    return !(left > 0 && longest > 0 && (lengths_code || longest != 1));
+}
+
+/* Whether a non-final dynamic-Huffman block header that zlib's inflate takes
+ * begins at bit `pos` of p[0, n): its three codes complete (or the one-code
+ * cases zlib allows), an end-of-block code. Cheap refusals first: most bit
+ * positions fail on their first 17 bits. lens: 320 bytes of room. */
+DS_FN int is_header_at(const ds_u8 *p, ds_u64 n, ds_u64 pos, ds_u8 *lens)
+{
+    if (pos + 17 > 8 * n)
+        return 0;
+    ds_bits_t b = {p, n, 0, 0, 0};
+    ds_seek(&b, pos);
+    ds_u32 head = ds_take(&b, 17);
+    if ((head & 7u) != 4u) /* BFINAL 0, BTYPE 2 */
+        return 0;
+    ds_u32 nlit = ((head >> 3) & 31u) + 257, ndist = ((head >> 8) & 31u) + 1, ncode = ((head >> 13) & 15u) + 4;
+    if (nlit > 286 || ndist > 30)
+        return 0;
+    ds_u8 cl[19];
+    ds_u16 count[DS_MAX_BITS + 1];
+    for (ds_u32 l = 0; l <= DS_MAX_BITS; l++)
+        count[l] = 0;
+    for (ds_u32 i = 0; i < 19; i++) {
+        cl[ds_clen_order[i]] = i < ncode ? (ds_u8)ds_take(&b, 3) : 0;
+    }
+    for (ds_u32 i = 0; i < 19; i++)
+        count[cl[i]]++;
+    if (!is_code_ok(count, 7, 1))
+        return 0;
+    /* the code-length code, canonical: symbols in code order */
+    ds_u8 sym[19];
+    ds_u16 offs[8];
+    offs[1] = 0;
+    for (ds_u32 l = 1; l < 7; l++)
+        offs[l + 1] = (ds_u16)(offs[l] + count[l]);
+    for (ds_u32 s = 0; s < 19; s++)
+        if (cl[s])
+            sym[offs[cl[s]]++] = (ds_u8)s;
+    for (ds_u32 i = 0; i < nlit + ndist;) {
+        /* one symbol of the code-length code, bit by bit */
+        ds_u32 code = 0, first = 0, index = 0, l = 1;
+        int s = -1;
+        for (; l <= 7; l++) {
+            code |= ds_take(&b, 1);
+            ds_u32 c = count[l];
+            if (code - first < c) {
+                s = sym[index + (code - first)];
+                break;
+            }
+            index += c;
+            first = (first + c) << 1;
+            code <<= 1;
+        }
+        if (s < 0 || ds_overrun(&b))
+            return 0;
+        if (s < 16) {
+            lens[i++] = (ds_u8)s;
+            continue;
+        }
+        ds_u32 rep, v = 0;
+        if (s == 16) {
+            if (i == 0)
+                return 0;
+            v = lens[i - 1];
+            rep = 3 + ds_take(&b, 2);
+        }
+        else if (s == 17)
+            rep = 3 + ds_take(&b, 3);
+        else
+            rep = 11 + ds_take(&b, 7);
+        if (i + rep > nlit + ndist)
+            return 0;
+        while (rep--)
+            lens[i++] = (ds_u8)v;
+    }
+    if (lens[256] == 0 || ds_overrun(&b))
+        return 0;
+    for (ds_u32 l = 0; l <= DS_MAX_BITS; l++)
+        count[l] = 0;
+    for (ds_u32 i = 0; i < nlit; i++)
+        count[lens[i]]++;
+    if (!is_code_ok(count, DS_MAX_BITS, 0))
+        return 0;
+    for (ds_u32 l = 0; l <= DS_MAX_BITS; l++)
+        count[l] = 0;
+    for (ds_u32 i = nlit; i < nlit + ndist; i++)
+        count[lens[i]]++;
+    return is_code_ok(count, DS_MAX_BITS, 0);
+}
+
+/* The first bit in [lo, hi) where is_header_at holds, or IS_NO_START (the
+ * host's search; the kernel tries 32 bits at a time). */
+DS_FN ds_u64 is_find(const ds_u8 *p, ds_u64 n, ds_u64 lo, ds_u64 hi, ds_u8 *lens)
+{
+    for (ds_u64 pos = lo; pos < hi; pos++)
+        if (is_header_at(p, n, pos, lens))
+            return pos;
+    return IS_NO_START;
+}
+
+/* A segment's output: 16-bit symbols in pages of IS_PAGE taken from its
+ * stream's pool as it grows (a stream's segments decode to sizes nobody
+ * knows beforehand: a shuffled float field's exponent bytes take a tenth
+ * of the stored bytes and a quarter of the decoded ones), listed in order. */
+typedef struct is_out {
+    ds_u16 *pool;   /* the stream's pages */
+    ds_u32 *next;   /* pages handed out, shared by the stream's segments */
+    ds_u32 npages;  /* in the pool */
+    ds_u32 *list;   /* this segment's pages in order, room for npages */
+    ds_u64 done;    /* symbols written */
+    ds_u16 *cur;    /* where the next one goes */
+    ds_u32 left;    /* room in cur's page */
+} is_out_t;
+
+/* A stream's pages for `expect` decoded bytes cut into `segments`: its
+ * bytes, and a partly filled last page per segment. */
+DS_FN ds_u32 is_pages(ds_u64 expect, ds_u32 segments) { return (ds_u32)(expect / IS_PAGE) + segments + 1; }
+
+DS_FN ds_u32 is_take_page(ds_u32 *next)
+{
+#ifdef __CUDACC_RTC__
+    return atomicAdd(next, 1u);
+#else
+    return (*next)++;
+#endif
+}
+
+DS_FN ds_u16 *is_page(const is_out_t *o, ds_u64 k) { return o->pool + (ds_u64)o->list[k] * IS_PAGE; }
+
+/* A page for the symbols from o->done on (at a page's start): 0, or -1
+ * where the pool is spent (more symbols than the stream has). */
+DS_FN int is_grow(is_out_t *o)
+{
+    ds_u32 pg = is_take_page(o->next);
+    ds_u64 k = o->done / IS_PAGE;
+    if (pg >= o->npages || k >= o->npages)
+        return -1;
+    o->list[k] = pg;
+    o->cur = o->pool + (ds_u64)pg * IS_PAGE;
+    o->left = IS_PAGE;
+    return 0;
+}
+
+DS_FN int is_put(is_out_t *o, ds_u16 v)
+{
+    if (!o->left && is_grow(o) < 0)
+        return -1;
+    *o->cur++ = v;
+    o->left--;
+    o->done++;
+    return 0;
+}
+
+/* Symbol i of the segment's output (i < o->done). */
+DS_FN ds_u16 is_at(const is_out_t *o, ds_u64 i) { return is_page(o, i / IS_PAGE)[i % IS_PAGE]; }
+
+/* A Huffman-coded block's symbols: IS_OK at its end of block, IS_FULL, or
+ * IS_BAD. A distance reaching before the segment gives markers, or IS_BAD
+ * in the stream's first segment. */
+DS_FN ds_u32 is_symbols(ds_bits_t *b, const ds_huff_t *lit, const ds_huff_t *dist, is_out_t *o, int first)
+{
+    for (;;) {
+        int sym = ds_decode(b, lit);
+        if (sym < 0 || ds_overrun(b))
+            return IS_BAD;
+        if (sym < 256) {
+            if (is_put(o, (ds_u16)sym) < 0)
+                return IS_FULL;
+            continue;
+        }
+        if (sym == 256)
+            return IS_OK;
+        sym -= 257;
+        if (sym >= 29)
+            return IS_BAD;
+        ds_u64 len = ds_len_base[sym] + ds_take(b, ds_len_extra[sym]);
+        int d = ds_decode(b, dist);
+        if (d < 0 || d >= 30 || ds_overrun(b))
+            return IS_BAD;
+        ds_u64 dis = ds_dist_base[d] + ds_take(b, ds_dist_extra[d]);
+        if (dis > o->done) { /* reaches before the segment: symbol by symbol */
+            if (first)
+                return IS_BAD;
+            for (ds_u64 i = 0; i < len; i++) {
+                ds_u64 at = o->done;
+                ds_u16 v = at >= dis ? is_at(o, at - dis) : (ds_u16)(IS_MARK + IS_WINDOW - (dis - at));
+                if (is_put(o, v) < 0)
+                    return IS_FULL;
+            }
+            continue;
+        }
+        /* runs within one source page and one destination page, forward
+         * (a copy may overlap itself) */
+        ds_u64 j = o->done - dis;
+        while (len) {
+            if (!o->left && is_grow(o) < 0)
+                return IS_FULL;
+            ds_u64 jp = j % IS_PAGE, run = len;
+            if (run > o->left)
+                run = o->left;
+            if (run > IS_PAGE - jp)
+                run = IS_PAGE - jp;
+            const ds_u16 *from = is_page(o, j / IS_PAGE) + jp;
+            ds_u16 *to = o->cur;
+            for (ds_u64 r = 0; r < run; r++)
+                to[r] = from[r];
+            o->cur += run;
+            o->left -= (ds_u32)run;
+            o->done += run;
+            j += run;
+            len -= run;
+        }
+    }
+}
+
+/* Decodes blocks from bit `start` until one ends at or after bit `stop`,
+ * or the final one ends, into o: seg's end, count, status and final (its
+ * start is the caller's). first: the stream's first segment. */
+DS_FN void is_decode(const ds_u8 *p, ds_u64 n, ds_u64 start, ds_u64 stop, int first, is_out_t *o, ds_work_t *w,
+                     is_segment_t *seg)
+{
+    ds_bits_t b = {p, n, 0, 0, 0};
+    ds_seek(&b, start);
+    int fixed = 0;
+    o->done = 0;
+    o->left = 0;
+    seg->status = IS_BAD;
+    seg->final = 0;
+    seg->count = 0;
+    seg->end = start;
+    for (;;) {
+        ds_u32 final = ds_take(&b, 1), type = ds_take(&b, 2);
+        if (type == 0) {
+            ds_seek(&b, (ds_pos(&b) + 7) & ~7ull);
+            ds_u32 len = ds_take(&b, 16), nlen = ds_take(&b, 16);
+            ds_u64 at = ds_pos(&b) / 8;
+            if ((len ^ 0xffffu) != nlen || at + len > n)
+                return;
+            for (ds_u32 i = 0; i < len; i++)
+                if (is_put(o, p[at + i]) < 0) {
+                    seg->status = IS_FULL;
+                    return;
+                }
+            ds_seek(&b, 8 * (at + len));
+        }
+        else {
+            if (ds_block_codes(&b, w, type, &fixed) < 0)
+                return;
+            ds_u32 r = is_symbols(&b, &w->lit, &w->dist, o, first);
+            if (r != IS_OK) {
+                seg->status = r;
+                return;
+            }
+        }
+        if (ds_overrun(&b))
+            return;
+        if (final || ds_pos(&b) >= stop) {
+            seg->final = final;
+            seg->end = ds_pos(&b);
+            seg->count = o->done;
+            seg->status = IS_OK;
+            return;
+        }
+    }
+}
+
+/* The next segment after s with a start, or `segments`. */
+DS_FN ds_u32 is_next(const is_segment_t *seg, ds_u32 segments, ds_u32 s)
+{
+    ds_u32 t = s + 1;
+    while (t < segments && seg[t].start == IS_NO_START)
+        t++;
+    return t;
+}
+
+/* Whether the decoded segments make up the stream (see the top) of
+ * `expect` bytes; at[s]: where segment s's bytes go. */
+DS_FN int is_chain(const is_segment_t *seg, ds_u32 segments, ds_u64 expect, ds_u64 *at)
+{
+    ds_u64 total = 0;
+    if (segments == 0 || seg[0].start != 0)
+        return 0;
+    for (ds_u32 s = 0; s < segments; s = is_next(seg, segments, s)) {
+        ds_u32 t = is_next(seg, segments, s);
+        if (seg[s].status != IS_OK)
+            return 0;
+        if (t < segments && (seg[s].final || seg[s].end != seg[t].start))
+            return 0;
+        if (t == segments && !seg[s].final)
+            return 0;
+        at[s] = total;
+        total += seg[s].count;
+        if (total > expect)
+            return 0;
+    }
+    return total == expect;
+}
+
+/* Symbol i of a segment whose pages are list[] in pool. */
+DS_FN ds_u16 is_symbol(const ds_u16 *pool, const ds_u32 *list, ds_u64 i)
+{
+    return pool[(ds_u64)list[i / IS_PAGE] * IS_PAGE + i % IS_PAGE];
+}
+
+/* Symbol v of a segment whose bytes go at out + at, as a byte: the byte
+ * before it a marker names must be final. 0, or -1 where a marker reaches
+ * before the stream. */
+DS_FN int is_byte(ds_u8 *out, ds_u64 at, ds_u64 i, ds_u32 v)
+{
+    if (v < IS_MARK)
+        out[at + i] = (ds_u8)v;
+    else if (at + (v - IS_MARK) < IS_WINDOW)
+        return -1;
+    else
+        out[at + i] = out[at + (v - IS_MARK) - IS_WINDOW];
+    return 0;
+}
+
+#endif

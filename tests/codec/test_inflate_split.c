@@ -1,0 +1,282 @@
+/*
+ * Deflate decoded in segments (src/codec/inflate_split.h) on the host,
+ * against zlib: streams zlib wrote (levels 0, 1, 4, 6, 9; float fields
+ * shuffled as HDF5's shuffle filter lays them out, images, sparse integers,
+ * random and half-random bytes, a constant) cut into segments of several
+ * sizes, each segment's start found, decoded, chained and resolved as the
+ * codec's kernels do. A stream the segments make up must come back byte
+ * for byte; the benchmark's kinds of data at zlib's usual levels must be
+ * made up by the segments (else the GPU falls back to the serial decoder
+ * and the split gains nothing). Mutated streams: the segments either
+ * refuse them or give exactly what zlib's own inflate gives. Skipped (77)
+ * without zlib.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codec_ref.h"
+#include "codec_test.h"
+#include "inflate_split.h"
+
+#undef CHECK
+#define CHECK(cond, ...) CHECK_MSG(cond, __VA_ARGS__)
+
+enum { KIND_FIELD, KIND_IMAGE, KIND_SPARSE, KIND_RANDOM, KIND_DOUBLE, KIND_MIXED, KIND_CONSTANT, NKINDS };
+static const char *const kind_names[NKINDS] = {"shuffled float field", "image u8", "sparse int32", "random",
+                                               "shuffled double field", "half random", "constant"};
+
+static void fill(uint8_t *p, size_t n, int kind)
+{
+    static const data_kind_t ref_kind[] = {DATA_FLOAT_FIELD, DATA_IMAGE_U8, DATA_SPARSE_INT, DATA_RANDOM,
+                                           DATA_DOUBLE_FIELD, DATA_MIXED};
+    if (kind == KIND_CONSTANT) {
+        memset(p, 0x5A, n);
+        return;
+    }
+    make_data(ref_kind[kind], p, n, 7);
+    size_t elem = kind == KIND_FIELD ? 4 : kind == KIND_DOUBLE ? 8 : 0;
+    if (elem && n % elem == 0) { /* HDF5's shuffle: byte k of every element together */
+        uint8_t *t = malloc(n);
+        size_t ne = n / elem;
+        for (size_t i = 0; i < ne; i++)
+            for (size_t k = 0; k < elem; k++)
+                t[k * ne + i] = p[i * elem + k];
+        memcpy(p, t, n);
+        free(t);
+    }
+}
+
+typedef struct split_result {
+    int made_up;      /* the segments made up the stream */
+    uint32_t segments; /* segments tried */
+    uint32_t active;   /* with a start found */
+} split_result_t;
+
+/* A stream's scratch as the kernels have it: the pool of pages, the
+ * pages handed out, each segment's list. */
+typedef struct scratch {
+    uint16_t *pool;
+    uint32_t *lists, next, npages;
+    ds_work_t w;
+} scratch_t;
+
+static void scratch_new(scratch_t *x, size_t expect, uint32_t segments)
+{
+    x->npages = is_pages(expect, segments);
+    x->pool = malloc((size_t)x->npages * IS_PAGE * sizeof *x->pool);
+    x->lists = malloc((size_t)segments * x->npages * sizeof *x->lists);
+    x->next = 0;
+}
+
+static void decode_segments(const uint8_t *p, size_t n, is_segment_t *seg, uint32_t segments, scratch_t *x)
+{
+    for (uint32_t s = 0; s < segments; s = is_next(seg, segments, s)) {
+        uint32_t t = is_next(seg, segments, s);
+        is_out_t o = {x->pool, &x->next, x->npages, x->lists + (size_t)s * x->npages, 0, NULL, 0};
+        is_decode(p, n, seg[s].start, t < segments ? seg[t].start : IS_NO_START, s == 0, &o, &x->w, &seg[s]);
+    }
+}
+
+/* The segments' decode of the raw stream p[0, n), expected to give
+ * `expect` bytes, into out (expect bytes), as the kernels do it. */
+static split_result_t split_inflate(const uint8_t *p, size_t n, size_t expect, size_t per, uint8_t *out)
+{
+    split_result_t r = {0, is_segments(n, per), 0};
+    is_segment_t seg[IS_MAX_SEGMENTS];
+    ds_u64 at[IS_MAX_SEGMENTS] = {0};
+    uint8_t lens[320];
+    scratch_t x;
+    scratch_new(&x, expect, r.segments);
+    for (uint32_t s = 0; s < r.segments; s++)
+        seg[s].start = s == 0 ? 0
+                              : is_find(p, n, 8 * is_nominal(n, r.segments, s), 8 * is_nominal(n, r.segments, s + 1),
+                                        lens);
+    decode_segments(p, n, seg, r.segments, &x);
+    for (uint32_t s = 0; s < r.segments; s = is_next(seg, r.segments, s))
+        r.active++;
+    if (is_chain(seg, r.segments, expect, at)) {
+        r.made_up = 1;
+        for (uint32_t s = 0; s < r.segments && r.made_up; s = is_next(seg, r.segments, s))
+            for (uint64_t i = 0; i < seg[s].count && r.made_up; i++)
+                if (is_byte(out, at[s], i, is_symbol(x.pool, x.lists + (size_t)s * x.npages, i)) < 0)
+                    r.made_up = 0;
+    }
+    free(x.pool);
+    free(x.lists);
+    return r;
+}
+
+static uint32_t adler_of(const uint8_t *p, size_t n)
+{
+    uint32_t a = 1, b = 0;
+    for (size_t i = 0; i < n; i++) {
+        a = (a + p[i]) % 65521u;
+        b = (b + a) % 65521u;
+    }
+    return b << 16 | a;
+}
+
+/* zlib's raw stream of src (HDF5's zlib stream without its 2-byte header
+ * and Adler-32). */
+static bytes_t raw_deflate(const uint8_t *src, size_t len, int level)
+{
+    bytes_t in = {(uint8_t *)src, len}, z, raw = {NULL, 0};
+    if (!ref_deflate(&in, &z, level) || z.n < 6)
+        return raw;
+    raw = bytes_new(z.n - 6);
+    memcpy(raw.p, z.p + 2, z.n - 6);
+    free(z.p);
+    return raw;
+}
+
+static size_t made_up_total, tried_total;
+
+static void roundtrip(int kind, size_t len, int level, size_t per)
+{
+    uint8_t *src = malloc(len), *out = malloc(len + 1);
+    fill(src, len, kind);
+    bytes_t raw = raw_deflate(src, len, level);
+    CHECK(raw.p != NULL, "zlib compressed %s", kind_names[kind]);
+    if (!raw.p) {
+        free(src);
+        free(out);
+        return;
+    }
+    memset(out, 0xEE, len + 1);
+    split_result_t r = split_inflate(raw.p, raw.n, len, per, out);
+    if (r.made_up)
+        CHECK(memcmp(out, src, len) == 0, "%s, %zu bytes, level %d, segments of %zu: the bytes differ",
+              kind_names[kind], len, level, per);
+    /* what must split: the benchmark's kinds, 1 MiB and up, zlib's usual
+     * levels, several segments */
+    int must = len >= (1u << 20) && (level == 4 || level == 6) && r.segments >= 4 &&
+               (kind == KIND_FIELD || kind == KIND_IMAGE || kind == KIND_DOUBLE);
+    if (must)
+        CHECK(r.made_up, "%s, %zu bytes, level %d, segments of %zu: %u segments, %u with a start, not made up",
+              kind_names[kind], len, level, per, r.segments, r.active);
+    if (r.segments > 1) {
+        tried_total++;
+        made_up_total += r.made_up;
+    }
+    if (len >= (1u << 20) && per == 16384)
+        printf("  %-22s level %d: %7zu B stored, %2u segments, %2u started, %s\n", kind_names[kind], level, raw.n,
+               r.segments, r.active, r.made_up ? "made up" : "left to the serial decoder");
+    free(raw.p);
+    free(src);
+    free(out);
+}
+
+/* Mutated streams: the segments refuse them, or give exactly what zlib's
+ * inflate gives from the same bytes. */
+static void mutated(void)
+{
+    const size_t len = 1u << 20;
+    uint8_t *src = malloc(len), *out = malloc(len);
+    uint32_t rng = 12345;
+    size_t refused = 0, same = 0;
+    for (int kind = KIND_FIELD; kind <= KIND_IMAGE; kind++) {
+        fill(src, len, kind);
+        bytes_t raw = raw_deflate(src, len, 6);
+        for (int t = 0; t < 24 && raw.p; t++) {
+            bytes_t m = bytes_new(raw.n);
+            memcpy(m.p, raw.p, raw.n);
+            int flips = 1 + t % 3;
+            for (int f = 0; f < flips; f++) {
+                rng = rng * 1103515245u + 12345u;
+                size_t at = (rng >> 8) % m.n;
+                m.p[at] ^= (uint8_t)(1u << (rng & 7));
+            }
+            if (t % 6 == 5)
+                m.n = m.n * 3 / 4; /* truncated too */
+            split_result_t r = split_inflate(m.p, m.n, len, 16384, out);
+            if (!r.made_up) {
+                refused++;
+            }
+            else {
+                /* HDF5's zlib stream of the mutated bytes, with the Adler-32
+                 * of what the segments gave: zlib takes it only if it
+                 * decodes the same bytes */
+                bytes_t in = bytes_new(m.n + 6), z = {NULL, 0};
+                uint32_t adler = adler_of(out, len);
+                in.p[0] = 0x78;
+                in.p[1] = 0x9C;
+                memcpy(in.p + 2, m.p, m.n);
+                for (int k = 0; k < 4; k++)
+                    in.p[2 + m.n + k] = (uint8_t)(adler >> (24 - 8 * k));
+                bool zok = ref_inflate(&in, &z, len);
+                CHECK(zok && memcmp(out, z.p, len) == 0,
+                      "mutated stream %d (%s): made up by the segments but not what zlib decodes", t,
+                      kind_names[kind]);
+                free(in.p);
+                free(z.p);
+                same++;
+            }
+            free(m.p);
+        }
+        free(raw.p);
+    }
+    printf("  mutated streams: %zu refused, %zu decoded as zlib decodes them\n", refused, same);
+    CHECK(refused > 0, "some mutated streams are refused");
+    free(src);
+    free(out);
+}
+
+/* A stream whose first block is the final one (one block): one segment
+ * made up; and a false start: a segment made to begin at a bit that is no
+ * block's start is refused by the chain. */
+static void chain_cases(void)
+{
+    const size_t len = 1u << 20;
+    uint8_t *src = malloc(len), *out = malloc(len);
+    fill(src, len, KIND_IMAGE);
+    bytes_t raw = raw_deflate(src, len, 6);
+    CHECK(raw.p != NULL, "zlib compressed the image");
+    if (raw.p) {
+        uint32_t segments = is_segments(raw.n, 0);
+        is_segment_t seg[IS_MAX_SEGMENTS];
+        ds_u64 at[IS_MAX_SEGMENTS] = {0};
+        uint8_t lens[320];
+        scratch_t x;
+        scratch_new(&x, len, segments);
+        for (uint32_t s = 0; s < segments; s++)
+            seg[s].start = s == 0 ? 0 : is_find(raw.p, raw.n, 8 * is_nominal(raw.n, segments, s), 8 * raw.n, lens);
+        /* segment 1 moved one bit on from the header found */
+        CHECK(segments > 2 && seg[1].start != IS_NO_START, "a second segment starts");
+        if (segments > 2 && seg[1].start != IS_NO_START) {
+            seg[1].start += 1;
+            decode_segments(raw.p, raw.n, seg, segments, &x);
+            CHECK(!is_chain(seg, segments, len, at), "a segment begun off a block boundary breaks the chain");
+        }
+        free(x.pool);
+        free(x.lists);
+        free(raw.p);
+    }
+    free(src);
+    free(out);
+}
+
+int main(void)
+{
+    ref_load();
+    if (!ref.z) {
+        printf("SKIP: libz.so.1 not found\n");
+        return 77;
+    }
+    const size_t sizes[] = {1000, 65536, 300000, 1048576, 4194304 + 8};
+    const int levels[] = {0, 1, 4, 6, 9};
+    const size_t pers[] = {4096, 16384, 65536};
+    for (int kind = 0; kind < NKINDS; kind++)
+        for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++)
+            for (size_t li = 0; li < sizeof levels / sizeof *levels; li++)
+                for (size_t pi = 0; pi < sizeof pers / sizeof *pers; pi++) {
+                    if (sizes[si] > 1048576 && (levels[li] == 9 || pers[pi] == 4096))
+                        continue; /* time */
+                    roundtrip(kind, sizes[si], levels[li], pers[pi]);
+                }
+    printf("  streams of several segments: %zu of %zu made up\n", made_up_total, tried_total);
+    mutated();
+    chain_cases();
+    return test_finish("test_inflate_split");
+}
