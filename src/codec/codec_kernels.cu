@@ -796,15 +796,14 @@ __global__ void codec_inflate_find(const gds_kjob_t *jobs, u64 segs, u64 next, u
 }
 
 // Each segment with a start decoded into its pages: a warp a segment, its
-// first lane working, its tables in shared memory (threads of one warp
-// decoding different streams diverge at every code: see
-// codec_deflate_join). Grid (IS_MAX_SEGMENTS / GDS_INFLATE_WARPS, jobs).
+// lanes in step (inflate_split.h), its tables in shared memory. Grid
+// (IS_MAX_SEGMENTS / GDS_INFLATE_WARPS, jobs).
 __global__ void codec_inflate_segments(const gds_kjob_t *jobs, u64 segs, u64 next, u64 pool, u64 lists, u32 npages,
                                        u64 per)
 {
     __shared__ ds_work_t work[GDS_INFLATE_WARPS];
     u32 w = threadIdx.x / 32, j = blockIdx.y, s = blockIdx.x * GDS_INFLATE_WARPS + w;
-    if ((threadIdx.x & 31) != 0 || w >= GDS_INFLATE_WARPS)
+    if (w >= GDS_INFLATE_WARPS)
         return;
     const gds_kjob_t jb = jobs[j];
     is_segment_t *seg = split_segs(segs, j);
@@ -818,7 +817,15 @@ __global__ void codec_inflate_segments(const gds_kjob_t *jobs, u64 segs, u64 nex
     o.next = (u32 *)next + j;
     o.npages = npages;
     o.list = (u32 *)lists + ((u64)j * IS_MAX_SEGMENTS + s) * npages;
-    is_decode((const u8 *)jb.mid, n, seg[s].start, t < S ? seg[t].start : IS_NO_START, s == 0, &o, &work[w], &seg[s]);
+    is_segment_t r;
+    r.start = seg[s].start;
+    is_decode((const u8 *)jb.mid, n, r.start, t < S ? seg[t].start : IS_NO_START, s == 0, &o, &work[w], &r);
+    if ((threadIdx.x & 31) == 0) {
+        seg[s].end = r.end;
+        seg[s].count = r.count;
+        seg[s].status = r.status;
+        seg[s].final = r.final;
+    }
 }
 
 // A chunk whose segments make up its stream: its bytes written to the

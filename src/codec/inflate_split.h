@@ -179,18 +179,35 @@ DS_FN ds_u64 is_find(const ds_u8 *p, ds_u64 n, ds_u64 lo, ds_u64 hi, ds_u8 *lens
     return IS_NO_START;
 }
 
+/* On the GPU a warp decodes a segment, its lanes in step: each runs the
+ * same serial decode of the stream (same bits, same tables: no
+ * divergence), the first lane writes literals and builds the tables, and
+ * copies are spread over the lanes. On the host one lane does it all. */
+#ifdef __CUDACC_RTC__
+#define IS_LANES 32u
+DS_FN ds_u32 is_lane(void) { return threadIdx.x & 31u; }
+DS_FN void is_sync(void) { __syncwarp(); }
+DS_FN ds_u32 is_from_first(ds_u32 v) { return __shfl_sync(0xffffffffu, v, 0); }
+DS_FN ds_u64 is_from_first64(ds_u64 v) { return __shfl_sync(0xffffffffu, v, 0); }
+#else
+#define IS_LANES 1u
+DS_FN ds_u32 is_lane(void) { return 0; }
+DS_FN void is_sync(void) {}
+DS_FN ds_u32 is_from_first(ds_u32 v) { return v; }
+DS_FN ds_u64 is_from_first64(ds_u64 v) { return v; }
+#endif
+
 /* A segment's output: 16-bit symbols in pages of IS_PAGE taken from its
  * stream's pool as it grows (a stream's segments decode to sizes nobody
  * knows beforehand: a shuffled float field's exponent bytes take a tenth
  * of the stored bytes and a quarter of the decoded ones), listed in order. */
 typedef struct is_out {
-    ds_u16 *pool;   /* the stream's pages */
-    ds_u32 *next;   /* pages handed out, shared by the stream's segments */
-    ds_u32 npages;  /* in the pool */
-    ds_u32 *list;   /* this segment's pages in order, room for npages */
-    ds_u64 done;    /* symbols written */
-    ds_u16 *cur;    /* where the next one goes */
-    ds_u32 left;    /* room in cur's page */
+    ds_u16 *pool;  /* the stream's pages */
+    ds_u32 *next;  /* pages handed out, shared by the stream's segments */
+    ds_u32 npages; /* in the pool */
+    ds_u32 *list;  /* this segment's pages in order, room for npages */
+    ds_u64 done;   /* symbols written */
+    ds_u64 have;   /* symbols its listed pages hold */
 } is_out_t;
 
 /* A stream's pages for `expect` decoded bytes cut into `segments`: its
@@ -206,34 +223,70 @@ DS_FN ds_u32 is_take_page(ds_u32 *next)
 #endif
 }
 
-DS_FN ds_u16 *is_page(const is_out_t *o, ds_u64 k) { return o->pool + (ds_u64)o->list[k] * IS_PAGE; }
+/* Where symbol i of the segment's output is. */
+DS_FN ds_u16 *is_ptr(const is_out_t *o, ds_u64 i) { return o->pool + (ds_u64)o->list[i / IS_PAGE] * IS_PAGE + i % IS_PAGE; }
 
-/* A page for the symbols from o->done on (at a page's start): 0, or -1
- * where the pool is spent (more symbols than the stream has). */
-DS_FN int is_grow(is_out_t *o)
+/* Pages for symbols [0, upto): 0, or -1 where the pool is spent (more
+ * symbols than the stream has). Every lane calls it; the first takes the
+ * pages and lists them. */
+DS_FN int is_ensure(is_out_t *o, ds_u64 upto)
 {
-    ds_u32 pg = is_take_page(o->next);
-    ds_u64 k = o->done / IS_PAGE;
-    if (pg >= o->npages || k >= o->npages)
-        return -1;
-    o->list[k] = pg;
-    o->cur = o->pool + (ds_u64)pg * IS_PAGE;
-    o->left = IS_PAGE;
+    if (upto <= o->have)
+        return 0;
+    while (o->have < upto) {
+        ds_u64 k = o->have / IS_PAGE;
+        ds_u32 pg = is_from_first(is_lane() == 0 ? is_take_page(o->next) : 0u);
+        if (pg >= o->npages || k >= o->npages)
+            return -1;
+        if (is_lane() == 0)
+            o->list[k] = pg;
+        o->have += IS_PAGE;
+    }
+    is_sync();
     return 0;
 }
 
-DS_FN int is_put(is_out_t *o, ds_u16 v)
+/* `len` symbols at the output's end, each the one `dis` before it (a
+ * marker where that lies before the segment): IS_OK, IS_FULL, or IS_BAD
+ * where the stream's first segment reaches before it. A copy repeats its
+ * last `dis` symbols before it, so symbol k is the one at
+ * done - dis + k % dis: every lane reads only what was written before. */
+DS_FN ds_u32 is_copy(is_out_t *o, ds_u64 dis, ds_u64 len, int first)
 {
-    if (!o->left && is_grow(o) < 0)
-        return -1;
-    *o->cur++ = v;
-    o->left--;
-    o->done++;
-    return 0;
+    if (dis > o->done && first)
+        return IS_BAD;
+    if (is_ensure(o, o->done + len) < 0)
+        return IS_FULL;
+    is_sync(); /* the lanes' earlier symbols seen by all */
+    for (ds_u64 k = is_lane(); k < len; k += IS_LANES) {
+        ds_u64 from = o->done + (k < dis ? k : k % dis); /* its source: from - dis */
+        ds_u16 v = from >= dis ? *is_ptr(o, from - dis) : (ds_u16)(IS_MARK + IS_WINDOW - (dis - from));
+        *is_ptr(o, o->done + k) = v;
+    }
+    o->done += len;
+    return IS_OK;
 }
 
-/* Symbol i of the segment's output (i < o->done). */
-DS_FN ds_u16 is_at(const is_out_t *o, ds_u64 i) { return is_page(o, i / IS_PAGE)[i % IS_PAGE]; }
+/* The codes of a Huffman-coded block (ds_block_codes): on the GPU the
+ * first lane reads the header and builds the tables, the others take its
+ * place in the stream. */
+DS_FN int is_block_codes(ds_bits_t *b, ds_work_t *w, ds_u32 type, int *fixed)
+{
+#ifdef __CUDACC_RTC__
+    int r = 0;
+    if (is_lane() == 0)
+        r = ds_block_codes(b, w, type, fixed);
+    r = (int)is_from_first((ds_u32)r);
+    *fixed = (int)is_from_first((ds_u32)*fixed);
+    b->at = is_from_first64(b->at);
+    b->buf = is_from_first64(b->buf);
+    b->cnt = is_from_first(b->cnt);
+    __syncwarp(); /* the tables seen by every lane */
+    return r;
+#else
+    return ds_block_codes(b, w, type, fixed);
+#endif
+}
 
 /* A Huffman-coded block's symbols: IS_OK at its end of block, IS_FULL, or
  * IS_BAD. A distance reaching before the segment gives markers, or IS_BAD
@@ -245,8 +298,11 @@ DS_FN ds_u32 is_symbols(ds_bits_t *b, const ds_huff_t *lit, const ds_huff_t *dis
         if (sym < 0 || ds_overrun(b))
             return IS_BAD;
         if (sym < 256) {
-            if (is_put(o, (ds_u16)sym) < 0)
+            if (is_ensure(o, o->done + 1) < 0)
                 return IS_FULL;
+            if (is_lane() == 0)
+                *is_ptr(o, o->done) = (ds_u16)sym;
+            o->done++;
             continue;
         }
         if (sym == 256)
@@ -259,44 +315,16 @@ DS_FN ds_u32 is_symbols(ds_bits_t *b, const ds_huff_t *lit, const ds_huff_t *dis
         if (d < 0 || d >= 30 || ds_overrun(b))
             return IS_BAD;
         ds_u64 dis = ds_dist_base[d] + ds_take(b, ds_dist_extra[d]);
-        if (dis > o->done) { /* reaches before the segment: symbol by symbol */
-            if (first)
-                return IS_BAD;
-            for (ds_u64 i = 0; i < len; i++) {
-                ds_u64 at = o->done;
-                ds_u16 v = at >= dis ? is_at(o, at - dis) : (ds_u16)(IS_MARK + IS_WINDOW - (dis - at));
-                if (is_put(o, v) < 0)
-                    return IS_FULL;
-            }
-            continue;
-        }
-        /* runs within one source page and one destination page, forward
-         * (a copy may overlap itself) */
-        ds_u64 j = o->done - dis;
-        while (len) {
-            if (!o->left && is_grow(o) < 0)
-                return IS_FULL;
-            ds_u64 jp = j % IS_PAGE, run = len;
-            if (run > o->left)
-                run = o->left;
-            if (run > IS_PAGE - jp)
-                run = IS_PAGE - jp;
-            const ds_u16 *from = is_page(o, j / IS_PAGE) + jp;
-            ds_u16 *to = o->cur;
-            for (ds_u64 r = 0; r < run; r++)
-                to[r] = from[r];
-            o->cur += run;
-            o->left -= (ds_u32)run;
-            o->done += run;
-            j += run;
-            len -= run;
-        }
+        ds_u32 r = is_copy(o, dis, len, first);
+        if (r != IS_OK)
+            return r;
     }
 }
 
 /* Decodes blocks from bit `start` until one ends at or after bit `stop`,
  * or the final one ends, into o: seg's end, count, status and final (its
- * start is the caller's). first: the stream's first segment. */
+ * start is the caller's). first: the stream's first segment. Every lane
+ * calls it, with the same arguments. */
 DS_FN void is_decode(const ds_u8 *p, ds_u64 n, ds_u64 start, ds_u64 stop, int first, is_out_t *o, ds_work_t *w,
                      is_segment_t *seg)
 {
@@ -304,7 +332,7 @@ DS_FN void is_decode(const ds_u8 *p, ds_u64 n, ds_u64 start, ds_u64 stop, int fi
     ds_seek(&b, start);
     int fixed = 0;
     o->done = 0;
-    o->left = 0;
+    o->have = 0;
     seg->status = IS_BAD;
     seg->final = 0;
     seg->count = 0;
@@ -317,15 +345,17 @@ DS_FN void is_decode(const ds_u8 *p, ds_u64 n, ds_u64 start, ds_u64 stop, int fi
             ds_u64 at = ds_pos(&b) / 8;
             if ((len ^ 0xffffu) != nlen || at + len > n)
                 return;
-            for (ds_u32 i = 0; i < len; i++)
-                if (is_put(o, p[at + i]) < 0) {
-                    seg->status = IS_FULL;
-                    return;
-                }
+            if (is_ensure(o, o->done + len) < 0) {
+                seg->status = IS_FULL;
+                return;
+            }
+            for (ds_u32 k = is_lane(); k < len; k += IS_LANES)
+                *is_ptr(o, o->done + k) = p[at + k];
+            o->done += len;
             ds_seek(&b, 8 * (at + len));
         }
         else {
-            if (ds_block_codes(&b, w, type, &fixed) < 0)
+            if (is_block_codes(&b, w, type, &fixed) < 0)
                 return;
             ds_u32 r = is_symbols(&b, &w->lit, &w->dist, o, first);
             if (r != IS_OK) {
