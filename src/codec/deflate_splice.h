@@ -77,10 +77,13 @@ typedef struct ds_bits {
     ds_u32 cnt; /* bits in buf */
 } ds_bits_t;
 
-/* At least k (<= 56) bits in the buffer. */
+/* At least k (<= 56) bits in the buffer: when short, filled to 56 or more
+ * (loads that do not wait on each other, once every few codes). */
 DS_FN void ds_need(ds_bits_t *b, ds_u32 k)
 {
-    while (b->cnt < k) {
+    if (b->cnt >= k)
+        return;
+    while (b->cnt <= 56) {
         ds_u64 v = b->at < b->n ? b->p[b->at] : 0;
         b->buf |= v << b->cnt;
         b->at++;

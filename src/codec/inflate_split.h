@@ -89,6 +89,31 @@ DS_FN int is_header_at(const ds_u8 *p, ds_u64 n, ds_u64 pos, ds_u8 *lens)
 {
     if (pos + 17 > 8 * n)
         return 0;
+    /* the first 17 bits and the code-length code's lengths from two loads
+     * of bytes, no bit reader: nearly every position fails here */
+    ds_u64 at = pos / 8, v = 0, c = 0;
+    for (ds_u32 i = 0; i < 3; i++)
+        v |= (ds_u64)(at + i < n ? p[at + i] : 0) << (8 * i);
+    v >>= pos % 8;
+    if ((v & 7u) != 4u || ((v >> 3) & 31u) > 29u || ((v >> 8) & 31u) > 29u)
+        return 0;
+    ds_u64 cpos = pos + 17, cat = cpos / 8;
+    for (ds_u32 i = 0; i < 8; i++)
+        c |= (ds_u64)(cat + i < n ? p[cat + i] : 0) << (8 * i);
+    c >>= cpos % 8; /* 57 bits at least: 19 lengths of 3 */
+    {
+        ds_u32 ncl = (ds_u32)((v >> 13) & 15u) + 4, cnt[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        for (ds_u32 i = 0; i < ncl; i++)
+            cnt[(c >> (3 * i)) & 7u]++;
+        int left = 1;
+        for (ds_u32 l = 1; l <= 7; l++) {
+            left = 2 * left - (int)cnt[l];
+            if (left < 0)
+                return 0;
+        }
+        if (left != 0)
+            return 0;
+    }
     ds_bits_t b = {p, n, 0, 0, 0};
     ds_seek(&b, pos);
     ds_u32 head = ds_take(&b, 17);
@@ -208,6 +233,7 @@ typedef struct is_out {
     ds_u32 *list;  /* this segment's pages in order, room for npages */
     ds_u64 done;   /* symbols written */
     ds_u64 have;   /* symbols its listed pages hold */
+    ds_u16 *cur;   /* where symbol `done` goes, unless done is at a page's start */
 } is_out_t;
 
 /* A stream's pages for `expect` decoded bytes cut into `segments`: its
@@ -264,6 +290,8 @@ DS_FN ds_u32 is_copy(is_out_t *o, ds_u64 dis, ds_u64 len, int first)
         *is_ptr(o, o->done + k) = v;
     }
     o->done += len;
+    if (o->done % IS_PAGE) /* within a listed page */
+        o->cur = is_ptr(o, o->done);
     return IS_OK;
 }
 
@@ -298,10 +326,14 @@ DS_FN ds_u32 is_symbols(ds_bits_t *b, const ds_huff_t *lit, const ds_huff_t *dis
         if (sym < 0 || ds_overrun(b))
             return IS_BAD;
         if (sym < 256) {
-            if (is_ensure(o, o->done + 1) < 0)
-                return IS_FULL;
+            if (o->done % IS_PAGE == 0) {
+                if (is_ensure(o, o->done + 1) < 0)
+                    return IS_FULL;
+                o->cur = is_ptr(o, o->done);
+            }
             if (is_lane() == 0)
-                *is_ptr(o, o->done) = (ds_u16)sym;
+                *o->cur = (ds_u16)sym;
+            o->cur++;
             o->done++;
             continue;
         }
@@ -333,6 +365,7 @@ DS_FN void is_decode(const ds_u8 *p, ds_u64 n, ds_u64 start, ds_u64 stop, int fi
     int fixed = 0;
     o->done = 0;
     o->have = 0;
+    o->cur = 0;
     seg->status = IS_BAD;
     seg->final = 0;
     seg->count = 0;
@@ -352,6 +385,8 @@ DS_FN void is_decode(const ds_u8 *p, ds_u64 n, ds_u64 start, ds_u64 stop, int fi
             for (ds_u32 k = is_lane(); k < len; k += IS_LANES)
                 *is_ptr(o, o->done + k) = p[at + k];
             o->done += len;
+            if (o->done % IS_PAGE)
+                o->cur = is_ptr(o, o->done);
             ds_seek(&b, 8 * (at + len));
         }
         else {

@@ -74,7 +74,7 @@ static void decode_segments(const uint8_t *p, size_t n, is_segment_t *seg, uint3
 {
     for (uint32_t s = 0; s < segments; s = is_next(seg, segments, s)) {
         uint32_t t = is_next(seg, segments, s);
-        is_out_t o = {x->pool, &x->next, x->npages, x->lists + (size_t)s * x->npages, 0, 0};
+        is_out_t o = {x->pool, &x->next, x->npages, x->lists + (size_t)s * x->npages, 0, 0, NULL};
         is_decode(p, n, seg[s].start, t < segments ? seg[t].start : IS_NO_START, s == 0, &o, &x->w, &seg[s]);
     }
 }
