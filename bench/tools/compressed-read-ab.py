@@ -11,6 +11,10 @@ the page cache into host memory). A diagnostic, not a benchmark of record
         --files image:lz4,field:gzip-shuffle --size 1GiB --repeat 2 --cache cold,warm \\
         --variants "default;H5GDS_CONFIG=direct=on;H5GDS_DECODE_BATCH_MIB=128"
 
+`--chunks 1,8,64` reads, instead of the whole dataset, its first 1, 8 and
+64 chunks along the first axis (small reads: their latency, medians in the
+CSV's `chunks` column).
+
 Variants are separated by `;`; each is `default` or NAME=VALUE
 environment settings joined by `+`, applied for its reads only (the
 library reads H5GDS_CONFIG at each file open, H5GDS_DECODE_BATCH_MIB at
@@ -39,7 +43,9 @@ def main() -> None:
     ap = parser(__doc__, "/tmp/h5gds-read-ab", "image:lz4,field:gzip-shuffle", 2,
                 "default;H5GDS_CONFIG=direct=on;H5GDS_DECODE_BATCH_MIB=128")
     ap.add_argument("--cache", default="cold", help="cold, warm or cold,warm")
+    ap.add_argument("--chunks", default="0", help="chunks read from the start, e.g. 1,8,64 (0: the whole dataset)")
     args = ap.parse_args()
+    counts = [int(c) for c in args.chunks.split(",")]
     work, out, pairs = folders_and_files(args)
     variants = variants_of(args.variants)
     rows = []
@@ -62,26 +68,33 @@ def main() -> None:
                 secs = ceiling_seconds(path, cache == "cold", 16, block, offsets)
                 ceiling = "ceiling-odirect" if cache == "cold" else "ceiling-page-cache"  # warm: buffered preads
                 row = dict(data=kind, filter=fname, ratio=f"{ratio:.2f}", cache=cache, variant=ceiling,
-                           rep=rep, GBps=f"{len(offsets) * block / secs / 1e9:.3f}", decode_s="", read_wait_s="",
-                           total_s="")
+                           rep=rep, chunks="", GBps=f"{len(offsets) * block / secs / 1e9:.3f}", ms="", decode_s="",
+                           read_wait_s="", total_s="")
                 rows.append(row)
                 print(row, flush=True)
                 for v in variants:
-                    with applied(v):
-                        prepare()
-                        with h5py.File(path, "r", driver="gds") as f:
-                            t0 = time.perf_counter()
-                            x = h5gds.read(f["x"], like="cupy")
-                            cupy.cuda.runtime.deviceSynchronize()
-                            secs = time.perf_counter() - t0
-                            st = h5gds.last_decode_stats()
-                            route = h5gds.last_route()
-                        del x
-                    row = dict(data=kind, filter=fname, ratio=f"{ratio:.2f}", cache=cache, variant=f"{v} ({route})",
-                               rep=rep, GBps=f"{decoded / secs / 1e9:.3f}", decode_s=f"{st.decode_s:.4f}",
-                               read_wait_s=f"{st.read_wait_s:.4f}", total_s=f"{st.total_s:.4f}")
-                    rows.append(row)
-                    print(row, flush=True)
+                    for count in counts:
+                        with applied(v):
+                            prepare()
+                            with h5py.File(path, "r", driver="gds") as f:
+                                d = f["x"]
+                                sel = (slice(0, count * d.chunks[0]),) if count else ()
+                                part = d.shape[0] if not count else min(d.shape[0], count * d.chunks[0])
+                                nbytes = decoded // d.shape[0] * part
+                                t0 = time.perf_counter()
+                                x = h5gds.read(d, sel, like="cupy") if count else h5gds.read(d, like="cupy")
+                                cupy.cuda.runtime.deviceSynchronize()
+                                secs = time.perf_counter() - t0
+                                st = h5gds.last_decode_stats()
+                                route = h5gds.last_route()
+                            del x
+                        row = dict(data=kind, filter=fname, ratio=f"{ratio:.2f}", cache=cache,
+                                   variant=f"{v} ({route})", rep=rep, chunks=count or "all",
+                                   GBps=f"{nbytes / secs / 1e9:.3f}", ms=f"{1e3 * secs:.2f}",
+                                   decode_s=f"{st.decode_s:.4f}", read_wait_s=f"{st.read_wait_s:.4f}",
+                                   total_s=f"{st.total_s:.4f}")
+                        rows.append(row)
+                        print(row, flush=True)
         path.unlink()
     write_csv(out / "compressed-read-ab.csv", rows)
 

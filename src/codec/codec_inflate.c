@@ -20,11 +20,23 @@ static double seconds_now(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-/* H5GDS_INFLATE_SPLIT=0 leaves every Deflate chunk to nvCOMP (tuning, A/B). */
-bool gds_codec_inflate_split_on(void)
+/* Batches of at most this many stored bytes are decoded in segments. A
+ * segment's decode is quicker than nvCOMP's serial one of a whole chunk,
+ * but the segments' work grows with the batch's bytes where nvCOMP's time
+ * stays about one chunk's up to 512 (H100, 1 MiB chunks, shuffle +
+ * Deflate: 8 chunks 19 against 75 ms, 128 36 against 78, 256 131 against
+ * 79; bench/results/2026-11-27-h100-inflate-split). */
+#define SPLIT_MAX_STORED ((size_t)64 << 20)
+
+/* H5GDS_INFLATE_SPLIT: 0 leaves every Deflate chunk to nvCOMP, 1 decodes
+ * every batch in segments (tuning, A/B); else batches of up to
+ * SPLIT_MAX_STORED (their chunks' largest stored size times their count). */
+bool gds_codec_inflate_split_batch(size_t stored)
 {
     const char *e = getenv("H5GDS_INFLATE_SPLIT");
-    return !(e && strcmp(e, "0") == 0);
+    if (e && strcmp(e, "0") == 0)
+        return false;
+    return (e && strcmp(e, "1") == 0) || stored <= SPLIT_MAX_STORED;
 }
 
 /* Compressed bytes per segment: H5GDS_INFLATE_SEGMENT_KIB, else IS_SEGMENT_BYTES. */

@@ -173,6 +173,7 @@ typedef struct decode_ctx {
     stage_t stage[GDS_CODEC_MAX_FILTERS + 1];
     size_t nstages;
     size_t *forward; /* sizes before each step when writing (nsteps + 1) */
+    size_t max_stored; /* the largest stored chunk planned for */
     error_list_t *errors;
 } decode_ctx_t;
 
@@ -286,11 +287,11 @@ int gds_codec_upload_jobs(gds_codec_t *c, const batch_mem_t *bm, size_t a, size_
 /* Job array `a` in pinned memory. */
 gds_kjob_t *gds_codec_pinned_jobs(gds_codec_t *c, const batch_mem_t *bm, size_t a);
 int gds_codec_memset_async(gds_codec_t *c, CUdeviceptr p, size_t bytes, CUstream s, gds_status_t *st);
-/* Deflate in segments (codec_inflate.c): whether it is on, the device
+/* Deflate in segments (codec_inflate.c): whether a batch is, the device
  * memory it takes for n chunks of `expect` decoded bytes, and its launch
  * on nj jobs (raw streams in their mid, codec_zlib_prep's) before nvCOMP's
  * decode of the same entries: chunks made up become dummies there. */
-bool gds_codec_inflate_split_on(void);
+bool gds_codec_inflate_split_batch(size_t stored); /* whether a batch of `stored` bytes is */
 size_t gds_codec_inflate_split_bytes(size_t n, size_t expect);
 int gds_codec_inflate_split(gds_codec_t *c, CUdeviceptr jobs, size_t nj, size_t expect, CUdeviceptr mem,
                             const entries_mem_t *em, CUdeviceptr err, CUstream s, gds_status_t *st);

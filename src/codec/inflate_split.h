@@ -284,8 +284,9 @@ DS_FN ds_u32 is_copy(is_out_t *o, ds_u64 dis, ds_u64 len, int first)
     if (is_ensure(o, o->done + len) < 0)
         return IS_FULL;
     is_sync(); /* the lanes' earlier symbols seen by all */
-    for (ds_u64 k = is_lane(); k < len; k += IS_LANES) {
-        ds_u64 from = o->done + (k < dis ? k : k % dis); /* its source: from - dis */
+    ds_u32 d32 = (ds_u32)dis; /* at most IS_WINDOW; len at most 258: 32-bit arithmetic */
+    for (ds_u32 k = is_lane(); k < (ds_u32)len; k += IS_LANES) {
+        ds_u64 from = o->done + (k < d32 ? k : k % d32); /* its source: from - dis */
         ds_u16 v = from >= dis ? *is_ptr(o, from - dis) : (ds_u16)(IS_MARK + IS_WINDOW - (dis - from));
         *is_ptr(o, o->done + k) = v;
     }
