@@ -365,9 +365,11 @@ done:
     return ret;
 }
 
-/* Bytes per chunk each arena needs for the group (the largest stored size: max_stored). */
-static void decode_slots(const decode_ctx_t *x, size_t max_stored, size_t *slot)
+/* Bytes per chunk each arena needs for the group (the largest stored size:
+ * max_stored, kept in x). */
+static void decode_slots(decode_ctx_t *x, size_t max_stored, size_t *slot)
 {
+    x->max_stored = max_stored;
     /* the sizes each stage sees, for the largest chunk (fletcher: 4 less) */
     size_t sizes_in[GDS_CODEC_MAX_FILTERS + 1], sizes_out[GDS_CODEC_MAX_FILTERS + 1];
     size_t cur = max_stored;
@@ -494,7 +496,6 @@ static int plan_unmasked(const gds_codec_pipeline_t *p, size_t max_stored, decod
         forward[k + 1] =
             forward[k] == GDS_SIZE_UNKNOWN ? GDS_SIZE_UNKNOWN : gds_codec_step_forward(&steps[k], forward[k]);
     decode_stages(x);
-    x->max_stored = max_stored;
     decode_slots(x, max_stored, slot);
     return 0;
 }

@@ -31,7 +31,9 @@
 #define H5GDS_DEFLATE_SPLICE_H
 
 #ifdef __CUDACC_RTC__
-#define DS_FN __device__ static inline
+/* forced inline: a bit reader or output passed by pointer to a function
+ * not inlined lives in local memory, a round trip at every code */
+#define DS_FN __device__ static __forceinline__
 /* global memory, not constant: each thread looks up its own index, and the
  * constant cache serves one address a warp at a time */
 #define DS_DATA __device__ static const
