@@ -20,13 +20,16 @@ static double seconds_now(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-/* Batches of at most this many stored bytes are decoded in segments. A
- * segment's decode is quicker than nvCOMP's serial one of a whole chunk,
- * but the segments' work grows with the batch's bytes where nvCOMP's time
- * stays about one chunk's up to 512 (H100, 1 MiB chunks, shuffle +
- * Deflate: 8 chunks 19 against 75 ms, 128 36 against 78, 256 131 against
- * 79; bench/results/2026-11-27-h100-inflate-split). */
-#define SPLIT_MAX_STORED ((size_t)64 << 20)
+/* Batches of at most this many stored bytes (their largest chunk's size
+ * times their count) are decoded in segments. A segment's decode is
+ * quicker than nvCOMP's serial one of a whole chunk, but the segments'
+ * work grows with the batch where nvCOMP's time stays about one chunk's up
+ * to 512 chunks. H100, warm reads of 1 MiB gzip chunks
+ * (bench/results/2026-11-27-h100-inflate-split): a float field's 1, 8 and
+ * 32 chunks (0.5 MB stored each) in 28, 29 and 34 ms against 60, 60 and
+ * 63; 128 in 46 against 65; image tiles (0.23 MB each) level to 32 chunks
+ * and slower at 128 (40 against 33 ms). */
+#define SPLIT_MAX_STORED ((size_t)16 << 20)
 
 /* H5GDS_INFLATE_SPLIT: 0 leaves every Deflate chunk to nvCOMP, 1 decodes
  * every batch in segments (tuning, A/B); else batches of up to
