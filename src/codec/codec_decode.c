@@ -223,9 +223,9 @@ static int decode_batch(decode_ctx_t *x, const size_t *idx, size_t m, const size
         case GDS_STEP_ZSTD: {
             bool deflate = step->kind == GDS_STEP_DEFLATE;
             entries_mem_t em;
-            size_t split =
-                deflate && gds_codec_inflate_split_batch(nj * x->max_stored) ? gds_codec_inflate_split_bytes(nj, max_out)
-                                                                               : 0;
+            size_t split = deflate && gds_codec_inflate_split_batch(nj, x->max_stored, max_out)
+                               ? gds_codec_inflate_split_bytes(nj, max_out)
+                               : 0;
             CUdeviceptr split_at = 0;
             if (gds_codec_nvcomp_decompress(c, step->kind, nj, max_out, total_out, split, &em, &split_at, s, st,
                                             false) < 0 ||
@@ -445,7 +445,7 @@ static size_t decode_temp(gds_codec_t *c, const void *plan, size_t m)
             gds_zstd_decompress_temp(c->nv, ne, block, m * expect, &temp, NULL);
         else {
             c->nv->deflate.DecompressGetTempSize(ne, block, dd, &temp, m * expect, NULL);
-            if (gds_codec_inflate_split_batch(m * x->max_stored)) /* and its segments' scratch */
+            if (gds_codec_inflate_split_batch(m, x->max_stored, expect)) /* and its segments' scratch */
                 temp += gds_codec_inflate_split_bytes(m, expect);
         }
         temp += ne * (6 * 8 + sizeof(gds_kentry_t));

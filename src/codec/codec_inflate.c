@@ -20,28 +20,6 @@ static double seconds_now(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-/* Batches of at most this many stored bytes (their largest chunk's size
- * times their count) are decoded in segments. A segment's decode is
- * quicker than nvCOMP's serial one of a whole chunk, but the segments'
- * work grows with the batch where nvCOMP's time stays about one chunk's up
- * to 512 chunks. H100, warm reads of 1 MiB gzip chunks
- * (bench/results/2026-11-27-h100-inflate-split): a float field's 1, 8 and
- * 32 chunks (0.5 MB stored each) in 28, 29 and 34 ms against 60, 60 and
- * 63; 128 in 46 against 65; image tiles (0.23 MB each) level to 32 chunks
- * and slower at 128 (40 against 33 ms). */
-#define SPLIT_MAX_STORED ((size_t)16 << 20)
-
-/* H5GDS_INFLATE_SPLIT: 0 leaves every Deflate chunk to nvCOMP, 1 decodes
- * every batch in segments (tuning, A/B); else batches of up to
- * SPLIT_MAX_STORED (their chunks' largest stored size times their count). */
-bool gds_codec_inflate_split_batch(size_t stored)
-{
-    const char *e = getenv("H5GDS_INFLATE_SPLIT");
-    if (e && strcmp(e, "0") == 0)
-        return false;
-    return (e && strcmp(e, "1") == 0) || stored <= SPLIT_MAX_STORED;
-}
-
 /* Compressed bytes per segment: H5GDS_INFLATE_SEGMENT_KIB, else IS_SEGMENT_BYTES. */
 static size_t segment_bytes(void)
 {
@@ -82,6 +60,36 @@ static split_mem_t split_layout(size_t n, size_t expect)
     m.lists = carve(&off, n * IS_MAX_SEGMENTS * (size_t)m.npages * sizeof(uint32_t));
     m.total = carve(&off, 0);
     return m;
+}
+
+/* Whether the segments beat nvCOMP on a batch, by a model of both fitted
+ * to H100 measurements (bench/results/2026-11-27-h100-inflate-split):
+ * nvCOMP takes about one chunk's serial decode whatever the width, about
+ * 0.115 ms per KiB of the largest stored chunk (1 MiB chunks of 0.23,
+ * 0.48 and 0.68 MB stored: 28, 60 and 67-78 ms); the segments about
+ * 17 ms plus 0.15 ms per MiB decoded (1, 32 and 128 chunks: 17, 22-34
+ * and 35-46 ms), while their warps fit on the GPU at once (about 6000
+ * segments: 256 chunks of 0.68 MB took 130 ms, against 35 for 128). The
+ * segments are taken where they are expected to take at most 0.9x
+ * nvCOMP's time. H5GDS_INFLATE_SPLIT: 0 never, 1 always (tuning, A/B). */
+#define SPLIT_MAX_SEGMENTS 6144u
+#define NVCOMP_US_PER_KIB 115u
+#define SPLIT_US 17000u
+#define SPLIT_US_PER_MIB 150u
+
+bool gds_codec_inflate_split_batch(size_t n, size_t max_stored, size_t expect)
+{
+    const char *e = getenv("H5GDS_INFLATE_SPLIT");
+    if (e && strcmp(e, "0") == 0)
+        return false;
+    if (e && strcmp(e, "1") == 0)
+        return true;
+    double stored = (double)n * (double)max_stored, decoded = (double)n * (double)expect;
+    if (stored / (double)segment_bytes() > SPLIT_MAX_SEGMENTS)
+        return false;
+    double nvcomp_us = NVCOMP_US_PER_KIB * (double)max_stored / 1024.0;
+    double split_us = SPLIT_US + SPLIT_US_PER_MIB * decoded / (1024.0 * 1024.0);
+    return split_us <= 0.9 * nvcomp_us;
 }
 
 size_t gds_codec_inflate_split_bytes(size_t n, size_t expect) { return n ? split_layout(n, expect).total : 0; }

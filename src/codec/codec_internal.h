@@ -291,7 +291,7 @@ int gds_codec_memset_async(gds_codec_t *c, CUdeviceptr p, size_t bytes, CUstream
  * memory it takes for n chunks of `expect` decoded bytes, and its launch
  * on nj jobs (raw streams in their mid, codec_zlib_prep's) before nvCOMP's
  * decode of the same entries: chunks made up become dummies there. */
-bool gds_codec_inflate_split_batch(size_t stored); /* whether a batch of `stored` bytes is */
+bool gds_codec_inflate_split_batch(size_t n, size_t max_stored, size_t expect); /* of n chunks */
 size_t gds_codec_inflate_split_bytes(size_t n, size_t expect);
 int gds_codec_inflate_split(gds_codec_t *c, CUdeviceptr jobs, size_t nj, size_t expect, CUdeviceptr mem,
                             const entries_mem_t *em, CUdeviceptr err, CUstream s, gds_status_t *st);
