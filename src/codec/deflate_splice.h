@@ -240,6 +240,50 @@ DS_FN int ds_codes(ds_bits_t *b, const ds_huff_t *lit, const ds_huff_t *dist, ds
     }
 }
 
+/* A dynamic block's code lengths: `total` of them into l, read with the
+ * code-length code given by its counts per length and its symbols in code
+ * order (decoded bit by bit: a header's few hundred codes). 0, or -1 where
+ * they are not valid. */
+DS_FN int ds_code_lengths(ds_bits_t *b, const ds_u16 *count, const ds_u16 *symbol, ds_u8 *l, ds_u32 total)
+{
+    for (ds_u32 i = 0; i < total;) {
+        int sym = -1;
+        ds_u32 code = 0, first = 0, index = 0;
+        for (ds_u32 len = 1; len <= 7; len++) {
+            code |= ds_take(b, 1);
+            if (code - first < count[len]) {
+                sym = symbol[index + (code - first)];
+                break;
+            }
+            index += count[len];
+            first = (first + count[len]) << 1;
+            code <<= 1;
+        }
+        if (sym < 0 || ds_overrun(b))
+            return -1;
+        if (sym < 16) {
+            l[i++] = (ds_u8)sym;
+            continue;
+        }
+        ds_u32 rep, v = 0;
+        if (sym == 16) {
+            if (i == 0)
+                return -1;
+            v = l[i - 1];
+            rep = 3 + ds_take(b, 2);
+        }
+        else if (sym == 17)
+            rep = 3 + ds_take(b, 3);
+        else
+            rep = 11 + ds_take(b, 7);
+        if (i + rep > total)
+            return -1;
+        while (rep--)
+            l[i++] = (ds_u8)v;
+    }
+    return 0;
+}
+
 /* The codes of a Huffman-coded block (type 1: fixed, 2: dynamic) whose
  * header's first three bits were read: lit and dist built, the stream at
  * the block's first symbol. *fixed: lit and dist hold the fixed codes
@@ -269,32 +313,8 @@ DS_FN int ds_block_codes(ds_bits_t *b, ds_work_t *w, ds_u32 type, int *fixed)
         return -1;
     for (ds_u32 i = 0; i < 19; i++)
         l[ds_clen_order[i]] = i < ncode ? (ds_u8)ds_take(b, 3) : 0;
-    if (ds_build(lit, l, 19, 1) < 0)
+    if (ds_build(lit, l, 19, 1) < 0 || ds_code_lengths(b, lit->count, lit->symbol, l, nlit + ndist) < 0)
         return -1;
-    for (ds_u32 i = 0; i < nlit + ndist;) {
-        int sym = ds_decode(b, lit);
-        if (sym < 0 || ds_overrun(b))
-            return -1;
-        if (sym < 16) {
-            l[i++] = (ds_u8)sym;
-            continue;
-        }
-        ds_u32 rep, v = 0;
-        if (sym == 16) {
-            if (i == 0)
-                return -1;
-            v = l[i - 1];
-            rep = 3 + ds_take(b, 2);
-        }
-        else if (sym == 17)
-            rep = 3 + ds_take(b, 3);
-        else
-            rep = 11 + ds_take(b, 7);
-        if (i + rep > nlit + ndist)
-            return -1;
-        while (rep--)
-            l[i++] = (ds_u8)v;
-    }
     if (l[256] == 0) /* no end-of-block code */
         return -1;
     if (ds_build(lit, l, nlit, 0) < 0 || ds_build(dist, l + nlit, ndist, 0) < 0)

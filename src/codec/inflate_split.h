@@ -126,59 +126,22 @@ DS_FN int is_header_at(const ds_u8 *p, ds_u64 n, ds_u64 pos, ds_u8 *lens)
     ds_u16 count[DS_MAX_BITS + 1];
     for (ds_u32 l = 0; l <= DS_MAX_BITS; l++)
         count[l] = 0;
-    for (ds_u32 i = 0; i < 19; i++) {
+    for (ds_u32 i = 0; i < 19; i++)
         cl[ds_clen_order[i]] = i < ncode ? (ds_u8)ds_take(&b, 3) : 0;
-    }
     for (ds_u32 i = 0; i < 19; i++)
         count[cl[i]]++;
     if (!is_code_ok(count, 7, 1))
         return 0;
     /* the code-length code, canonical: symbols in code order */
-    ds_u8 sym[19];
-    ds_u16 offs[8];
+    ds_u16 sym[19], offs[8];
     offs[1] = 0;
     for (ds_u32 l = 1; l < 7; l++)
         offs[l + 1] = (ds_u16)(offs[l] + count[l]);
     for (ds_u32 s = 0; s < 19; s++)
         if (cl[s])
-            sym[offs[cl[s]]++] = (ds_u8)s;
-    for (ds_u32 i = 0; i < nlit + ndist;) {
-        /* one symbol of the code-length code, bit by bit */
-        ds_u32 code = 0, first = 0, index = 0, l = 1;
-        int s = -1;
-        for (; l <= 7; l++) {
-            code |= ds_take(&b, 1);
-            ds_u32 c = count[l];
-            if (code - first < c) {
-                s = sym[index + (code - first)];
-                break;
-            }
-            index += c;
-            first = (first + c) << 1;
-            code <<= 1;
-        }
-        if (s < 0 || ds_overrun(&b))
-            return 0;
-        if (s < 16) {
-            lens[i++] = (ds_u8)s;
-            continue;
-        }
-        ds_u32 rep, v = 0;
-        if (s == 16) {
-            if (i == 0)
-                return 0;
-            v = lens[i - 1];
-            rep = 3 + ds_take(&b, 2);
-        }
-        else if (s == 17)
-            rep = 3 + ds_take(&b, 3);
-        else
-            rep = 11 + ds_take(&b, 7);
-        if (i + rep > nlit + ndist)
-            return 0;
-        while (rep--)
-            lens[i++] = (ds_u8)v;
-    }
+            sym[offs[cl[s]]++] = (ds_u16)s;
+    if (ds_code_lengths(&b, count, sym, lens, nlit + ndist) < 0)
+        return 0;
     if (lens[256] == 0 || ds_overrun(&b))
         return 0;
     for (ds_u32 l = 0; l <= DS_MAX_BITS; l++)

@@ -210,6 +210,31 @@ static inline bool ref_inflate(const bytes_t *in, bytes_t *out, size_t expect)
     return rc == 0 && n == expect;
 }
 
+/* zlib's raw Deflate stream of src (its zlib stream without the 2-byte
+ * header and the Adler-32 after it), in a buffer with `room` bytes to
+ * spare after it; .p NULL without zlib. */
+static inline bytes_t ref_raw_deflate(const unsigned char *src, size_t len, int level, size_t room)
+{
+    bytes_t in = {(unsigned char *)src, len}, z, raw = {NULL, 0};
+    if (!ref_deflate(&in, &z, level) || z.n < 6)
+        return raw;
+    raw = bytes_new(z.n - 6 + room);
+    memcpy(raw.p, z.p + 2, z.n - 6);
+    raw.n = z.n - 6;
+    free(z.p);
+    return raw;
+}
+
+static inline uint32_t ref_adler32(const unsigned char *p, size_t n)
+{
+    uint32_t a = 1, b = 0;
+    for (size_t i = 0; i < n; i++) {
+        a = (a + p[i]) % 65521u;
+        b = (b + a) % 65521u;
+    }
+    return b << 16 | a;
+}
+
 static inline bool ref_zstd(const bytes_t *in, bytes_t *out, int level)
 {
     if (!ref.zstd)

@@ -84,31 +84,6 @@ static void fill(uint8_t *p, size_t n, int kind)
         make_data(ref_kind[kind], p, n, 11);
 }
 
-static uint32_t adler_of(const uint8_t *p, size_t n)
-{
-    uint32_t a = 1, b = 0;
-    for (size_t i = 0; i < n; i++) {
-        a = (a + p[i]) % 65521u;
-        b = (b + a) % 65521u;
-    }
-    return b << 16 | a;
-}
-
-/* zlib's raw Deflate stream of src (its zlib stream without the 2-byte
- * header and the Adler-32 after it), in a buffer with DS_SYNC_BYTES of
- * room after it. */
-static bytes_t raw_deflate(const uint8_t *src, size_t len, int level)
-{
-    bytes_t in = {(uint8_t *)src, len}, z, raw = {NULL, 0};
-    if (!ref_deflate(&in, &z, level) || z.n < 6)
-        return raw;
-    raw = bytes_new(z.n - 6 + DS_SYNC_BYTES);
-    memcpy(raw.p, z.p + 2, z.n - 6);
-    raw.n = z.n - 6;
-    free(z.p);
-    return raw;
-}
-
 typedef struct join_stats {
     size_t pieces, stored, pieces_bytes, joined_bytes;
 } join_stats_t;
@@ -126,7 +101,7 @@ static bytes_t join(const uint8_t *src, size_t len, size_t piece, int level, joi
     for (size_t k = 0; k < n; k++) {
         size_t off = k * piece, plen = len - off < piece ? len - off : piece;
         int last = k + 1 == n;
-        bytes_t raw = raw_deflate(src + off, plen, level);
+        bytes_t raw = ref_raw_deflate(src + off, plen, level, DS_SYNC_BYTES);
         if (!raw.p) {
             free(out.p);
             out.p = NULL;
@@ -152,7 +127,7 @@ static bytes_t join(const uint8_t *src, size_t len, size_t piece, int level, joi
         }
         free(raw.p);
     }
-    uint32_t a = adler_of(src, len);
+    uint32_t a = ref_adler32(src, len);
     put_be(out.p + out.n, a, 4);
     out.n += 4;
     s->joined_bytes += out.n;
@@ -253,7 +228,7 @@ static void hostile(void)
     bool with_zlib = false;
 #endif
     for (int level = 1; level <= 9; level += 4) {
-        bytes_t raw = raw_deflate(src, len, level);
+        bytes_t raw = ref_raw_deflate(src, len, level, DS_SYNC_BYTES);
         CHECK(raw.p && ds_walk(raw.p, raw.n, len, &st, &w) == 0, "level %d: the stream walks", level);
         CHECK(ds_walk(raw.p, raw.n, len - 1, &st, &w) < 0, "level %d: a decoded size one short is refused", level);
         CHECK(ds_walk(raw.p, raw.n, len + 1, &st, &w) < 0, "level %d: a decoded size one long is refused", level);
