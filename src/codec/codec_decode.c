@@ -223,9 +223,7 @@ static int decode_batch(decode_ctx_t *x, const size_t *idx, size_t m, const size
         case GDS_STEP_ZSTD: {
             bool deflate = step->kind == GDS_STEP_DEFLATE;
             entries_mem_t em;
-            size_t split = deflate && gds_codec_inflate_split_batch(nj, x->max_stored, max_out)
-                               ? gds_codec_inflate_split_bytes(nj, max_out)
-                               : 0;
+            size_t split = deflate && x->split ? gds_codec_inflate_split_bytes(nj, max_out) : 0;
             CUdeviceptr split_at = 0;
             if (gds_codec_nvcomp_decompress(c, step->kind, nj, max_out, total_out, split, &em, &split_at, s, st,
                                             false) < 0 ||
@@ -443,11 +441,8 @@ static size_t decode_temp(gds_codec_t *c, const void *plan, size_t m)
             c->nv->lz4.DecompressGetTempSize(ne, block, ld, &temp, m * expect, NULL);
         else if (step_zstd(comp->kind) || comp->kind == GDS_STEP_BLOSC) /* blosc: zstd's, the larger */
             gds_zstd_decompress_temp(c->nv, ne, block, m * expect, &temp, NULL);
-        else {
+        else
             c->nv->deflate.DecompressGetTempSize(ne, block, dd, &temp, m * expect, NULL);
-            if (gds_codec_inflate_split_batch(m, x->max_stored, expect)) /* and its segments' scratch */
-                temp += gds_codec_inflate_split_bytes(m, expect);
-        }
         temp += ne * (6 * 8 + sizeof(gds_kentry_t));
     }
     return temp;
@@ -466,11 +461,17 @@ static size_t widest_batch(gds_codec_t *c, const decode_ctx_t *x, const size_t *
  * serially, in about the time of one whatever the batch's width (H200,
  * 1 MiB chunks: 64 of them in 77 ms, 1024 in 95, Deflate), so a short
  * last sub-batch costs as long as a full one. */
-static size_t decode_batch_size(gds_codec_t *c, const decode_ctx_t *x, const size_t *slot, size_t n)
+static size_t decode_batch_size(gds_codec_t *c, decode_ctx_t *x, const size_t *slot, size_t n)
 {
     size_t per, temp, m = widest_batch(c, x, slot, n, &per, &temp);
     size_t nb = (n + m - 1) / m;
     m = (n + nb - 1) / nb;
+    /* Deflate in segments, decided once for this width (every sub-batch
+     * is as wide or narrower) and only where its scratch fits too */
+    size_t expect;
+    const gds_codec_step_t *comp = compressor_of(x, &expect);
+    x->split = comp && comp->kind == GDS_STEP_DEFLATE && gds_codec_inflate_split_batch(m, x->max_stored, expect) &&
+               m * per + decode_temp(c, x, m) + gds_codec_inflate_split_bytes(m, expect) <= gds_codec_budget(c);
     if (gds_codec_debug_on())
         fprintf(stderr, "h5gds codec: decode: %zu chunks in batches of %zu: arenas %zu B/chunk, nvCOMP %zu B\n", n, m,
                 per, temp);

@@ -174,6 +174,7 @@ typedef struct decode_ctx {
     size_t nstages;
     size_t *forward; /* sizes before each step when writing (nsteps + 1) */
     size_t max_stored; /* the largest stored chunk planned for */
+    bool split;        /* Deflate in segments (codec_inflate.c), decided for the group's sub-batch width */
     error_list_t *errors;
 } decode_ctx_t;
 

@@ -266,6 +266,7 @@ DS_FN int is_block_codes(ds_bits_t *b, ds_work_t *w, ds_u32 type, int *fixed)
 {
 #ifdef __CUDACC_RTC__
     int r = 0;
+    __syncwarp(); /* every lane done with the tables before the first rebuilds them */
     if (is_lane() == 0)
         r = ds_block_codes(b, w, type, fixed);
     r = (int)is_from_first((ds_u32)r);
