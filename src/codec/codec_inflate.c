@@ -128,6 +128,7 @@ int gds_codec_inflate_split(gds_codec_t *c, CUdeviceptr jobs, size_t nj, size_t 
         (debug && trace_wait(c, s, &t[1], st) < 0) ||
         gds_codec_launch_threads(c, K_INFLATE_SEGMENTS, IS_MAX_SEGMENTS / GDS_INFLATE_WARPS, n32,
                                  32 * GDS_INFLATE_WARPS, s, ad, st) < 0 ||
+        gds_codec_launch_threads(c, K_INFLATE_MEND, n32, 1, 32, s, ad, st) < 0 ||
         (debug && trace_wait(c, s, &t[2], st) < 0) ||
         gds_codec_launch(c, K_INFLATE_RESOLVE, n32, 1, s, ar, st) < 0 || (debug && trace_wait(c, s, &t[3], st) < 0))
         return -1;
@@ -138,7 +139,7 @@ int gds_codec_inflate_split(gds_codec_t *c, CUdeviceptr jobs, size_t nj, size_t 
             return gds_codec_cuda_fail(st, "reading the segments' result", rc);
         fprintf(stderr,
                 "h5gds codec: Deflate in segments: %u of %zu chunks made up (%zu KiB a segment): find %.1f ms, "
-                "decode %.1f ms, resolve %.1f ms\n",
+                "decode and mend %.1f ms, resolve %.1f ms\n",
                 done, nj, (size_t)(per >> 10), 1e3 * (t[1] - t0), 1e3 * (t[2] - t[1]), 1e3 * (t[3] - t[2]));
     }
     return 0;

@@ -57,6 +57,7 @@ enum kernel_id {
     K_DEFLATE_JOIN,
     K_INFLATE_FIND,
     K_INFLATE_SEGMENTS,
+    K_INFLATE_MEND,
     K_INFLATE_RESOLVE,
     K_COUNT
 };

@@ -828,6 +828,22 @@ __global__ void codec_inflate_segments(const gds_kjob_t *jobs, u64 segs, u64 nex
     }
 }
 
+// A chain a false start broke, mended (is_mend): a warp a chunk, in step,
+// its tables in shared memory. Grid (jobs), 32 threads.
+__global__ void codec_inflate_mend(const gds_kjob_t *jobs, u64 segs, u64 next, u64 pool, u64 lists, u32 npages,
+                                   u64 per)
+{
+    __shared__ ds_work_t work;
+    u32 j = blockIdx.x;
+    const gds_kjob_t jb = jobs[j];
+    u64 n;
+    u32 S = split_segments(jb, per, &n);
+    if (S == 0)
+        return;
+    is_mend((const u8 *)jb.mid, n, split_segs(segs, j), S, (ds_u16 *)pool + (u64)j * npages * IS_PAGE,
+            (u32 *)next + j, npages, (u32 *)lists + (u64)j * IS_MAX_SEGMENTS * npages, &work);
+}
+
 // A chunk whose segments make up its stream: its bytes written to the
 // job's out, segment after segment (a segment's markers name bytes of the
 // ones before), and its nvCOMP entry made a dummy; the others are left to

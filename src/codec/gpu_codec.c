@@ -30,7 +30,8 @@ static const char *const kernel_names[K_COUNT] = {
     "codec_unshuffle",     "codec_shuffle",       "codec_blocks_plan",   "codec_zlib_assemble",
     "codec_zstd_splice",   "codec_zstd_assemble", "codec_lz4h5_layout",  "codec_bshuf_layout",  "codec_blosc_walk",
     "codec_blosc_finish",  "codec_blosc_shuffle", "codec_blosc_layout",
-    "codec_deflate_join",  "codec_inflate_find",  "codec_inflate_segments", "codec_inflate_resolve",
+    "codec_deflate_join",  "codec_inflate_find",  "codec_inflate_segments", "codec_inflate_mend",
+    "codec_inflate_resolve",
 };
 
 /* The dummies (layout: codec_internal.h's DUMMY_*). */

@@ -16,12 +16,15 @@
  *     symbols: a byte, or a marker for a byte of the 32 KiB before the
  *     segment, which its decoder cannot know (a back-reference reaching
  *     there, or copying such a marker);
+ *   - mend: a segment the one before it ran past began on no block (a
+ *     false header found): it is dropped and the one before decodes on
+ *     to the next start (is_mend);
  *   - chain: the result is right only if every segment ended on exactly
  *     the bit where the next one began (then each began on a real block
  *     boundary, by induction from the stream's start), the last ended with
  *     the final block and the bytes add up to the expected size. Anything
- *     else (a false header found, a segment over its share of scratch, a
- *     corrupt stream) leaves the stream to the serial decoder;
+ *     else (the scratch spent, a corrupt stream) leaves the stream to the
+ *     serial decoder;
  *   - resolve: segment by segment, the markers replaced by the bytes the
  *     segments before produced.
  *
@@ -201,7 +204,11 @@ typedef struct is_out {
 
 /* A stream's pages for `expect` decoded bytes cut into `segments`: its
  * bytes, and a partly filled last page per segment. */
-DS_FN ds_u32 is_pages(ds_u64 expect, ds_u32 segments) { return (ds_u32)(expect / IS_PAGE) + segments + 1; }
+DS_FN ds_u32 is_pages(ds_u64 expect, ds_u32 segments)
+{
+    /* and a quarter more: the pages of segments dropped by is_mend stay taken */
+    return (ds_u32)(expect / IS_PAGE + expect / (4 * IS_PAGE)) + segments + 1;
+}
 
 DS_FN ds_u32 is_take_page(ds_u32 *next)
 {
@@ -318,22 +325,19 @@ DS_FN ds_u32 is_symbols(ds_bits_t *b, const ds_huff_t *lit, const ds_huff_t *dis
     }
 }
 
-/* Decodes blocks from bit `start` until one ends at or after bit `stop`,
- * or the final one ends, into o: seg's end, count, status and final (its
- * start is the caller's). first: the stream's first segment. Every lane
- * calls it, with the same arguments. */
-DS_FN void is_decode(const ds_u8 *p, ds_u64 n, ds_u64 start, ds_u64 stop, int first, is_out_t *o, ds_work_t *w,
-                     is_segment_t *seg)
+/* Decodes blocks from bit `start` (a block's start) until one ends at or
+ * after bit `stop`, or the final one ends, appending to o's symbols: seg's
+ * end, count, status and final (its start is the caller's). first: the
+ * stream's first segment. Every lane calls it, with the same arguments. */
+DS_FN void is_decode_on(const ds_u8 *p, ds_u64 n, ds_u64 start, ds_u64 stop, int first, is_out_t *o, ds_work_t *w,
+                        is_segment_t *seg)
 {
     ds_bits_t b = {p, n, 0, 0, 0};
     ds_seek(&b, start);
     int fixed = 0;
-    o->done = 0;
-    o->have = 0;
-    o->cur = 0;
     seg->status = IS_BAD;
     seg->final = 0;
-    seg->count = 0;
+    seg->count = o->done;
     seg->end = start;
     for (;;) {
         ds_u32 final = ds_take(&b, 1), type = ds_take(&b, 2);
@@ -375,6 +379,16 @@ DS_FN void is_decode(const ds_u8 *p, ds_u64 n, ds_u64 start, ds_u64 stop, int fi
     }
 }
 
+/* is_decode_on into an empty output. */
+DS_FN void is_decode(const ds_u8 *p, ds_u64 n, ds_u64 start, ds_u64 stop, int first, is_out_t *o, ds_work_t *w,
+                     is_segment_t *seg)
+{
+    o->done = 0;
+    o->have = 0;
+    o->cur = 0;
+    is_decode_on(p, n, start, stop, first, o, w, seg);
+}
+
 /* The next segment after s with a start, or `segments`. */
 DS_FN ds_u32 is_next(const is_segment_t *seg, ds_u32 segments, ds_u32 s)
 {
@@ -383,6 +397,59 @@ DS_FN ds_u32 is_next(const is_segment_t *seg, ds_u32 segments, ds_u32 s)
         t++;
     return t;
 }
+
+/* Mends a chain a false start broke: a segment found to begin where no
+ * block begins (the one before it ended past that bit, or it did not
+ * decode) is dropped, and the segment before it, which began on a block,
+ * decodes on from where it ended to the next segment's start, until the
+ * two meet or the final block ends. Segment s's output: its symbols' pages
+ * lists[s * npages ...] in pool. The chain is checked afterwards
+ * (is_chain) as if nothing had been mended. One warp a stream, in step. */
+DS_FN void is_mend(const ds_u8 *p, ds_u64 n, is_segment_t *seg, ds_u32 segments, ds_u16 *pool, ds_u32 *next,
+                   ds_u32 npages, ds_u32 *lists, ds_work_t *w)
+{
+    ds_u32 s = 0;
+    while (s < segments && seg[0].start == 0 && seg[s].status == IS_OK && !seg[s].final) {
+        ds_u32 t = is_next(seg, segments, s);
+        if (t < segments && seg[s].end == seg[t].start) {
+            s = t; /* t began on a block: whole so far */
+            continue;
+        }
+        if (t < segments && seg[s].end > seg[t].start) {
+            /* s, begun on a block, ends on every block's end: t's start is none */
+            if (is_lane() == 0)
+                seg[t].start = IS_NO_START;
+            is_sync();
+            continue;
+        }
+        /* s stopped short of t (its stop was a start dropped since), or no
+         * segment is left after it: on from its end */
+        is_out_t o;
+        o.pool = pool;
+        o.next = next;
+        o.npages = npages;
+        o.list = lists + (ds_u64)s * npages;
+        o.done = seg[s].count;
+        o.have = (o.done + IS_PAGE - 1) / IS_PAGE * IS_PAGE;
+        o.cur = o.done % IS_PAGE ? is_ptr(&o, o.done) : 0;
+        is_segment_t r;
+        is_decode_on(p, n, seg[s].end, t < segments ? seg[t].start : IS_NO_START, s == 0, &o, w, &r);
+        if (is_lane() == 0) {
+            seg[s].end = r.end;
+            seg[s].count = r.count;
+            seg[s].status = r.status;
+            seg[s].final = r.final;
+        }
+        is_sync();
+    }
+    /* segments after the final block: none of the stream's */
+    if (s < segments && seg[s].status == IS_OK && seg[s].final)
+        for (ds_u32 t = s + 1; t < segments; t++)
+            if (is_lane() == 0)
+                seg[t].start = IS_NO_START;
+    is_sync();
+}
+
 
 /* Whether the decoded segments make up the stream (see the top) of
  * `expect` bytes; at[s]: where segment s's bytes go. */

@@ -94,6 +94,7 @@ static split_result_t split_inflate(const uint8_t *p, size_t n, size_t expect, s
                               : is_find(p, n, 8 * is_nominal(n, r.segments, s), 8 * is_nominal(n, r.segments, s + 1),
                                         lens);
     decode_segments(p, n, seg, r.segments, &x);
+    is_mend(p, n, seg, r.segments, x.pool, &x.next, x.npages, x.lists, &x.w);
     for (uint32_t s = 0; s < r.segments; s = is_next(seg, r.segments, s))
         r.active++;
     if (is_chain(seg, r.segments, expect, at)) {
@@ -200,9 +201,9 @@ static void mutated(void)
     free(out);
 }
 
-/* A stream whose first block is the final one (one block): one segment
- * made up; and a false start: a segment made to begin at a bit that is no
- * block's start is refused by the chain. */
+/* False starts: a segment made to begin one bit after a block's start,
+ * or at a bit in the middle of a block, breaks the chain as decoded; the
+ * mend drops it and the stream is made up, byte for byte. */
 static void chain_cases(void)
 {
     const size_t len = 1u << 20;
@@ -218,13 +219,28 @@ static void chain_cases(void)
         scratch_t x;
         scratch_new(&x, len, segments);
         for (uint32_t s = 0; s < segments; s++)
-            seg[s].start = s == 0 ? 0 : is_find(raw.p, raw.n, 8 * is_nominal(raw.n, segments, s), 8 * raw.n, lens);
-        /* segment 1 moved one bit on from the header found */
-        CHECK(segments > 2 && seg[1].start != IS_NO_START, "a second segment starts");
-        if (segments > 2 && seg[1].start != IS_NO_START) {
+            seg[s].start = s == 0 ? 0
+                                  : is_find(raw.p, raw.n, 8 * is_nominal(raw.n, segments, s),
+                                            8 * is_nominal(raw.n, segments, s + 1), lens);
+        /* segment 1 moved one bit on from the header found, segment 3 into
+         * the middle of its block */
+        CHECK(segments > 4 && seg[1].start != IS_NO_START && seg[3].start != IS_NO_START, "segments start");
+        if (segments > 4 && seg[1].start != IS_NO_START && seg[3].start != IS_NO_START) {
             seg[1].start += 1;
+            seg[3].start += 1001;
             decode_segments(raw.p, raw.n, seg, segments, &x);
-            CHECK(!is_chain(seg, segments, len, at), "a segment begun off a block boundary breaks the chain");
+            CHECK(!is_chain(seg, segments, len, at), "segments begun off a block boundary break the chain");
+            is_mend(raw.p, raw.n, seg, segments, x.pool, &x.next, x.npages, x.lists, &x.w);
+            int whole = is_chain(seg, segments, len, at);
+            CHECK(whole, "the mend makes the chain whole");
+            CHECK(seg[1].start == IS_NO_START && seg[3].start == IS_NO_START, "the false starts are dropped");
+            int bad = 0;
+            for (uint32_t s = 0; whole && s < segments; s = is_next(seg, segments, s))
+                for (uint64_t i = 0; i < seg[s].count; i++)
+                    bad |= is_byte(out, at[s], i, is_symbol(x.pool, x.lists + (size_t)s * x.npages, i)) < 0;
+            CHECK(!bad, "markers resolve");
+            if (whole)
+                CHECK(memcmp(out, src, len) == 0, "the mended stream's bytes");
         }
         free(x.pool);
         free(x.lists);
