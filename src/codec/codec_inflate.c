@@ -67,15 +67,10 @@ static split_mem_t split_layout(size_t n, size_t expect)
  * nvCOMP takes about one chunk's serial decode whatever the width, about
  * 0.115 ms per KiB of the largest stored chunk (1 MiB chunks of 0.23,
  * 0.48 and 0.68 MB stored: 28, 60 and 67-78 ms); the segments about
- * 17 ms plus 0.15 ms per MiB decoded (1, 32, 128 and 256 chunks: 17,
- * 22-34, 35-46 and 52 ms). A chunk whose chain breaks (a header found
- * where no block begins: one in 256-512 chunks of 0.5-0.7 MB stored) goes
- * to nvCOMP, and its batch then takes nvCOMP's time on top (256 chunks:
- * 130 ms): batches stay under about 6000 segments (about 150 such chunks),
- * where that is less likely. The segments are taken where they are
+ * 17 ms plus 0.15 ms per MiB decoded (1, 32, 128, 256 and 512 chunks:
+ * 17, 22, 34, 56 and 94 ms). The segments are taken where they are
  * expected to take at most 0.9x nvCOMP's time. H5GDS_INFLATE_SPLIT: 0
  * never, 1 always (tuning, A/B). */
-#define SPLIT_MAX_SEGMENTS 6144u
 #define NVCOMP_US_PER_KIB 115u
 #define SPLIT_US 17000u
 #define SPLIT_US_PER_MIB 150u
@@ -87,11 +82,8 @@ bool gds_codec_inflate_split_batch(size_t n, size_t max_stored, size_t expect)
         return false;
     if (e && strcmp(e, "1") == 0)
         return true;
-    double stored = (double)n * (double)max_stored, decoded = (double)n * (double)expect;
-    if (stored / (double)segment_bytes() > SPLIT_MAX_SEGMENTS)
-        return false;
     double nvcomp_us = NVCOMP_US_PER_KIB * (double)max_stored / 1024.0;
-    double split_us = SPLIT_US + SPLIT_US_PER_MIB * decoded / (1024.0 * 1024.0);
+    double split_us = SPLIT_US + SPLIT_US_PER_MIB * (double)n * (double)expect / (1024.0 * 1024.0);
     return split_us <= 0.9 * nvcomp_us;
 }
 
