@@ -4,7 +4,7 @@
  * nvCOMP decodes each Deflate stream serially: a 1 MiB chunk takes 67-78 ms
  * on an H100 however many decode beside it, and a read ends that long after
  * the disk's last byte. Here a stream is cut, by its compressed bytes, into
- * segments that threads decode at once, as rapidgzip does on CPU cores:
+ * segments that warps decode at once, as rapidgzip does on CPU cores:
  *
  *   - find: from each segment's nominal start on, the first bit where a
  *     dynamic-Huffman block header begins that zlib's inflate would take
