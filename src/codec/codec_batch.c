@@ -12,13 +12,6 @@
 #include "codec_internal.h"
 
 /* Bump allocation inside a buffer. */
-static size_t carve(size_t *off, size_t bytes, size_t align)
-{
-    size_t at = align_up(*off, align);
-    *off = at + bytes;
-    return at;
-}
-
 /* Where data is: LOC_SRC, LOC_DST or an arena; the first arena not in `busy`. */
 int gds_codec_free_arena(const int *busy, int nbusy)
 {
@@ -52,18 +45,18 @@ size_t gds_codec_batch_bytes(const size_t *slot, size_t m, size_t njobs_arrays, 
     size_t off = 0;
     bm->m = m;
     bm->njobs_arrays = njobs_arrays;
-    carve(&off, WORK_GUARD, 256); /* reads before an arena's first slot stay in this allocation */
-    bm->err = carve(&off, m * 4, 256);
-    bm->detail = carve(&off, m * 8, 256);
-    bm->acc = carve(&off, m * 3 * 8, 256);
-    bm->tail = carve(&off, m * 8, 256);
-    bm->heads = carve(&off, m * GDS_HEAD_BYTES, 256);
-    bm->dsize = carve(&off, m * 8, 256);
-    bm->mask = carve(&off, m * 4, 256);
-    bm->jobs = carve(&off, njobs_arrays * m * sizeof(gds_kjob_t), 256);
+    gds_codec_carve(&off, WORK_GUARD, 256); /* reads before an arena's first slot stay in this allocation */
+    bm->err = gds_codec_carve(&off, m * 4, 256);
+    bm->detail = gds_codec_carve(&off, m * 8, 256);
+    bm->acc = gds_codec_carve(&off, m * 3 * 8, 256);
+    bm->tail = gds_codec_carve(&off, m * 8, 256);
+    bm->heads = gds_codec_carve(&off, m * GDS_HEAD_BYTES, 256);
+    bm->dsize = gds_codec_carve(&off, m * 8, 256);
+    bm->mask = gds_codec_carve(&off, m * 4, 256);
+    bm->jobs = gds_codec_carve(&off, njobs_arrays * m * sizeof(gds_kjob_t), 256);
     for (int a = 0; a < NARENAS; a++) {
         bm->slot[a] = slot[a];
-        bm->arena[a] = slot[a] ? carve(&off, m * slot[a], SLOT_ALIGN) : 0;
+        bm->arena[a] = slot[a] ? gds_codec_carve(&off, m * slot[a], SLOT_ALIGN) : 0;
     }
     return off;
 }
@@ -71,12 +64,12 @@ size_t gds_codec_batch_bytes(const size_t *slot, size_t m, size_t njobs_arrays, 
 size_t gds_codec_pinned_bytes(batch_mem_t *bm)
 {
     size_t off = 0, m = bm->m;
-    bm->pin_jobs = carve(&off, bm->njobs_arrays * m * sizeof(gds_kjob_t), 64);
-    bm->pin_heads = carve(&off, m * GDS_HEAD_BYTES, 64);
-    bm->pin_err = carve(&off, m * 4, 64);
-    bm->pin_detail = carve(&off, m * 8, 64);
-    bm->pin_dsize = carve(&off, m * 8, 64);
-    bm->pin_mask = carve(&off, m * 4, 64);
+    bm->pin_jobs = gds_codec_carve(&off, bm->njobs_arrays * m * sizeof(gds_kjob_t), 64);
+    bm->pin_heads = gds_codec_carve(&off, m * GDS_HEAD_BYTES, 64);
+    bm->pin_err = gds_codec_carve(&off, m * 4, 64);
+    bm->pin_detail = gds_codec_carve(&off, m * 8, 64);
+    bm->pin_dsize = gds_codec_carve(&off, m * 8, 64);
+    bm->pin_mask = gds_codec_carve(&off, m * 4, 64);
     return off;
 }
 
@@ -99,12 +92,12 @@ int gds_codec_entries_reserve(gds_codec_t *c, size_t ne, size_t temp, size_t ext
                               CUdeviceptr *extra_at, gds_status_t *st)
 {
     size_t off = 0;
-    size_t in_ptrs = carve(&off, ne * 8, 256), in_bytes = carve(&off, ne * 8, 256);
-    size_t out_cap = carve(&off, ne * 8, 256), out_actual = carve(&off, ne * 8, 256);
-    size_t out_ptrs = carve(&off, ne * 8, 256), status = carve(&off, ne * 4, 256);
-    size_t aux = carve(&off, ne * sizeof(gds_kentry_t), 256);
-    size_t t = carve(&off, temp, 256);
-    size_t x = carve(&off, extra, SLOT_ALIGN);
+    size_t in_ptrs = gds_codec_carve(&off, ne * 8, 256), in_bytes = gds_codec_carve(&off, ne * 8, 256);
+    size_t out_cap = gds_codec_carve(&off, ne * 8, 256), out_actual = gds_codec_carve(&off, ne * 8, 256);
+    size_t out_ptrs = gds_codec_carve(&off, ne * 8, 256), status = gds_codec_carve(&off, ne * 4, 256);
+    size_t aux = gds_codec_carve(&off, ne * sizeof(gds_kentry_t), 256);
+    size_t t = gds_codec_carve(&off, temp, 256);
+    size_t x = gds_codec_carve(&off, extra, SLOT_ALIGN);
     if (gds_codec_dbuf_reserve(c, &c->blocks, off, s, st) < 0)
         return -1;
     CUdeviceptr b = c->blocks.ptr;

@@ -11,14 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-static double seconds_now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 /* Compressed bytes per segment: H5GDS_INFLATE_SEGMENT_KIB, else IS_SEGMENT_BYTES. */
 static size_t segment_bytes(void)
@@ -32,7 +24,7 @@ static size_t segment_bytes(void)
 static int trace_wait(gds_codec_t *c, CUstream s, double *when, gds_status_t *st)
 {
     CUresult rc = c->cu->StreamSynchronize(s);
-    *when = seconds_now();
+    *when = 1e-9 * (double)gds_now_ns();
     return rc == CUDA_SUCCESS ? 0 : gds_codec_cuda_fail(st, "waiting for the stream", rc);
 }
 
@@ -41,24 +33,17 @@ typedef struct split_mem {
     uint32_t npages;
 } split_mem_t;
 
-static size_t carve(size_t *off, size_t bytes)
-{
-    size_t at = (*off + 255) / 256 * 256;
-    *off = at + bytes;
-    return at;
-}
-
 static split_mem_t split_layout(size_t n, size_t expect)
 {
     split_mem_t m;
     size_t off = 0;
     m.npages = is_pages(expect, IS_MAX_SEGMENTS);
-    m.segs = carve(&off, n * IS_MAX_SEGMENTS * sizeof(is_segment_t));
-    m.next = carve(&off, n * sizeof(uint32_t));
-    m.made = carve(&off, sizeof(uint32_t));
-    m.pool = carve(&off, n * (size_t)m.npages * IS_PAGE * sizeof(uint16_t));
-    m.lists = carve(&off, n * IS_MAX_SEGMENTS * (size_t)m.npages * sizeof(uint32_t));
-    m.total = carve(&off, 0);
+    m.segs = gds_codec_carve(&off, n * IS_MAX_SEGMENTS * sizeof(is_segment_t), 256);
+    m.next = gds_codec_carve(&off, n * sizeof(uint32_t), 256);
+    m.made = gds_codec_carve(&off, sizeof(uint32_t), 256);
+    m.pool = gds_codec_carve(&off, n * (size_t)m.npages * IS_PAGE * sizeof(uint16_t), 256);
+    m.lists = gds_codec_carve(&off, n * IS_MAX_SEGMENTS * (size_t)m.npages * sizeof(uint32_t), 256);
+    m.total = gds_codec_carve(&off, 0, 256);
     return m;
 }
 
@@ -103,18 +88,13 @@ int gds_codec_inflate_split(gds_codec_t *c, CUdeviceptr jobs, size_t nj, size_t 
     unsigned long long dlen = sizeof gds_codec_dummy_deflate;
     gds_kentries_t e = em->e;
     bool debug = gds_codec_debug_on();
-    double t0 = 0;
-    if (debug) { /* the trace times the kernels alone */
-        CUresult rc = c->cu->StreamSynchronize(s);
-        if (rc != CUDA_SUCCESS)
-            return gds_codec_cuda_fail(st, "waiting for the stream", rc);
-        t0 = seconds_now();
-    }
+    /* the trace times each kernel alone: it waits for the stream before and after each */
+    double t[4] = {0, 0, 0, 0};
+    if (debug && trace_wait(c, s, &t[0], st) < 0)
+        return -1;
     void *af[] = {&jobs, &segs, &next, &per};
     void *ad[] = {&jobs, &segs, &next, &pool, &lists, &npages, &per};
     void *ar[] = {&jobs, &e, &segs, &pool, &lists, &npages, &per, &err, &din, &dlen, &scratch, &made};
-    /* the trace times each kernel: it waits for each */
-    double t[4] = {0, 0, 0, 0};
     if (gds_codec_memset_async(c, made, sizeof(uint32_t), s, st) < 0 ||
         gds_codec_launch_threads(c, K_INFLATE_FIND, IS_MAX_SEGMENTS, n32, 32, s, af, st) < 0 ||
         (debug && trace_wait(c, s, &t[1], st) < 0) ||
@@ -132,7 +112,7 @@ int gds_codec_inflate_split(gds_codec_t *c, CUdeviceptr jobs, size_t nj, size_t 
         fprintf(stderr,
                 "h5gds codec: Deflate in segments: %u of %zu chunks made up (%zu KiB a segment): find %.1f ms, "
                 "decode and mend %.1f ms, resolve %.1f ms\n",
-                done, nj, (size_t)(per >> 10), 1e3 * (t[1] - t0), 1e3 * (t[2] - t[1]), 1e3 * (t[3] - t[2]));
+                done, nj, (size_t)(per >> 10), 1e3 * (t[1] - t[0]), 1e3 * (t[2] - t[1]), 1e3 * (t[3] - t[2]));
     }
     return 0;
 }

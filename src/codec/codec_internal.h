@@ -180,6 +180,13 @@ typedef struct decode_ctx {
 } decode_ctx_t;
 
 static inline size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
+/* `bytes` laid out at the next multiple of `align` from *off: where they begin (*off moves past them). */
+static inline size_t gds_codec_carve(size_t *off, size_t bytes, size_t align)
+{
+    size_t at = align_up(*off, align);
+    *off = at + bytes;
+    return at;
+}
 
 /* Thread blocks along x for a job of `bytes` bytes (16 per thread, a few thousand blocks at most). */
 static inline unsigned parts_for(size_t bytes)

@@ -757,6 +757,16 @@ __global__ void codec_deflate_join(const gds_kjob_t *jobs, gds_kentries_t e, u64
 
 __device__ __forceinline__ is_segment_t *split_segs(u64 segs, u32 j) { return (is_segment_t *)segs + (u64)j * IS_MAX_SEGMENTS; }
 
+// Chunk j's pool of pages, and its segment s's list of them.
+__device__ __forceinline__ ds_u16 *split_pool(u64 pool, u32 j, u32 npages)
+{
+    return (ds_u16 *)pool + (u64)j * npages * IS_PAGE;
+}
+__device__ __forceinline__ u32 *split_list(u64 lists, u32 j, u32 s, u32 npages)
+{
+    return (u32 *)lists + ((u64)j * IS_MAX_SEGMENTS + s) * npages;
+}
+
 __device__ __forceinline__ u32 split_segments(const gds_kjob_t &jb, u64 per, u64 *n)
 {
     bool usable = jb.in_size >= 7 && !jb.dead;
@@ -813,10 +823,10 @@ __global__ void codec_inflate_segments(const gds_kjob_t *jobs, u64 segs, u64 nex
         return;
     u32 t = is_next(seg, S, s);
     is_out_t o;
-    o.pool = (ds_u16 *)pool + (u64)j * npages * IS_PAGE;
+    o.pool = split_pool(pool, j, npages);
     o.next = (u32 *)next + j;
     o.npages = npages;
-    o.list = (u32 *)lists + ((u64)j * IS_MAX_SEGMENTS + s) * npages;
+    o.list = split_list(lists, j, s, npages);
     is_segment_t r;
     r.start = seg[s].start;
     is_decode((const u8 *)jb.mid, n, r.start, t < S ? seg[t].start : IS_NO_START, s == 0, &o, &work[w], &r);
@@ -840,8 +850,8 @@ __global__ void codec_inflate_mend(const gds_kjob_t *jobs, u64 segs, u64 next, u
     u32 S = split_segments(jb, per, &n);
     if (S == 0)
         return;
-    is_mend((const u8 *)jb.mid, n, split_segs(segs, j), S, (ds_u16 *)pool + (u64)j * npages * IS_PAGE,
-            (u32 *)next + j, npages, (u32 *)lists + (u64)j * IS_MAX_SEGMENTS * npages, &work);
+    is_mend((const u8 *)jb.mid, n, split_segs(segs, j), S, split_pool(pool, j, npages), (u32 *)next + j, npages,
+            split_list(lists, j, 0, npages), &work);
 }
 
 // A chunk whose segments make up its stream: its bytes written to the
@@ -864,10 +874,10 @@ __global__ void codec_inflate_resolve(const gds_kjob_t *jobs, gds_kentries_t e, 
     __syncthreads();
     if (!ok)
         return;
-    const ds_u16 *pl = (const ds_u16 *)pool + (u64)j * npages * IS_PAGE;
+    const ds_u16 *pl = split_pool(pool, j, npages);
     u8 *out = (u8 *)jb.out;
     for (u32 s = 0; s < S; s = is_next(seg, S, s)) {
-        const u32 *list = (const u32 *)lists + ((u64)j * IS_MAX_SEGMENTS + s) * npages;
+        const u32 *list = split_list(lists, j, s, npages);
         u64 count = seg[s].count, base = at[s];
         int bad = 0;
         for (u64 i = threadIdx.x; i < count; i += blockDim.x)

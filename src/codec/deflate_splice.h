@@ -123,6 +123,22 @@ typedef struct ds_work {
     ds_u8 lens[288 + 32];
 } ds_work_t;
 
+/* Whether counts[1..DS_MAX_BITS] of code lengths make a code zlib's
+ * inflate takes (ds_build). */
+DS_FN int ds_code_ok(const ds_u16 *count, int lengths_code)
+{
+    int left = 1;
+    ds_u32 longest = 0;
+    for (ds_u32 l = 1; l <= DS_MAX_BITS; l++) {
+        left = 2 * left - count[l];
+        if (left < 0)
+            return 0;
+        if (count[l])
+            longest = l;
+    }
+    return !(left > 0 && longest > 0 && (lengths_code || longest != 1));
+}
+
 /* The code of `n` symbols whose code lengths are len[]: 0, or -1 where the
  * lengths are not a code zlib's inflate takes: more codes than the lengths
  * allow, or fewer (an incomplete code), except a code with no symbols or
@@ -135,16 +151,7 @@ DS_FN int ds_build(ds_huff_t *h, const ds_u8 *len, ds_u32 n, int lengths_code)
         h->count[l] = 0;
     for (ds_u32 s = 0; s < n; s++)
         h->count[len[s]]++;
-    int left = 1;
-    ds_u32 longest = 0;
-    for (ds_u32 l = 1; l <= DS_MAX_BITS; l++) {
-        left = 2 * left - h->count[l];
-        if (left < 0)
-            return -1;
-        if (h->count[l])
-            longest = l;
-    }
-    if (left > 0 && longest > 0 && (lengths_code || longest != 1))
+    if (!ds_code_ok(h->count, lengths_code))
         return -1;
     offs[1] = 0;
     next[1] = 0;

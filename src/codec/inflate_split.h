@@ -66,24 +66,6 @@ DS_FN ds_u32 is_segments(ds_u64 n, ds_u64 per)
 /* Segment s's nominal first byte. */
 DS_FN ds_u64 is_nominal(ds_u64 n, ds_u32 segments, ds_u32 s) { return n * s / segments; }
 
-/* The lengths of an incomplete or over-subscribed code are refused as
- * ds_build refuses them: counts of lengths 1..max. */
-DS_FN int is_code_ok(const ds_u16 *count, ds_u32 max, int lengths_code)
-{
-    int left = 1;
-    ds_u32 longest = 0;
-    for (ds_u32 l = 1; l <= max; l++) {
-        left = 2 * left - count[l];
-        if (left < 0)
-            return 0;
-        if (count[l])
-            longest = l;
-    }
-    if (lengths_code && longest == 0)
-        return 0;
-    return !(left > 0 && longest > 0 && (lengths_code || longest != 1));
-}
-
 /* Whether a non-final dynamic-Huffman block header that zlib's inflate takes
  * begins at bit `pos` of p[0, n): its three codes complete (or the one-code
  * cases zlib allows), an end-of-block code. Cheap refusals first: most bit
@@ -98,42 +80,23 @@ DS_FN int is_header_at(const ds_u8 *p, ds_u64 n, ds_u64 pos, ds_u8 *lens)
     for (ds_u32 i = 0; i < 3; i++)
         v |= (ds_u64)(at + i < n ? p[at + i] : 0) << (8 * i);
     v >>= pos % 8;
-    if ((v & 7u) != 4u || ((v >> 3) & 31u) > 29u || ((v >> 8) & 31u) > 29u)
+    ds_u32 nlit = (ds_u32)((v >> 3) & 31u) + 257, ndist = (ds_u32)((v >> 8) & 31u) + 1;
+    ds_u32 ncode = (ds_u32)((v >> 13) & 15u) + 4;
+    if ((v & 7u) != 4u || nlit > 286 || ndist > 30) /* BFINAL 0, BTYPE 2 */
         return 0;
     ds_u64 cpos = pos + 17, cat = cpos / 8;
     for (ds_u32 i = 0; i < 8; i++)
         c |= (ds_u64)(cat + i < n ? p[cat + i] : 0) << (8 * i);
     c >>= cpos % 8; /* 57 bits at least: 19 lengths of 3 */
-    {
-        ds_u32 ncl = (ds_u32)((v >> 13) & 15u) + 4, cnt[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-        for (ds_u32 i = 0; i < ncl; i++)
-            cnt[(c >> (3 * i)) & 7u]++;
-        int left = 1;
-        for (ds_u32 l = 1; l <= 7; l++) {
-            left = 2 * left - (int)cnt[l];
-            if (left < 0)
-                return 0;
-        }
-        if (left != 0)
-            return 0;
-    }
-    ds_bits_t b = {p, n, 0, 0, 0};
-    ds_seek(&b, pos);
-    ds_u32 head = ds_take(&b, 17);
-    if ((head & 7u) != 4u) /* BFINAL 0, BTYPE 2 */
-        return 0;
-    ds_u32 nlit = ((head >> 3) & 31u) + 257, ndist = ((head >> 8) & 31u) + 1, ncode = ((head >> 13) & 15u) + 4;
-    if (nlit > 286 || ndist > 30)
-        return 0;
     ds_u8 cl[19];
     ds_u16 count[DS_MAX_BITS + 1];
     for (ds_u32 l = 0; l <= DS_MAX_BITS; l++)
         count[l] = 0;
     for (ds_u32 i = 0; i < 19; i++)
-        cl[ds_clen_order[i]] = i < ncode ? (ds_u8)ds_take(&b, 3) : 0;
+        cl[ds_clen_order[i]] = i < ncode ? (ds_u8)((c >> (3 * i)) & 7u) : 0;
     for (ds_u32 i = 0; i < 19; i++)
         count[cl[i]]++;
-    if (!is_code_ok(count, 7, 1))
+    if (!ds_code_ok(count, 1))
         return 0;
     /* the code-length code, canonical: symbols in code order */
     ds_u16 sym[19], offs[8];
@@ -143,21 +106,21 @@ DS_FN int is_header_at(const ds_u8 *p, ds_u64 n, ds_u64 pos, ds_u8 *lens)
     for (ds_u32 s = 0; s < 19; s++)
         if (cl[s])
             sym[offs[cl[s]]++] = (ds_u16)s;
-    if (ds_code_lengths(&b, count, sym, lens, nlit + ndist) < 0)
-        return 0;
-    if (lens[256] == 0 || ds_overrun(&b))
+    ds_bits_t b = {p, n, 0, 0, 0};
+    ds_seek(&b, cpos + 3 * ncode);
+    if (ds_code_lengths(&b, count, sym, lens, nlit + ndist) < 0 || lens[256] == 0 || ds_overrun(&b))
         return 0;
     for (ds_u32 l = 0; l <= DS_MAX_BITS; l++)
         count[l] = 0;
     for (ds_u32 i = 0; i < nlit; i++)
         count[lens[i]]++;
-    if (!is_code_ok(count, DS_MAX_BITS, 0))
+    if (!ds_code_ok(count, 0))
         return 0;
     for (ds_u32 l = 0; l <= DS_MAX_BITS; l++)
         count[l] = 0;
     for (ds_u32 i = nlit; i < nlit + ndist; i++)
         count[lens[i]]++;
-    return is_code_ok(count, DS_MAX_BITS, 0);
+    return ds_code_ok(count, 0);
 }
 
 /* The first bit in [lo, hi) where is_header_at holds, or IS_NO_START (the

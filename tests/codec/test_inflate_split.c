@@ -70,6 +70,14 @@ static void scratch_new(scratch_t *x, size_t expect, uint32_t segments)
     x->next = 0;
 }
 
+/* Each segment's start, as codec_inflate_find finds it. */
+static void find_starts(const uint8_t *p, size_t n, is_segment_t *seg, uint32_t segments)
+{
+    uint8_t lens[320];
+    for (uint32_t s = 0; s < segments; s++)
+        seg[s].start = s == 0 ? 0 : is_find(p, n, 8 * is_nominal(n, segments, s), 8 * is_nominal(n, segments, s + 1), lens);
+}
+
 static void decode_segments(const uint8_t *p, size_t n, is_segment_t *seg, uint32_t segments, scratch_t *x)
 {
     for (uint32_t s = 0; s < segments; s = is_next(seg, segments, s)) {
@@ -86,13 +94,9 @@ static split_result_t split_inflate(const uint8_t *p, size_t n, size_t expect, s
     split_result_t r = {0, is_segments(n, per), 0};
     is_segment_t seg[IS_MAX_SEGMENTS];
     ds_u64 at[IS_MAX_SEGMENTS] = {0};
-    uint8_t lens[320];
     scratch_t x;
     scratch_new(&x, expect, r.segments);
-    for (uint32_t s = 0; s < r.segments; s++)
-        seg[s].start = s == 0 ? 0
-                              : is_find(p, n, 8 * is_nominal(n, r.segments, s), 8 * is_nominal(n, r.segments, s + 1),
-                                        lens);
+    find_starts(p, n, seg, r.segments);
     decode_segments(p, n, seg, r.segments, &x);
     is_mend(p, n, seg, r.segments, x.pool, &x.next, x.npages, x.lists, &x.w);
     for (uint32_t s = 0; s < r.segments; s = is_next(seg, r.segments, s))
@@ -215,13 +219,9 @@ static void chain_cases(void)
         uint32_t segments = is_segments(raw.n, 0);
         is_segment_t seg[IS_MAX_SEGMENTS];
         ds_u64 at[IS_MAX_SEGMENTS] = {0};
-        uint8_t lens[320];
         scratch_t x;
         scratch_new(&x, len, segments);
-        for (uint32_t s = 0; s < segments; s++)
-            seg[s].start = s == 0 ? 0
-                                  : is_find(raw.p, raw.n, 8 * is_nominal(raw.n, segments, s),
-                                            8 * is_nominal(raw.n, segments, s + 1), lens);
+        find_starts(raw.p, raw.n, seg, segments);
         /* segment 1 moved one bit on from the header found, segment 3 into
          * the middle of its block */
         CHECK(segments > 4 && seg[1].start != IS_NO_START && seg[3].start != IS_NO_START, "segments start");
