@@ -96,7 +96,8 @@ int gds_codec_inflate_split(gds_codec_t *c, CUdeviceptr jobs, size_t nj, size_t 
     void *ad[] = {&jobs, &segs, &next, &pool, &lists, &npages, &per};
     void *ar[] = {&jobs, &e, &segs, &pool, &lists, &npages, &per, &err, &din, &dlen, &scratch, &made};
     if (gds_codec_memset_async(c, made, sizeof(uint32_t), s, st) < 0 ||
-        gds_codec_launch_threads(c, K_INFLATE_FIND, IS_MAX_SEGMENTS, n32, 32, s, af, st) < 0 ||
+        gds_codec_launch_threads(c, K_INFLATE_FIND, IS_MAX_SEGMENTS / GDS_INFLATE_WARPS, n32,
+                                 32 * GDS_INFLATE_WARPS, s, af, st) < 0 ||
         (debug && trace_wait(c, s, &t[1], st) < 0) ||
         gds_codec_launch_threads(c, K_INFLATE_SEGMENTS, IS_MAX_SEGMENTS / GDS_INFLATE_WARPS, n32,
                                  32 * GDS_INFLATE_WARPS, s, ad, st) < 0 ||

@@ -775,12 +775,13 @@ __device__ __forceinline__ u32 split_segments(const gds_kjob_t &jb, u64 per, u64
 }
 
 // Each segment's start: a warp a segment, 32 bit positions at a time.
-// Grid (IS_MAX_SEGMENTS, jobs), 32 threads.
+// Grid (IS_MAX_SEGMENTS / GDS_INFLATE_WARPS, jobs), 32 * GDS_INFLATE_WARPS
+// threads (blocks of one warp would cap an SM at half its warps).
 __global__ void codec_inflate_find(const gds_kjob_t *jobs, u64 segs, u64 next, u64 per)
 {
     const gds_kjob_t jb = jobs[blockIdx.y];
     is_segment_t *seg = split_segs(segs, blockIdx.y);
-    u32 s = blockIdx.x, lane = threadIdx.x;
+    u32 s = blockIdx.x * GDS_INFLATE_WARPS + threadIdx.x / 32, lane = threadIdx.x & 31;
     u64 n;
     u32 S = split_segments(jb, per, &n);
     if (s == 0 && lane == 0)

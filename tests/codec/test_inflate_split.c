@@ -250,6 +250,92 @@ static void chain_cases(void)
     free(out);
 }
 
+/* A segment's decode stopped and gone on from where it ended, as is_mend
+ * does, 15 times over a stream: its copies reach back into what the
+ * earlier calls wrote, and the bytes are the stream's. */
+static void resume_case(int kind, int level)
+{
+    const size_t len = 1u << 20;
+    uint8_t *src = malloc(len), *out = malloc(len);
+    fill(src, len, kind);
+    bytes_t raw = ref_raw_deflate(src, len, level, 0);
+    CHECK(raw.p != NULL, "zlib compressed %s", kind_names[kind]);
+    if (raw.p) {
+        scratch_t x;
+        scratch_new(&x, len, 1);
+        is_out_t o = {x.pool, &x.next, x.npages, x.lists, 0, 0, NULL};
+        is_segment_t part, rest;
+        is_decode(raw.p, raw.n, 0, 8 * raw.n / 16, 1, &o, &x.w, &part);
+        CHECK(part.status == IS_OK && !part.final && part.count > 0 && part.count < len,
+              "%s: the first part decoded (%llu symbols)", kind_names[kind], (unsigned long long)part.count);
+        for (int k = 2; k < 16 && part.status == IS_OK && !part.final; k++) { /* stopped and gone on 15 times */
+            is_decode_on(raw.p, raw.n, part.end, 8 * raw.n * k / 16, 1, &o, &x.w, &part);
+        }
+        is_decode_on(raw.p, raw.n, part.end, IS_NO_START, 1, &o, &x.w, &rest);
+        CHECK(rest.status == IS_OK && rest.final && rest.count == len, "%s: gone on to the final block",
+              kind_names[kind]);
+        if (rest.status == IS_OK && rest.count == len) {
+            for (size_t i = 0; i < len; i++)
+                out[i] = (uint8_t)is_symbol(x.pool, x.lists, i);
+            CHECK(memcmp(out, src, len) == 0, "%s, level %d: the bytes after going on", kind_names[kind], level);
+        }
+        free(x.pool);
+        free(x.lists);
+        free(raw.p);
+    }
+    free(src);
+    free(out);
+}
+
+/* The search's register-only test of the code-length code against
+ * ds_code_ok, over every multiset of 19 lengths (both depend on the counts
+ * alone), then lengths with garbage above `ncode` of them. */
+static void lengths_code_cases(void)
+{
+    size_t tried = 0, wrong = 0, complete = 0;
+    ds_u32 k[8] = {0}; /* k[1..7]: how many lengths of each value; the rest 0 */
+    for (;;) {
+        ds_u32 total = 0;
+        for (ds_u32 l = 1; l < 8; l++)
+            total += k[l];
+        if (total <= 19) {
+            ds_u64 c = 0;
+            ds_u32 i = 0;
+            ds_u16 count[DS_MAX_BITS + 1] = {0};
+            for (ds_u32 l = 1; l < 8; l++)
+                for (ds_u32 j = 0; j < k[l]; j++, i++)
+                    c |= (ds_u64)l << (3 * i);
+            for (ds_u32 l = 1; l < 8; l++)
+                count[l] = (ds_u16)k[l];
+            int want = ds_code_ok(count, 1);
+            wrong += want != is_lengths_code_ok(c, 19);
+            complete += want;
+            tried++;
+        }
+        ds_u32 l = 1; /* the next vector of counts, each 0..19 */
+        while (l < 8 && ++k[l] > 19)
+            k[l++] = 0;
+        if (l == 8)
+            break;
+    }
+    CHECK(wrong == 0, "the register test agrees with ds_code_ok on all %zu multisets of lengths (%zu wrong)", tried,
+          wrong);
+    CHECK(complete > 1000, "complete codes among them (%zu)", complete);
+    uint64_t state = 12345;
+    wrong = 0;
+    for (int t = 0; t < 200000; t++) {
+        state = state * 6364136223846793005ull + 1442695040888963407ull;
+        ds_u32 ncode = 4 + (ds_u32)(state >> 60);
+        ds_u64 c = state ^ (state << 17);
+        ds_u16 count[DS_MAX_BITS + 1] = {0};
+        count[0] = (ds_u16)(19 - ncode);
+        for (ds_u32 i = 0; i < ncode; i++)
+            count[(c >> (3 * i)) & 7u]++;
+        wrong += ds_code_ok(count, 1) != is_lengths_code_ok(c, ncode);
+    }
+    CHECK(wrong == 0, "lengths beyond ncode ignored (%zu wrong)", wrong);
+}
+
 int main(void)
 {
     ref_load();
@@ -271,5 +357,8 @@ int main(void)
     printf("  streams of several segments: %zu of %zu made up\n", made_up_total, tried_total);
     mutated();
     chain_cases();
+    resume_case(KIND_IMAGE, 6);
+    resume_case(KIND_FIELD, 4);
+    lengths_code_cases();
     return test_finish("test_inflate_split");
 }
