@@ -48,17 +48,18 @@ static split_mem_t split_layout(size_t n, size_t expect)
 }
 
 /* Whether the segments beat nvCOMP on a batch, by a model of both fitted
- * to H100 measurements (bench/results/2026-11-27-h100-inflate-split):
- * nvCOMP takes about one chunk's serial decode whatever the width, about
- * 0.115 ms per KiB of the largest stored chunk (1 MiB chunks of 0.23,
- * 0.48 and 0.68 MB stored: 28, 60 and 67-78 ms); the segments about
- * 17 ms plus 0.15 ms per MiB decoded (1, 32, 128, 256 and 512 chunks:
- * 17, 22, 34, 56 and 94 ms). The segments are taken where they are
- * expected to take at most 0.9x nvCOMP's time. H5GDS_INFLATE_SPLIT: 0
- * never, 1 always (tuning, A/B). */
+ * to H100 measurements (bench/results/2026-11-27-h100-inflate-split and
+ * 2026-11-27-h100-inflate-refill): nvCOMP takes about one chunk's serial
+ * decode whatever the width, about 0.115 ms per KiB of the largest stored
+ * chunk (1 MiB chunks of 0.23, 0.48 and 0.68 MB stored: 28, 60 and
+ * 67-78 ms); the segments about 13.5 ms plus 0.125 ms per MiB decoded
+ * (1, 32, 128, 256 and 512 chunks: 13-15, 18-20, 29-33, 45-50 and
+ * 73-87 ms). The segments are taken where they are expected to take at
+ * most 0.9x nvCOMP's time. H5GDS_INFLATE_SPLIT: 0 never, 1 always
+ * (tuning, A/B). */
 #define NVCOMP_US_PER_KIB 115u
-#define SPLIT_US 17000u
-#define SPLIT_US_PER_MIB 150u
+#define SPLIT_US 13500u
+#define SPLIT_US_PER_MIB 125u
 
 bool gds_codec_inflate_split_batch(size_t n, size_t max_stored, size_t expect)
 {

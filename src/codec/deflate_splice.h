@@ -79,17 +79,43 @@ typedef struct ds_bits {
     ds_u32 cnt; /* bits in buf */
 } ds_bits_t;
 
-/* At least k (<= 56) bits in the buffer: when short, filled to 56 or more
- * (loads that do not wait on each other, once every few codes). */
+/* The 8 bytes from p[0] on, the first lowest. On the GPU two aligned
+ * 32-bit loads: (64 - 8 * (p % 4)) bits of the result, at least 40, are
+ * p's; p[0, 8) must be readable. */
+DS_FN ds_u64 ds_load8(const ds_u8 *p)
+{
+#ifdef __CUDACC_RTC__
+    unsigned long long a = (unsigned long long)p;
+    const ds_u32 *w = (const ds_u32 *)(a & ~3ull);
+    return ((ds_u64)w[0] | (ds_u64)w[1] << 32) >> (8 * (a & 3u));
+#else
+    ds_u64 v = 0;
+    for (ds_u32 i = 0; i < 8; i++)
+        v |= (ds_u64)p[i] << (8 * i);
+    return v;
+#endif
+}
+
+/* At least k (<= 56) bits in the buffer. Away from the stream's end, up to
+ * five bytes come from one ds_load8 (a refill was a fifth of a literal's
+ * instructions byte by byte); near it, byte by byte to 56 bits or more. */
 DS_FN void ds_need(ds_bits_t *b, ds_u32 k)
 {
-    if (b->cnt >= k)
-        return;
-    while (b->cnt <= 56) {
-        ds_u64 v = b->at < b->n ? b->p[b->at] : 0;
-        b->buf |= v << b->cnt;
-        b->at++;
-        b->cnt += 8;
+    while (b->cnt < k) {
+        if (b->at + 8 <= b->n) {
+            ds_u32 take = (63 - b->cnt) / 8; /* whole bytes that fit: 1 .. 7 */
+            take = take < 5 ? take : 5;
+            b->buf |= (ds_load8(b->p + b->at) & ((1ull << (8 * take)) - 1)) << b->cnt;
+            b->at += take;
+            b->cnt += 8 * take;
+            continue;
+        }
+        while (b->cnt <= 56) {
+            ds_u64 v = b->at < b->n ? b->p[b->at] : 0;
+            b->buf |= v << b->cnt;
+            b->at++;
+            b->cnt += 8;
+        }
     }
 }
 

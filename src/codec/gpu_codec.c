@@ -74,7 +74,8 @@ static int compile_kernels(int arch, char **data, gds_status_t *st)
     for (int t = 0; t < 2; t++) {
         bool ptx = t == 1;
         snprintf(opt_arch, sizeof opt_arch, "--gpu-architecture=%s_%d", ptx ? "compute" : "sm", tries[t]);
-        const char *opts[] = {opt_arch, "--std=c++17", "-default-device"};
+        /* -lineinfo: profilers map the kernels' time to their source lines */
+        const char *opts[] = {opt_arch, "--std=c++17", "-default-device", "-lineinfo"};
         const char *headers[] = {(const char *)gds_codec_shared_source, (const char *)gds_codec_zstd_splice_source,
                                  (const char *)gds_codec_deflate_splice_source,
                                  (const char *)gds_codec_inflate_split_source};
@@ -85,7 +86,7 @@ static int compile_kernels(int arch, char **data, gds_status_t *st)
             gds_status_set(st, 0, "GPU codec: nvrtcCreateProgram failed: %s", rtc->GetErrorString(rc));
             return -1;
         }
-        rc = rtc->CompileProgram(prog, 3, opts);
+        rc = rtc->CompileProgram(prog, (int)(sizeof opts / sizeof *opts), opts);
         if (rc != 0) {
             size_t log_size = 0;
             char log[600] = "";

@@ -273,8 +273,11 @@ DS_FN ds_u32 is_symbols(ds_bits_t *b, const ds_huff_t *lit, const ds_huff_t *dis
 {
     for (;;) {
         int sym = ds_decode(b, lit);
-        if (sym < 0 || ds_overrun(b))
+        if (sym < 0)
             return IS_BAD;
+        /* a literal is not checked for bits past the stream's end (zeros):
+         * the block's end and each copy are, and the pages bound a run of
+         * literals made of them. A sixth of the literal's instructions. */
         if (sym < 256) {
             if (o->done % IS_PAGE == 0) {
                 if (is_ensure(o, o->done + 1) < 0)
@@ -287,6 +290,8 @@ DS_FN ds_u32 is_symbols(ds_bits_t *b, const ds_huff_t *lit, const ds_huff_t *dis
             o->done++;
             continue;
         }
+        if (ds_overrun(b))
+            return IS_BAD;
         if (sym == 256)
             return IS_OK;
         sym -= 257;
