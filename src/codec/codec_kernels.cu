@@ -774,9 +774,15 @@ __device__ __forceinline__ u32 split_segments(const gds_kjob_t &jb, u64 per, u64
     return usable ? is_segments(*n, per) : 0;
 }
 
-// Each segment's start: a warp a segment, 32 bit positions at a time.
-// Grid (IS_MAX_SEGMENTS / GDS_INFLATE_WARPS, jobs), 32 * GDS_INFLATE_WARPS
-// threads (blocks of one warp would cap an SM at half its warps).
+// Each segment's start: a warp a segment, the first bit where is_header_at
+// holds (is_find's). The lanes test FIND_BITS positions by their first 17
+// bits (is_header_bits), then the one in ten that pass get a lane each for
+// the full test, in order: a lane on each position would leave most lanes
+// idle while a few build tables. Grid (IS_MAX_SEGMENTS / GDS_INFLATE_WARPS,
+// jobs), 32 * GDS_INFLATE_WARPS threads (blocks of one warp would cap an SM
+// at half its warps).
+#define FIND_ROUNDS 8u
+#define FIND_BITS (32u * FIND_ROUNDS)
 __global__ void codec_inflate_find(const gds_kjob_t *jobs, u64 segs, u64 next, u64 per)
 {
     const gds_kjob_t jb = jobs[blockIdx.y];
@@ -794,12 +800,36 @@ __global__ void codec_inflate_find(const gds_kjob_t *jobs, u64 segs, u64 next, u
     const u8 *p = (const u8 *)jb.mid;
     u64 lo = 8 * is_nominal(n, S, s), hi = 8 * is_nominal(n, S, s + 1), found = IS_NO_START;
     u8 lens[320];
-    for (u64 base = lo; base < hi; base += 32) {
-        u64 pos = base + lane;
-        unsigned m = __ballot_sync(0xffffffffu, pos < hi && is_header_at(p, n, pos, lens));
-        if (m) {
-            found = base + (u64)(__ffs(m) - 1);
-            break;
+    for (u64 base = lo; base < hi && found == IS_NO_START; base += FIND_BITS) {
+        unsigned m[FIND_ROUNDS]; // bit l of m[r]: position base + 32 r + l passed its first 17 bits
+        u32 total = 0;
+#pragma unroll
+        for (u32 r = 0; r < FIND_ROUNDS; r++) {
+            u64 pos = base + 32 * r + lane, bits;
+            m[r] = __ballot_sync(0xffffffffu, pos < hi && is_header_bits(p, n, pos, &bits));
+            total += __popc(m[r]);
+        }
+        for (u32 first = 0; first < total; first += 32) {
+            // lane i takes candidate first + i, counted in bit order
+            u32 k = first + lane;
+            u64 pos = IS_NO_START;
+#pragma unroll
+            for (u32 r = 0; r < FIND_ROUNDS; r++) {
+                u32 c = __popc(m[r]);
+                if (pos == IS_NO_START && k < c) {
+                    unsigned mr = m[r];
+                    for (u32 i = 0; i < k; i++)
+                        mr &= mr - 1; // drop the k lowest
+                    pos = base + 32 * r + (u64)(__ffs(mr) - 1);
+                }
+                else if (pos == IS_NO_START)
+                    k -= c;
+            }
+            unsigned ok = __ballot_sync(0xffffffffu, pos != IS_NO_START && is_header_at(p, n, pos, lens));
+            if (ok) {
+                found = __shfl_sync(0xffffffffu, pos, __ffs(ok) - 1);
+                break;
+            }
         }
     }
     if (lane == 0)

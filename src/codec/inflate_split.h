@@ -81,24 +81,32 @@ DS_FN int is_lengths_code_ok(ds_u64 c, ds_u32 ncode)
     return kraft == 128u || kraft == 0u;
 }
 
-/* Whether a non-final dynamic-Huffman block header that zlib's inflate takes
- * begins at bit `pos` of p[0, n): its three codes complete (or the one-code
- * cases zlib allows), an end-of-block code. Cheap refusals first: most bit
- * positions fail on their first 17 bits. lens: 320 bytes of room. */
-DS_FN int is_header_at(const ds_u8 *p, ds_u64 n, ds_u64 pos, ds_u8 *lens)
+/* The 17 bits from bit `pos` of p[0, n) on (bytes past n read as zeros),
+ * and whether they can begin a non-final dynamic-Huffman block: BFINAL 0,
+ * BTYPE 2, HLIT and HDIST in range. About nine bit positions in ten fail
+ * here. */
+DS_FN int is_header_bits(const ds_u8 *p, ds_u64 n, ds_u64 pos, ds_u64 *bits)
 {
-    if (pos + 17 > 8 * n)
-        return 0;
-    /* the first 17 bits and the code-length code's lengths from two loads
-     * of bytes, no bit reader: nearly every position fails here */
-    ds_u64 at = pos / 8, v = 0, c = 0;
+    ds_u64 at = pos / 8, v = 0;
     for (ds_u32 i = 0; i < 3; i++)
         v |= (ds_u64)(at + i < n ? p[at + i] : 0) << (8 * i);
     v >>= pos % 8;
+    *bits = v;
+    return pos + 17 <= 8 * n && (v & 7u) == 4u && ((v >> 3) & 31u) <= 29u && ((v >> 8) & 31u) <= 29u;
+}
+
+/* Whether a non-final dynamic-Huffman block header that zlib's inflate takes
+ * begins at bit `pos` of p[0, n): its three codes complete (or the one-code
+ * cases zlib allows), an end-of-block code. Cheap refusals first: the first
+ * 17 bits, then the code-length code's Kraft sum, from two loads of bytes
+ * and no bit reader. lens: 320 bytes of room. */
+DS_FN int is_header_at(const ds_u8 *p, ds_u64 n, ds_u64 pos, ds_u8 *lens)
+{
+    ds_u64 v, c = 0;
+    if (!is_header_bits(p, n, pos, &v))
+        return 0;
     ds_u32 nlit = (ds_u32)((v >> 3) & 31u) + 257, ndist = (ds_u32)((v >> 8) & 31u) + 1;
     ds_u32 ncode = (ds_u32)((v >> 13) & 15u) + 4;
-    if ((v & 7u) != 4u || nlit > 286 || ndist > 30) /* BFINAL 0, BTYPE 2 */
-        return 0;
     ds_u64 cpos = pos + 17, cat = cpos / 8;
     for (ds_u32 i = 0; i < 8; i++)
         c |= (ds_u64)(cat + i < n ? p[cat + i] : 0) << (8 * i);
@@ -139,7 +147,7 @@ DS_FN int is_header_at(const ds_u8 *p, ds_u64 n, ds_u64 pos, ds_u8 *lens)
 }
 
 /* The first bit in [lo, hi) where is_header_at holds, or IS_NO_START (the
- * host's search; the kernel tries 32 bits at a time). */
+ * host's search; the kernel's, codec_inflate_find, gives the same bit). */
 DS_FN ds_u64 is_find(const ds_u8 *p, ds_u64 n, ds_u64 lo, ds_u64 hi, ds_u8 *lens)
 {
     for (ds_u64 pos = lo; pos < hi; pos++)
