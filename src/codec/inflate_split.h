@@ -283,11 +283,15 @@ DS_FN ds_u32 is_symbols(ds_bits_t *b, const ds_huff_t *lit, const ds_huff_t *dis
         int sym = ds_decode(b, lit);
         if (sym < 0)
             return IS_BAD;
-        /* a literal is not checked for bits past the stream's end (zeros):
-         * the block's end and each copy are, and the pages bound a run of
-         * literals made of them. A sixth of the literal's instructions. */
+        /* a literal is checked for bits past the stream's end (zeros) only
+         * at a page's start, a sixth of its instructions saved: the block's
+         * end and each copy are checked, and a run of literals read from
+         * past the end (a false start in the last segment) stops within a
+         * page, before it takes the pages of the stream's other segments */
         if (sym < 256) {
             if (o->done % IS_PAGE == 0) {
+                if (ds_overrun(b))
+                    return IS_BAD;
                 if (is_ensure(o, o->done + 1) < 0)
                     return IS_FULL;
                 o->cur = is_ptr(o, o->done);

@@ -290,34 +290,32 @@ static void resume_case(int kind, int level)
 /* The search's register-only test of the code-length code against
  * ds_code_ok, over every multiset of 19 lengths (both depend on the counts
  * alone), then lengths with garbage above `ncode` of them. */
+static void lengths_code_walk(ds_u32 *k, ds_u32 l, ds_u32 left, size_t *tried, size_t *wrong, size_t *complete)
+{
+    if (l == 8) { /* k[1..7]: how many lengths of each value, at most 19 in all; the rest 0 */
+        ds_u64 c = 0;
+        ds_u32 i = 0;
+        ds_u16 count[DS_MAX_BITS + 1] = {0};
+        for (ds_u32 v = 1; v < 8; v++) {
+            count[v] = (ds_u16)k[v];
+            for (ds_u32 j = 0; j < k[v]; j++, i++)
+                c |= (ds_u64)v << (3 * i);
+        }
+        int want = ds_code_ok(count, 1);
+        *wrong += want != is_lengths_code_ok(c, 19);
+        *complete += want;
+        (*tried)++;
+        return;
+    }
+    for (k[l] = 0; k[l] <= left; k[l]++)
+        lengths_code_walk(k, l + 1, left - k[l], tried, wrong, complete);
+}
+
 static void lengths_code_cases(void)
 {
     size_t tried = 0, wrong = 0, complete = 0;
-    ds_u32 k[8] = {0}; /* k[1..7]: how many lengths of each value; the rest 0 */
-    for (;;) {
-        ds_u32 total = 0;
-        for (ds_u32 l = 1; l < 8; l++)
-            total += k[l];
-        if (total <= 19) {
-            ds_u64 c = 0;
-            ds_u32 i = 0;
-            ds_u16 count[DS_MAX_BITS + 1] = {0};
-            for (ds_u32 l = 1; l < 8; l++)
-                for (ds_u32 j = 0; j < k[l]; j++, i++)
-                    c |= (ds_u64)l << (3 * i);
-            for (ds_u32 l = 1; l < 8; l++)
-                count[l] = (ds_u16)k[l];
-            int want = ds_code_ok(count, 1);
-            wrong += want != is_lengths_code_ok(c, 19);
-            complete += want;
-            tried++;
-        }
-        ds_u32 l = 1; /* the next vector of counts, each 0..19 */
-        while (l < 8 && ++k[l] > 19)
-            k[l++] = 0;
-        if (l == 8)
-            break;
-    }
+    ds_u32 k[8] = {0};
+    lengths_code_walk(k, 1, 19, &tried, &wrong, &complete);
     CHECK(wrong == 0, "the register test agrees with ds_code_ok on all %zu multisets of lengths (%zu wrong)", tried,
           wrong);
     CHECK(complete > 1000, "complete codes among them (%zu)", complete);
