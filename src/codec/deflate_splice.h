@@ -165,6 +165,17 @@ DS_FN int ds_code_ok(const ds_u16 *count, int lengths_code)
     return !(left > 0 && longest > 0 && (lengths_code || longest != 1));
 }
 
+/* Whether the code lengths len[0..n) make a code zlib's inflate takes. */
+DS_FN int ds_lengths_ok(const ds_u8 *len, ds_u32 n, int lengths_code)
+{
+    ds_u16 count[DS_MAX_BITS + 1];
+    for (ds_u32 l = 0; l <= DS_MAX_BITS; l++)
+        count[l] = 0;
+    for (ds_u32 s = 0; s < n; s++)
+        count[len[s]]++;
+    return ds_code_ok(count, lengths_code);
+}
+
 /* The code of `n` symbols whose code lengths are len[]: 0, or -1 where the
  * lengths are not a code zlib's inflate takes: more codes than the lengths
  * allow, or fewer (an incomplete code), except a code with no symbols or

@@ -133,17 +133,7 @@ DS_FN int is_header_at(const ds_u8 *p, ds_u64 n, ds_u64 pos, ds_u8 *lens)
     ds_seek(&b, cpos + 3 * ncode);
     if (ds_code_lengths(&b, count, sym, lens, nlit + ndist) < 0 || lens[256] == 0 || ds_overrun(&b))
         return 0;
-    for (ds_u32 l = 0; l <= DS_MAX_BITS; l++)
-        count[l] = 0;
-    for (ds_u32 i = 0; i < nlit; i++)
-        count[lens[i]]++;
-    if (!ds_code_ok(count, 0))
-        return 0;
-    for (ds_u32 l = 0; l <= DS_MAX_BITS; l++)
-        count[l] = 0;
-    for (ds_u32 i = nlit; i < nlit + ndist; i++)
-        count[lens[i]]++;
-    return ds_code_ok(count, 0);
+    return ds_lengths_ok(lens, nlit, 0) && ds_lengths_ok(lens + nlit, ndist, 0);
 }
 
 /* The first bit in [lo, hi) where is_header_at holds, or IS_NO_START (the
