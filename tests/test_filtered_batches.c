@@ -4,7 +4,8 @@
  * src/vfd/gds_filtered_common.c), without a GPU: every chunk in exactly one
  * batch, batches in order and never empty; reads in the fewest batches of
  * one size, writes with a first and a last batch a quarter of a full one;
- * tiny and huge chunks; the codec's choice of batch; H5GDS_DECODE_BATCH_MIB.
+ * tiny and huge chunks; the codec's choice of batch; H5GDS_DECODE_BATCH_MIB;
+ * a read paced after its first batch (gds_filtered_read_pace).
  */
 #include <stdlib.h>
 
@@ -32,6 +33,8 @@ static void check_ends(const char *what, bool writing, size_t nchunks, size_t ch
 int main(void)
 {
     unsetenv("H5GDS_DECODE_BATCH_MIB"); /* the defaults: 512 MiB decoded per read batch, 256 per write batch */
+
+    size_t ends[4096], ends_paced[2048];
 
     /* Reads. 1 GiB in 1 MiB chunks: two full batches */
     const size_t gib[] = {512, 1024};
@@ -86,10 +89,41 @@ int main(void)
     check_ends("write 40 x 1 MiB, 16 MiB batches", true, 40, MiB, env_w, 4);
     unsetenv("H5GDS_DECODE_BATCH_MIB");
 
+    /* Paced reads (gds_filtered_read_pace): the first batch as planned, the
+     * rest in the fewest batches of at most the paced width, of one size */
+    const size_t paced[] = {512, 683, 854, 1024}; /* 512 after the first in three of 170-171 */
+    long long np = gds_filtered_read_batches_paced(1024, MiB, 0, 512, 200, ends_paced, 64);
+    CHECK_MSG(np == 4, "paced read of 1024 x 1 MiB from 512: %lld batches, expected 4", np);
+    for (long long i = 0; np == 4 && i < 4; i++)
+        CHECK_MSG(ends_paced[i] == paced[i], "paced read: batch %lld ends at %zu, expected %zu", i, ends_paced[i],
+                  paced[i]);
+    const size_t paced3[] = {367, 734, 1100}; /* a paced width wider than the rest: the plan's batches */
+    np = gds_filtered_read_batches_paced(1100, MiB, 0, 367, 2000, ends_paced, 64);
+    CHECK_MSG(np == 2 && ends_paced[0] == paced3[0] && ends_paced[1] == paced3[2],
+              "paced read of 1100 from 367, 2000 a batch: %lld batches ending %zu", np, ends_paced[0]);
+    for (size_t n = 2; n <= 1500; n += 7)
+        for (size_t w = 1; w <= 600; w += 37) {
+            size_t first; /* the planned first batch */
+            long long planned = gds_filtered_batches(n, MiB, false, n < 512 ? n / 2 : 0, &first, 1);
+            CHECK_MSG(planned >= 2, "a read of %zu chunks planned in %lld batches", n, planned);
+            if (planned < 2)
+                continue;
+            np = gds_filtered_read_batches_paced(n, MiB, 0, first, w, ends_paced, 2048);
+            CHECK_MSG(np > 0 && ends_paced[0] == first && ends_paced[np - 1] == n,
+                      "paced read of %zu from %zu, %zu a batch: %lld batches", n, first, w, np);
+            size_t lo = (size_t)-1, hi = 0;
+            for (long long i = 1; np > 1 && i < np; i++) {
+                size_t b = ends_paced[i] - ends_paced[i - 1];
+                lo = b < lo ? b : lo;
+                hi = b > hi ? b : hi;
+            }
+            CHECK_MSG(np <= 1 || (hi <= w && hi - lo <= 1 && (size_t)(np - 1) == (n - first + w - 1) / w),
+                      "paced read of %zu from %zu, %zu a batch: %lld batches of %zu to %zu", n, first, w, np, lo, hi);
+        }
+
     /* Every size from 1 to 3000 chunks, three chunk sizes, reads and writes:
      * a partition of [0, n) into non-empty batches in order, no batch
      * wider than a full one; reads' batches within one chunk of each other. */
-    size_t ends[4096];
     const size_t sizes[] = {4096, MiB, 3 * MiB};
     for (int writing = 0; writing < 2; writing++)
         for (size_t c = 0; c < 3; c++)

@@ -563,6 +563,21 @@ size_t gds_codec_read_batch_chunks(gds_codec_t *c, const gds_codec_pipeline_t *p
     return widest_batch(c, &x, slot, goal, &per, &temp);
 }
 
+size_t gds_codec_read_paced_chunks(const gds_codec_pipeline_t *p, size_t max_stored, double mean_stored,
+                                   double stored_bytes_per_s, size_t max_chunks)
+{
+    gds_codec_step_t steps[GDS_CODEC_MAX_FILTERS];
+    size_t forward[GDS_CODEC_MAX_FILTERS + 1], slot[NARENAS], expect, block;
+    decode_ctx_t x;
+    if (!p || !p->chunk_bytes || max_chunks < 2 || plan_unmasked(p, max_stored, &x, steps, forward, slot) < 0)
+        return 0;
+    const gds_codec_step_t *comp = compressor_of(&x, &expect);
+    if (!comp || comp->kind != GDS_STEP_DEFLATE || expect == GDS_SIZE_UNKNOWN ||
+        streams_per_chunk(comp, expect, &block) != 1)
+        return 0;
+    return gds_codec_inflate_paced_chunks(expect, max_stored, mean_stored, stored_bytes_per_s, max_chunks);
+}
+
 static int cmp_mask(const void *a, const void *b, void *chunks)
 {
     const gds_codec_chunk_t *ch = chunks;

@@ -73,6 +73,34 @@ bool gds_codec_inflate_split_batch(size_t n, size_t max_stored, size_t expect)
     return split_us <= 0.9 * nvcomp_us;
 }
 
+/* Reads from a disk slower than nvCOMP's decode of wide batches end with
+ * one such decode after their last byte (1 MiB float chunks from h5py,
+ * H100: 66 ms). Batches of the fewest chunks whose segments decode in
+ * PACE_SHARE of the time the disk takes to bring them keep the decode in
+ * step with the disk and end the read a narrow batch's decode after its
+ * last byte instead (1 GiB cold, 1.2-1.5 GB/s: batches of 171 chunks
+ * decode in 41 ms against 66; bench/results/2026-11-28-h100-paced-reads).
+ * The share leaves room for the model's error: the segments of h5py's
+ * float chunks took 21.5 ms + 0.12 ms a chunk where it says 13.5 + 0.125. */
+#define PACE_SHARE 0.6
+
+size_t gds_codec_inflate_paced_chunks(size_t expect, size_t max_stored, double mean_stored, double bytes_per_s,
+                                      size_t max_chunks)
+{
+    const char *e = getenv("H5GDS_INFLATE_SPLIT");
+    if ((e && strcmp(e, "0") == 0) || !(bytes_per_s > 0) || !(mean_stored > 0))
+        return 0;
+    double read_us = 1e6 * mean_stored / bytes_per_s; /* a chunk's stored bytes from the disk */
+    double slack_us = PACE_SHARE * read_us - SPLIT_US_PER_MIB * (double)expect / (1024.0 * 1024.0);
+    if (!(slack_us > 0))
+        return 0; /* the segments decode slower than the disk reads, whatever the width */
+    double n = SPLIT_US / slack_us;
+    if (n >= (double)max_chunks)
+        return 0;
+    size_t chunks = n < 1 ? 1 : (size_t)n + 1;
+    return chunks < max_chunks && gds_codec_inflate_split_batch(chunks, max_stored, expect) ? chunks : 0;
+}
+
 size_t gds_codec_inflate_split_bytes(size_t n, size_t expect) { return n ? split_layout(n, expect).total : 0; }
 
 int gds_codec_inflate_split(gds_codec_t *c, CUdeviceptr jobs, size_t nj, size_t expect, CUdeviceptr mem,
