@@ -74,15 +74,15 @@ bool gds_codec_inflate_split_batch(size_t n, size_t max_stored, size_t expect)
 }
 
 /* Reads from a disk slower than nvCOMP's decode of wide batches end with
- * one such decode after their last byte (1 MiB float chunks from h5py,
- * H100: 66 ms). Batches of the fewest chunks whose segments decode in
- * PACE_SHARE of the time the disk takes to bring them keep the decode in
- * step with the disk and end the read a narrow batch's decode after its
- * last byte instead (1 GiB cold, 1.2-1.5 GB/s: batches of 171 chunks
- * decode in 41 ms against 66; bench/results/2026-11-28-h100-paced-reads).
- * The share leaves room for the model's error: the segments of h5py's
- * float chunks took 21.5 ms + 0.12 ms a chunk where it says 13.5 + 0.125. */
-#define PACE_SHARE 0.6
+ * one such decode after their last byte (1 MiB float chunks from h5py: 66
+ * ms on an H100 or H200). Batches of the fewest chunks whose segments
+ * decode, by the model, in PACE_SHARE of the time the disk takes to bring
+ * them keep the decode in step with the disk and end the read a narrower
+ * batch's decode after its last byte (171 chunks: 41 ms, read in 49 ms at
+ * 1.65 GB/s; bench/results/2026-11-27-paced-reads). The share leaves
+ * room for the model's error: h5py's float chunks took 21.5 ms + 0.12 ms a
+ * chunk in segments where it says 13.5 + 0.125. */
+#define PACE_SHARE 0.7
 
 size_t gds_codec_inflate_paced_chunks(size_t expect, size_t max_stored, double mean_stored, double bytes_per_s,
                                       size_t max_chunks)

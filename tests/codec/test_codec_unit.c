@@ -1129,21 +1129,21 @@ static void test_read_paced(void)
     const double stored = 0.47e6; /* h5py's float field, 1 MiB chunks: ratio 2.2 */
     size_t slow = gds_codec_read_paced_chunks(&defl, 500000, stored, 1.2e9, 512);
     size_t mid = gds_codec_read_paced_chunks(&defl, 500000, stored, 1.6e9, 512);
-    /* 0.6 x 392 us of disk a chunk - 125 us of segments a chunk = 110 us to spare: 13.5 ms in 123 chunks */
-    CHECK_MSG(slow == 123, "1.2 GB/s: batches of %zu chunks, expected 123", slow);
+    /* 0.7 x 392 us of disk a chunk - 125 us of segments a chunk = 149 us to spare: 13.5 ms in 91 chunks */
+    CHECK_MSG(slow == 91, "1.2 GB/s: batches of %zu chunks, expected 91", slow);
     CHECK_MSG(mid > slow && mid < 512, "1.6 GB/s: batches of %zu chunks, expected more than at 1.2 (%zu)", mid, slow);
-    /* the decode must keep pace: the segments of a batch take at most 0.6 of its read */
+    /* the decode must keep pace: the segments of a batch take at most 0.7 of its read */
     for (double gbps = 0.2; gbps < 3.0; gbps += 0.1) {
         size_t n = gds_codec_read_paced_chunks(&defl, 500000, stored, gbps * 1e9, 512);
         double read_ms = 1e3 * (double)n * stored / (gbps * 1e9), seg_ms = 13.5 + 0.125 * (double)n;
-        CHECK_MSG(n == 0 || (n < 512 && seg_ms <= 0.6 * read_ms + 1e-9),
+        CHECK_MSG(n == 0 || (n < 512 && seg_ms <= 0.7 * read_ms + 1e-9),
                   "%.1f GB/s: %zu chunks decode in %.1f ms, read in %.1f", gbps, n, seg_ms, read_ms);
         if (gbps < 1.0)
             CHECK_MSG(n > 0, "%.1f GB/s: no paced batches", gbps);
     }
     CHECK(gds_codec_read_paced_chunks(&defl, 500000, stored, 25e9, 512) == 0);  /* the page cache */
-    CHECK(gds_codec_read_paced_chunks(&defl, 500000, stored, 2.2e9, 512) == 0); /* segments too slow */
-    CHECK(gds_codec_read_paced_chunks(&defl, 500000, stored, 1.2e9, 100) == 0); /* needs the widest */
+    CHECK(gds_codec_read_paced_chunks(&defl, 500000, stored, 2.7e9, 512) == 0); /* segments too slow */
+    CHECK(gds_codec_read_paced_chunks(&defl, 500000, stored, 1.2e9, 80) == 0); /* needs the widest */
     CHECK(gds_codec_read_paced_chunks(&defl, 500000, stored, 0, 512) == 0);
     CHECK(gds_codec_read_paced_chunks(&defl, 500000, 0, 1.2e9, 512) == 0);
     /* image tiles (ratio 4.6): nvCOMP's batch of small stored chunks is short, the segments never are */
