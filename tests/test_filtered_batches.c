@@ -5,7 +5,8 @@
  * batch, batches in order and never empty; reads in the fewest batches of
  * one size, writes with a first and a last batch a quarter of a full one;
  * tiny and huge chunks; the codec's choice of batch; H5GDS_DECODE_BATCH_MIB;
- * a read paced after its first batch (gds_filtered_read_pace).
+ * a read cut anew after its first batch with a last batch of its own
+ * (gds_filtered_read_tail).
  */
 #include <stdlib.h>
 
@@ -34,7 +35,7 @@ int main(void)
 {
     unsetenv("H5GDS_DECODE_BATCH_MIB"); /* the defaults: 512 MiB decoded per read batch, 256 per write batch */
 
-    size_t ends[4096], ends_paced[2048];
+    size_t ends[4096], ends_tail[2048];
 
     /* Reads. 1 GiB in 1 MiB chunks: two full batches */
     const size_t gib[] = {512, 1024};
@@ -89,36 +90,48 @@ int main(void)
     check_ends("write 40 x 1 MiB, 16 MiB batches", true, 40, MiB, env_w, 4);
     unsetenv("H5GDS_DECODE_BATCH_MIB");
 
-    /* Paced reads (gds_filtered_read_pace): the first batch as planned, the
-     * rest in the fewest batches of at most the paced width, of one size */
-    const size_t paced[] = {512, 683, 854, 1024}; /* 512 after the first in three of 170-171 */
-    long long np = gds_filtered_read_batches_paced(1024, MiB, 0, 512, 200, ends_paced, 64);
-    CHECK_MSG(np == 4, "paced read of 1024 x 1 MiB from 512: %lld batches, expected 4", np);
-    for (long long i = 0; np == 4 && i < 4; i++)
-        CHECK_MSG(ends_paced[i] == paced[i], "paced read: batch %lld ends at %zu, expected %zu", i, ends_paced[i],
-                  paced[i]);
-    const size_t paced3[] = {367, 734, 1100}; /* a paced width wider than the rest: the plan's batches */
-    np = gds_filtered_read_batches_paced(1100, MiB, 0, 367, 2000, ends_paced, 64);
-    CHECK_MSG(np == 2 && ends_paced[0] == paced3[0] && ends_paced[1] == paced3[2],
-              "paced read of 1100 from 367, 2000 a batch: %lld batches ending %zu", np, ends_paced[0]);
-    for (size_t n = 2; n <= 1500; n += 7)
-        for (size_t w = 1; w <= 600; w += 37) {
+    /* A read cut anew after its first batch with a last batch of its own
+     * (gds_filtered_read_tail): the first batch as planned, the chunks up to
+     * the last batch in the fewest batches of at most a full one, of one
+     * size, then the last batch */
+    const size_t tail1[] = {512, 874, 1024}; /* after the first, 362 chunks in one batch, the last 150 */
+    long long nt = gds_filtered_read_batches_tail(1024, MiB, 0, 512, 150, ends_tail, 64);
+    CHECK_MSG(nt == 3, "read of 1024 x 1 MiB, a last batch of 150: %lld batches, expected 3", nt);
+    for (long long i = 0; nt == 3 && i < 3; i++)
+        CHECK_MSG(ends_tail[i] == tail1[i], "last batch of 150: batch %lld ends at %zu, expected %zu", i, ends_tail[i],
+                  tail1[i]);
+    const size_t tail2[] = {367, 684, 1000, 1100}; /* 633 chunks before the last 100: two of 316-317 */
+    nt = gds_filtered_read_batches_tail(1100, MiB, 0, 367, 100, ends_tail, 64);
+    CHECK_MSG(nt == 4, "read of 1100 x 1 MiB, a last batch of 100: %lld batches, expected 4", nt);
+    for (long long i = 0; nt == 4 && i < 4; i++)
+        CHECK_MSG(ends_tail[i] == tail2[i], "last batch of 100: batch %lld ends at %zu, expected %zu", i, ends_tail[i],
+                  tail2[i]);
+    nt = gds_filtered_read_batches_tail(1024, MiB, 0, 512, 512, ends_tail, 64); /* all that is left: the plan */
+    CHECK_MSG(nt == 2 && ends_tail[0] == 512 && ends_tail[1] == 1024, "a last batch of all that is left: %lld", nt);
+    for (size_t n = 2; n <= 1600; n += 7)
+        for (size_t tail = 1; tail <= 700; tail += 37) {
             size_t first; /* the planned first batch */
             long long planned = gds_filtered_batches(n, MiB, false, n < 512 ? n / 2 : 0, &first, 1);
             CHECK_MSG(planned >= 2, "a read of %zu chunks planned in %lld batches", n, planned);
             if (planned < 2)
                 continue;
-            np = gds_filtered_read_batches_paced(n, MiB, 0, first, w, ends_paced, 2048);
-            CHECK_MSG(np > 0 && ends_paced[0] == first && ends_paced[np - 1] == n,
-                      "paced read of %zu from %zu, %zu a batch: %lld batches", n, first, w, np);
-            size_t lo = (size_t)-1, hi = 0;
-            for (long long i = 1; np > 1 && i < np; i++) {
-                size_t b = ends_paced[i] - ends_paced[i - 1];
-                lo = b < lo ? b : lo;
-                hi = b > hi ? b : hi;
+            size_t full = n < 512 ? n / 2 : 512;
+            nt = gds_filtered_read_batches_tail(n, MiB, n < 512 ? n / 2 : 0, first, tail, ends_tail, 2048);
+            CHECK_MSG(nt >= 2 && ends_tail[0] == first && ends_tail[nt - 1] == n,
+                      "read of %zu from %zu, last batch %zu: %lld batches", n, first, tail, nt);
+            if (nt < 2 || tail >= n - first)
+                continue;
+            CHECK_MSG(ends_tail[nt - 2] == n - tail, "read of %zu, last batch %zu: it begins at %zu", n, tail,
+                      ends_tail[nt - 2]);
+            size_t lo = (size_t)-1, hi = 0, head = n - tail - first;
+            for (long long i = 1; i < nt - 1; i++) {
+                size_t w = ends_tail[i] - ends_tail[i - 1];
+                lo = w < lo ? w : lo;
+                hi = w > hi ? w : hi;
             }
-            CHECK_MSG(np <= 1 || (hi <= w && hi - lo <= 1 && (size_t)(np - 1) == (n - first + w - 1) / w),
-                      "paced read of %zu from %zu, %zu a batch: %lld batches of %zu to %zu", n, first, w, np, lo, hi);
+            CHECK_MSG(hi <= full && hi - lo <= 1 && (size_t)(nt - 2) == (head + full - 1) / full,
+                      "read of %zu from %zu, last batch %zu: %lld batches of %zu to %zu before it", n, first, tail,
+                      nt, lo, hi);
         }
 
     /* Every size from 1 to 3000 chunks, three chunk sizes, reads and writes:

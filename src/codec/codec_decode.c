@@ -563,8 +563,8 @@ size_t gds_codec_read_batch_chunks(gds_codec_t *c, const gds_codec_pipeline_t *p
     return widest_batch(c, &x, slot, goal, &per, &temp);
 }
 
-size_t gds_codec_read_paced_chunks(const gds_codec_pipeline_t *p, size_t max_stored, double mean_stored,
-                                   double stored_bytes_per_s, size_t max_chunks)
+size_t gds_codec_read_tail_chunks(const gds_codec_pipeline_t *p, size_t max_stored, double mean_stored,
+                                  double stored_bytes_per_s, size_t max_chunks)
 {
     gds_codec_step_t steps[GDS_CODEC_MAX_FILTERS];
     size_t forward[GDS_CODEC_MAX_FILTERS + 1], slot[NARENAS], expect, block;
@@ -575,7 +575,7 @@ size_t gds_codec_read_paced_chunks(const gds_codec_pipeline_t *p, size_t max_sto
     if (!comp || comp->kind != GDS_STEP_DEFLATE || expect == GDS_SIZE_UNKNOWN ||
         streams_per_chunk(comp, expect, &block) != 1)
         return 0;
-    return gds_codec_inflate_paced_chunks(expect, max_stored, mean_stored, stored_bytes_per_s, max_chunks);
+    return gds_codec_inflate_tail_chunks(expect, max_stored, mean_stored, stored_bytes_per_s, max_chunks);
 }
 
 static int cmp_mask(const void *a, const void *b, void *chunks)

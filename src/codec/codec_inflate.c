@@ -73,31 +73,25 @@ bool gds_codec_inflate_split_batch(size_t n, size_t max_stored, size_t expect)
     return split_us <= 0.9 * nvcomp_us;
 }
 
-/* Reads from a disk slower than nvCOMP's decode of wide batches end with
- * one such decode after their last byte (1 MiB float chunks from h5py: 66
- * ms on an H100 or H200). Batches of the fewest chunks whose segments
- * decode, by the model, in PACE_SHARE of the time the disk takes to bring
- * them keep the decode in step with the disk and end the read a narrower
- * batch's decode after its last byte (171 chunks: 41 ms, read in 49 ms at
- * 1.65 GB/s; bench/results/2026-11-27-paced-reads). The share leaves
- * room for the model's error: h5py's float chunks took 21.5 ms + 0.12 ms a
- * chunk in segments where it says 13.5 + 0.125. */
-#define PACE_SHARE 0.7
-
-size_t gds_codec_inflate_paced_chunks(size_t expect, size_t max_stored, double mean_stored, double bytes_per_s,
-                                      size_t max_chunks)
+/* A read from a disk slower than nvCOMP's decode of wide batches ends with
+ * one such decode after its last byte (1 MiB float chunks from h5py: 66 ms,
+ * H100 or H200). A last batch whose stored bytes take at least that long to
+ * come, so that the batch before it has decoded when they are in, and which
+ * the segments decode quicker, ends it sooner. Not a chain of narrow
+ * batches in segments: each costs the longest zlib block of its chunks,
+ * 21-29 ms for h5py's float chunks where the model says 13.5, and a read
+ * of those fell behind the disk (bench/results/2026-11-27-h200-read-tail). */
+size_t gds_codec_inflate_tail_chunks(size_t expect, size_t max_stored, double mean_stored, double bytes_per_s,
+                                     size_t max_chunks)
 {
     const char *e = getenv("H5GDS_INFLATE_SPLIT");
     if ((e && strcmp(e, "0") == 0) || !(bytes_per_s > 0) || !(mean_stored > 0))
         return 0;
     double read_us = 1e6 * mean_stored / bytes_per_s; /* a chunk's stored bytes from the disk */
-    double slack_us = PACE_SHARE * read_us - SPLIT_US_PER_MIB * (double)expect / (1024.0 * 1024.0);
-    if (!(slack_us > 0))
-        return 0; /* the segments decode slower than the disk reads, whatever the width */
-    double n = SPLIT_US / slack_us;
-    if (n >= (double)max_chunks)
+    double n = NVCOMP_US_PER_KIB * (double)max_stored / 1024.0 / read_us;
+    if (!(n < (double)max_chunks))
         return 0;
-    size_t chunks = n < 1 ? 1 : (size_t)n + 1;
+    size_t chunks = (size_t)n + 1;
     return chunks < max_chunks && gds_codec_inflate_split_batch(chunks, max_stored, expect) ? chunks : 0;
 }
 

@@ -302,8 +302,8 @@ int gds_codec_memset_async(gds_codec_t *c, CUdeviceptr p, size_t bytes, CUstream
  * decode of the same entries: chunks made up become dummies there. */
 bool gds_codec_inflate_split_batch(size_t n, size_t max_stored, size_t expect); /* of n chunks */
 size_t gds_codec_inflate_split_bytes(size_t n, size_t expect);
-size_t gds_codec_inflate_paced_chunks(size_t expect, size_t max_stored, double mean_stored, double bytes_per_s,
-                                      size_t max_chunks); /* gds_codec_read_paced_chunks */
+size_t gds_codec_inflate_tail_chunks(size_t expect, size_t max_stored, double mean_stored, double bytes_per_s,
+                                     size_t max_chunks); /* gds_codec_read_tail_chunks */
 int gds_codec_inflate_split(gds_codec_t *c, CUdeviceptr jobs, size_t nj, size_t expect, CUdeviceptr mem,
                             const entries_mem_t *em, CUdeviceptr err, CUstream s, gds_status_t *st);
 int gds_codec_sync_stream(gds_codec_t *c, CUstream s, gds_status_t *st);

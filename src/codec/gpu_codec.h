@@ -134,15 +134,14 @@ size_t gds_codec_read_batch_chunks(gds_codec_t *c, const gds_codec_pipeline_t *p
                                    size_t max_chunks, bool fast_input);
 /* The same without the codec's memory budget (no GPU needed). */
 size_t gds_codec_read_batch_goal(const gds_codec_pipeline_t *p, size_t max_chunks, bool fast_input);
-/* Chunks per read batch that keep the decode in step with stored bytes
- * coming at stored_bytes_per_s (mean_stored a chunk, max_stored the
- * largest), where batches that narrow end a read sooner after its last
- * byte than the widest (Deflate, in segments: a batch in about 13.5 ms
- * and 0.125 ms per MiB decoded, against nvCOMP's one chunk's serial
- * decode whatever the width); fewer than max_chunks, or 0: keep the
- * widest. No GPU needed. */
-size_t gds_codec_read_paced_chunks(const gds_codec_pipeline_t *p, size_t max_stored, double mean_stored,
-                                   double stored_bytes_per_s, size_t max_chunks);
+/* The chunks of a read's last batch that end it sooner after its last
+ * byte than the widest batches, stored bytes coming at stored_bytes_per_s
+ * (mean_stored a chunk, max_stored the largest): Deflate, whose last batch
+ * the segments decode quicker than nvCOMP's one chunk's serial decode,
+ * long enough in coming that the batch before it has decoded by then.
+ * Fewer than max_chunks, or 0: none. No GPU needed. */
+size_t gds_codec_read_tail_chunks(const gds_codec_pipeline_t *p, size_t max_stored, double mean_stored,
+                                  double stored_bytes_per_s, size_t max_chunks);
 
 /* How many chunks of p a write should give gds_codec_encode at once, at
  * most max_chunks: where nvCOMP compresses each chunk as one stream

@@ -72,12 +72,12 @@ __attribute__((visibility("default"))) long long gds_filtered_locate_chunks(hid_
  * the end. Exported for tests/test_filtered_batches.c only. */
 __attribute__((visibility("default"))) long long gds_filtered_batches(size_t nchunks, size_t chunk_bytes, bool writing,
                                                                       size_t codec_chunks, size_t *ends, size_t cap);
-/* The same for a read whose batches from chunk `paced_from` on hold at most
- * `paced_chunks` (gds_filtered_read_pace; 0: none). */
-__attribute__((visibility("default"))) long long gds_filtered_read_batches_paced(size_t nchunks, size_t chunk_bytes,
-                                                                                 size_t codec_chunks,
-                                                                                 size_t paced_from,
-                                                                                 size_t paced_chunks, size_t *ends,
-                                                                                 size_t cap);
+/* The same for a read cut anew from chunk `recut_from` (a batch's end) with
+ * a last batch of `tail_chunks` (gds_filtered_read_tail; 0: none). */
+__attribute__((visibility("default"))) long long gds_filtered_read_batches_tail(size_t nchunks, size_t chunk_bytes,
+                                                                                size_t codec_chunks,
+                                                                                size_t recut_from,
+                                                                                size_t tail_chunks, size_t *ends,
+                                                                                size_t cap);
 
 #endif

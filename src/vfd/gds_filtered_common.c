@@ -189,16 +189,18 @@ void gds_filtered_chunk_text(const box_t *b, const hsize_t *lo, char *out, size_
         snprintf(out + at, size - at, ")");
 }
 
-long long gds_filtered_read_batches_paced(size_t nchunks, size_t chunk_bytes, size_t codec_chunks, size_t paced_from,
-                                          size_t paced_chunks, size_t *ends, size_t cap)
+long long gds_filtered_read_batches_tail(size_t nchunks, size_t chunk_bytes, size_t codec_chunks, size_t recut_from,
+                                         size_t tail_chunks, size_t *ends, size_t cap)
 {
     read_state_t s;
     memset(&s, 0, sizeof s);
     s.nchunks = nchunks;
     s.pipe.chunk_bytes = chunk_bytes;
     s.read_batch_chunks = codec_chunks;
-    s.paced_from = paced_from;
-    s.paced_chunks = paced_chunks;
+    if (tail_chunks && recut_from < nchunks && tail_chunks < nchunks - recut_from) {
+        s.recut_from = recut_from;
+        s.tail_from = nchunks - tail_chunks;
+    }
     size_t n = 0;
     for (size_t from = 0, to; from < nchunks; from = to, n++) {
         to = gds_filtered_read_batch_end(&s, from);
@@ -274,38 +276,36 @@ size_t gds_filtered_write_batch_cap(size_t chunk_bytes)
  * than it must be. */
 size_t gds_filtered_read_batch_end(const read_state_t *s, size_t from)
 {
-    if (s->paced_chunks && from >= s->paced_from) /* the rest, cut anew (gds_filtered_read_pace) */
-        return s->paced_from + even_batch_end(s->nchunks - s->paced_from, s->paced_chunks, from - s->paced_from);
-    size_t end = even_batch_end(s->nchunks, chunks_per_batch(s, false), from);
-    return s->paced_chunks && end > s->paced_from ? s->paced_from : end;
+    size_t per_batch = chunks_per_batch(s, false);
+    if (s->tail_from && from >= s->tail_from)
+        return s->nchunks;
+    if (s->tail_from && from >= s->recut_from) /* up to the last batch, cut anew (gds_filtered_read_tail) */
+        return s->recut_from + even_batch_end(s->tail_from - s->recut_from, per_batch, from - s->recut_from);
+    return even_batch_end(s->nchunks, per_batch, from);
 }
 
 /* From a disk (not `cached`), with one batch read ahead (the default: the
  * first batch's read had the disk to itself, its time is the disk's), and
- * not where H5GDS_DECODE_BATCH_MIB sets the batches. H5GDS_DECODE_PACE: 0
- * never; N > 0 batches of N chunks after the first in every read of more
- * than one (tests, tuning). */
-bool gds_filtered_read_pace(read_state_t *s, size_t next, size_t stored_bytes, size_t nstored, size_t max_stored,
+ * not where H5GDS_DECODE_BATCH_MIB sets the batches. H5GDS_DECODE_TAIL: 0
+ * never; N > 0 a last batch of N chunks in every read of more than one
+ * batch (tests, tuning). */
+bool gds_filtered_read_tail(read_state_t *s, size_t next, size_t stored_bytes, size_t nstored, size_t max_stored,
                             double seconds, bool cached)
 {
-    const char *env = getenv("H5GDS_DECODE_PACE");
+    const char *env = getenv("H5GDS_DECODE_TAIL");
     long forced = env ? atol(env) : -1;
     if (forced == 0 || next >= s->nchunks)
         return false;
-    size_t paced = 0;
-    if (forced > 0) {
-        paced = (size_t)forced;
-    } else {
-        if (cached || gds_filtered_read_ahead() != 1 || batch_bytes_set() || !nstored || !(seconds > 0))
-            return false;
-        size_t left = s->nchunks - next, width = chunks_per_batch(s, false);
-        paced = gds_codec_read_paced_chunks(&s->pipe, max_stored, (double)stored_bytes / (double)nstored,
-                                            (double)stored_bytes / seconds, width < left ? width : left);
-    }
-    if (!paced)
+    size_t left = s->nchunks - next, tail = 0;
+    if (forced > 0)
+        tail = (size_t)forced;
+    else if (!cached && gds_filtered_read_ahead() == 1 && !batch_bytes_set() && nstored && seconds > 0)
+        tail = gds_codec_read_tail_chunks(&s->pipe, max_stored, (double)stored_bytes / (double)nstored,
+                                          (double)stored_bytes / seconds, left);
+    if (!tail || tail >= left)
         return false;
-    s->paced_from = next;
-    s->paced_chunks = paced;
+    s->recut_from = next;
+    s->tail_from = s->nchunks - tail;
     return true;
 }
 

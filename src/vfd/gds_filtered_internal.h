@@ -86,8 +86,8 @@ typedef struct read_state {
     double memory_s; /* spent allocating and freeing the buffers (H5GDS_CODEC_DEBUG's trace) */
     size_t largest_stored; /* reads: the stored bytes of the largest batch */
     size_t read_batch_chunks; /* reads: chunks per batch the codec asks for (0: by decoded bytes) */
-    size_t paced_from, paced_chunks; /* reads: from chunk paced_from on, batches of at most paced_chunks
-                                        (0: none; gds_filtered_read_pace) */
+    size_t recut_from, tail_from; /* reads: chunks [recut_from, tail_from) cut anew, [tail_from, nchunks)
+                                     the last batch (tail_from 0: none; gds_filtered_read_tail) */
     size_t write_batch_chunks; /* writes: chunks per batch the codec asks for (0: by decoded bytes) */
 } read_state_t;
 
@@ -113,10 +113,10 @@ size_t gds_filtered_batch_decoded_bytes(bool writing);
 /* The end of the batch of a read (write) that starts at chunk `from`. */
 size_t gds_filtered_read_batch_end(const read_state_t *s, size_t from);
 /* After a read's first batch came from the disk (its stored bytes in
- * `seconds`, nothing else in flight; not `cached`), narrower batches from chunk `next` on
- * where the codec's decode of those keeps pace with the disk and ends the
- * read sooner (gds_codec_read_paced_chunks); true where it chose them. */
-bool gds_filtered_read_pace(read_state_t *s, size_t next, size_t stored_bytes, size_t nstored, size_t max_stored,
+ * `seconds`, nothing else in flight; not `cached`): the chunks from `next`
+ * on cut anew with a last batch that ends the read sooner
+ * (gds_codec_read_tail_chunks); true where it chose one. */
+bool gds_filtered_read_tail(read_state_t *s, size_t next, size_t stored_bytes, size_t nstored, size_t max_stored,
                             double seconds, bool cached);
 /* The most chunks of chunk_bytes a read batch may hold (the decoded bytes'
  * limit), at least 1. */

@@ -205,8 +205,8 @@ static bool stored_bytes_cached(const read_state_t *s)
 /* The batches (gds_filtered_read_batch_end): batches k + 1 .. k + ahead
  * (gds_filtered_read_ahead) are read while batch k decodes, each into a
  * stored-bytes slot of its own. From a disk, the first batch's read gives
- * the disk's rate, and the rest may be cut narrower for it
- * (gds_filtered_read_pace). */
+ * the disk's rate, and the rest may be cut anew with a last batch that
+ * ends the read sooner (gds_filtered_read_tail). */
 herr_t gds_filtered_read_all(read_state_t *s)
 {
     const int ahead = gds_filtered_read_ahead(), slots = ahead + 1;
@@ -220,7 +220,7 @@ herr_t gds_filtered_read_all(read_state_t *s)
     bool cached = stored_bytes_cached(s);
     s->read_batch_chunks = gds_codec_read_batch_chunks(s->codec, &s->pipe, largest,
                                                        gds_filtered_read_batch_cap(s->pipe.chunk_bytes), cached);
-    s->paced_from = s->paced_chunks = 0;
+    s->recut_from = s->tail_from = 0;
     s->largest_stored = 0;
     for (size_t a = 0, b; a < s->nchunks; a = b) {
         b = gds_filtered_read_batch_end(s, a);
@@ -247,9 +247,9 @@ herr_t gds_filtered_read_all(read_state_t *s)
         if (decoded == 0 && next < s->nchunks) {
             size_t nstored, bytes = batch_stored_bytes(s, from[k], to[k], &nstored);
             double secs = gds_filtered_seconds_now() - start;
-            if (gds_filtered_read_pace(s, next, bytes, nstored, largest, secs, cached) && trace)
-                fprintf(stderr, "h5gds read '%s': its first batch came at %.2f GB/s: batches of at most %zu chunks "
-                        "from chunk %zu on\n", s->name, 1e-9 * (double)bytes / secs, s->paced_chunks, next);
+            if (gds_filtered_read_tail(s, next, bytes, nstored, largest, secs, cached) && trace)
+                fprintf(stderr, "h5gds read '%s': its first batch came at %.2f GB/s: the last batch from chunk %zu\n",
+                        s->name, 1e-9 * (double)bytes / secs, s->tail_from);
         }
         if (next < s->nchunks) { /* the slot after the ones in flight is free: the batch `ahead` on */
             int j = issued % slots;
