@@ -4,6 +4,8 @@ read of the same file (HDF5's CPU filter pipeline, hdf5plugin for the
 plugin filters). Marker `gpu`; the GPU-decode assertions also need nvCOMP
 (skipped, with the reason, where it is not installed)."""
 
+import re
+
 import h5py
 import numpy as np
 import pytest
@@ -498,6 +500,18 @@ def test_reads_in_many_batches(tmp_path, monkeypatch, ahead, fname):
         assert st.decoded_bytes == written * 37 * 100 * 4
 
 
+def _read_batches(path, want, capfd):
+    """Reads /x on the GPU (H5GDS_CODEC_DEBUG set), checks it against `want`
+    and returns the read's batches, [from, to) chunk indices, from its trace."""
+    capfd.readouterr()
+    with h5py.File(path, "r", driver="gds") as f:
+        got = h5gds.read(f["x"], like="cupy")
+        assert h5gds.last_route() == "gpu-decode"
+    np.testing.assert_array_equal(cupy.asnumpy(got), want)
+    err = capfd.readouterr().err
+    return [(int(a), int(b)) for a, b in re.findall(r"h5gds read '[^']*': chunks \[(\d+), (\d+)\)", err)]
+
+
 @pytest.mark.parametrize("ahead", ["1", "2"])
 @pytest.mark.parametrize("fname", ["gzip+shuffle", "zstd"])
 def test_read_with_a_last_batch_of_its_own(tmp_path, monkeypatch, capfd, ahead, fname):
@@ -507,8 +521,6 @@ def test_read_with_a_last_batch_of_its_own(tmp_path, monkeypatch, capfd, ahead, 
     read, then the chunks before the last 9 in the fewest batches of at
     most 70, of one size, then the last 9; chunks never written among
     them; the data equal to h5py's; H5GDS_DECODE_TAIL=0 keeps the plan."""
-    import re
-
     kw = dict(FILTERS_BY_NAME[fname][1]) if fname in FILTERS_BY_NAME else None
     if kw is None:
         pytest.skip(f"{fname}: hdf5plugin is not installed")
@@ -528,13 +540,7 @@ def test_read_with_a_last_batch_of_its_own(tmp_path, monkeypatch, capfd, ahead, 
 
     def batches(tail):
         monkeypatch.setenv("H5GDS_DECODE_TAIL", tail)
-        capfd.readouterr()
-        with h5py.File(path, "r", driver="gds") as f:
-            got = h5gds.read(f["x"], like="cupy")
-            assert h5gds.last_route() == "gpu-decode"
-        np.testing.assert_array_equal(cupy.asnumpy(got), want)
-        err = capfd.readouterr().err
-        return [(int(a), int(b)) for a, b in re.findall(r"h5gds read '[^']*': chunks \[(\d+), (\d+)\)", err)]
+        return _read_batches(path, want, capfd)
 
     assert batches("0") == [(0, 56), (56, 112), (112, 168), (168, 224)]
     if ahead == "1":  # 159 chunks before the last batch: three of 53
@@ -551,7 +557,6 @@ def test_read_batches_follow_the_page_cache(tmp_path, monkeypatch, capfd):
     five chunks of 32 MiB in two batches warm, one cold (the batches from
     H5GDS_CODEC_DEBUG's trace)."""
     import os
-    import re
 
     if NVCOMP is not None:
         pytest.skip(NVCOMP)
@@ -566,13 +571,7 @@ def test_read_batches_follow_the_page_cache(tmp_path, monkeypatch, capfd):
         os.fsync(fd)
 
         def batches():
-            capfd.readouterr()
-            with h5py.File(path, "r", driver="gds") as f:
-                got = h5gds.read(f["x"], like="cupy")
-                assert h5gds.last_route() == "gpu-decode"
-            np.testing.assert_array_equal(cupy.asnumpy(got), arr)
-            err = capfd.readouterr().err
-            return [(int(a), int(b)) for a, b in re.findall(r"h5gds read '[^']*': chunks \[(\d+), (\d+)\)", err)]
+            return _read_batches(path, arr, capfd)
 
         def cached(offset):
             """Whether the page at `offset` is in the page cache; None where
