@@ -293,7 +293,10 @@ bool gds_filtered_read_tail(read_state_t *s, size_t next, size_t stored_bytes, s
                             double seconds, bool cached)
 {
     const char *env = getenv("H5GDS_DECODE_TAIL");
-    long forced = env ? atol(env) : -1;
+    char *end = NULL;
+    long forced = env && *env ? strtol(env, &end, 10) : -1;
+    if (end && (*end || forced < 0))
+        forced = -1; /* not a count: as if unset */
     if (forced == 0 || next >= s->nchunks)
         return false;
     size_t left = s->nchunks - next, tail = 0;
