@@ -286,7 +286,10 @@ size_t gds_filtered_read_batch_end(const read_state_t *s, size_t from)
 
 /* From a disk (not `cached`), with one batch read ahead (the default: the
  * first batch's read had the disk to itself, its time is the disk's), and
- * not where H5GDS_DECODE_BATCH_MIB sets the batches. H5GDS_DECODE_TAIL: 0
+ * not where H5GDS_DECODE_BATCH_MIB sets the batches; the last batch
+ * narrower than a full one (the batches' device memory as planned; a batch
+ * before it may be wider than the planned ones, within that width, and its
+ * stored-bytes buffer then grows). H5GDS_DECODE_TAIL: 0
  * never; N > 0 a last batch of N chunks in every read of more than one
  * batch (tests, tuning). */
 bool gds_filtered_read_tail(read_state_t *s, size_t next, size_t stored_bytes, size_t nstored, size_t max_stored,
@@ -299,12 +302,12 @@ bool gds_filtered_read_tail(read_state_t *s, size_t next, size_t stored_bytes, s
         forced = -1; /* not a count: as if unset */
     if (forced == 0 || next >= s->nchunks)
         return false;
-    size_t left = s->nchunks - next, tail = 0;
+    size_t left = s->nchunks - next, width = chunks_per_batch(s, false), tail = 0;
     if (forced > 0)
         tail = (size_t)forced;
     else if (!cached && gds_filtered_read_ahead() == 1 && !batch_bytes_set() && nstored && seconds > 0)
         tail = gds_codec_read_tail_chunks(&s->pipe, max_stored, (double)stored_bytes / (double)nstored,
-                                          (double)stored_bytes / seconds, left);
+                                          (double)stored_bytes / seconds, width < left ? width : left);
     if (!tail || tail >= left)
         return false;
     s->recut_from = next;

@@ -113,9 +113,10 @@ size_t gds_filtered_batch_decoded_bytes(bool writing);
 /* The end of the batch of a read (write) that starts at chunk `from`. */
 size_t gds_filtered_read_batch_end(const read_state_t *s, size_t from);
 /* After a read's first batch came from the disk (its stored bytes in
- * `seconds`, nothing else in flight; not `cached`): the chunks from `next`
- * on cut anew with a last batch that ends the read sooner
- * (gds_codec_read_tail_chunks); true where it chose one. */
+ * `seconds` from its submission, nothing else in flight; not `cached`):
+ * the chunks from `next` on, the largest of them max_stored, cut anew with
+ * a last batch that ends the read sooner (gds_codec_read_tail_chunks);
+ * true where it chose one. */
 bool gds_filtered_read_tail(read_state_t *s, size_t next, size_t stored_bytes, size_t nstored, size_t max_stored,
                             double seconds, bool cached);
 /* The most chunks of chunk_bytes a read batch may hold (the decoded bytes'

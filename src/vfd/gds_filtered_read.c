@@ -39,8 +39,10 @@ static size_t batch_stored_bytes(const read_state_t *s, size_t from, size_t to, 
 }
 
 /* Starts reading the stored bytes of chunks [from, to) into stored buffer
- * `slot`, packed. */
-static herr_t start_batch_read(read_state_t *s, size_t from, size_t to, int slot, gds_io_t **io, size_t *nread)
+ * `slot`, packed; *submitted: when the read went to the engine (after the
+ * buffer's allocation). */
+static herr_t start_batch_read(read_state_t *s, size_t from, size_t to, int slot, gds_io_t **io, size_t *nread,
+                               double *submitted)
 {
     size_t nseg, need = batch_stored_bytes(s, from, to, &nseg);
     *io = NULL;
@@ -66,6 +68,7 @@ static herr_t start_batch_read(read_state_t *s, size_t from, size_t to, int slot
         at += packed_bytes(c);
     }
     gds_status_t st;
+    *submitted = gds_filtered_seconds_now();
     int rc = gds_vfd_submit_raw_read(s->fid, segs, nseg, io, &st);
     free(segs);
     if (rc < 0) {
@@ -175,10 +178,11 @@ static herr_t wait_read(read_state_t *s, gds_io_t *io)
     return 0;
 }
 
-static size_t largest_chunk(const read_state_t *s)
+/* The largest stored chunk from chunk `from` on. */
+static size_t largest_from(const read_state_t *s, size_t from)
 {
     size_t most = 0;
-    for (size_t k = 0; k < s->nchunks; k++)
+    for (size_t k = from; k < s->nchunks; k++)
         if (s->chunks[k].addr != HADDR_UNDEF && s->chunks[k].stored > most)
             most = (size_t)s->chunks[k].stored;
     return most;
@@ -211,12 +215,13 @@ herr_t gds_filtered_read_all(read_state_t *s)
 {
     const int ahead = gds_filtered_read_ahead(), slots = ahead + 1;
     size_t from[STORED_BUFFERS], to[STORED_BUFFERS], nread;
+    double submitted[STORED_BUFFERS] = {0};
     gds_io_t *io[STORED_BUFFERS] = {NULL};
     size_t next = 0; /* the first chunk not yet being read */
     int issued = 0, decoded = 0;
     herr_t rc = 0;
     bool trace = gds_filtered_trace_on();
-    size_t largest = largest_chunk(s);
+    size_t largest = largest_from(s, 0);
     bool cached = stored_bytes_cached(s);
     s->read_batch_chunks = gds_codec_read_batch_chunks(s->codec, &s->pipe, largest,
                                                        gds_filtered_read_batch_cap(s->pipe.chunk_bytes), cached);
@@ -232,7 +237,7 @@ herr_t gds_filtered_read_all(read_state_t *s)
         int k = issued % slots;
         from[k] = next;
         to[k] = next = gds_filtered_read_batch_end(s, next);
-        if (start_batch_read(s, from[k], to[k], k, &io[k], &nread) < 0)
+        if (start_batch_read(s, from[k], to[k], k, &io[k], &nread, &submitted[k]) < 0)
             rc = -1;
         else
             issued++;
@@ -246,8 +251,8 @@ herr_t gds_filtered_read_all(read_state_t *s)
             break;
         if (decoded == 0 && next < s->nchunks) {
             size_t nstored, bytes = batch_stored_bytes(s, from[k], to[k], &nstored);
-            double secs = gds_filtered_seconds_now() - start;
-            if (gds_filtered_read_tail(s, next, bytes, nstored, largest, secs, cached) && trace)
+            double secs = gds_filtered_seconds_now() - submitted[k];
+            if (gds_filtered_read_tail(s, next, bytes, nstored, largest_from(s, next), secs, cached) && trace)
                 fprintf(stderr, "h5gds read '%s': its first batch came at %.2f GB/s: the last batch from chunk %zu\n",
                         s->name, 1e-9 * (double)bytes / secs, s->tail_from);
         }
@@ -255,7 +260,7 @@ herr_t gds_filtered_read_all(read_state_t *s)
             int j = issued % slots;
             from[j] = next;
             to[j] = next = gds_filtered_read_batch_end(s, next);
-            if (start_batch_read(s, from[j], to[j], j, &io[j], &nread) < 0) {
+            if (start_batch_read(s, from[j], to[j], j, &io[j], &nread, &submitted[j]) < 0) {
                 rc = -1;
                 break;
             }
