@@ -223,6 +223,11 @@ void cleanup_files(void);
 void drop_cache(const char *path);
 void warm_cache(const char *path);
 void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+/* fail for a failure every rank reports at once (libh5gds_mpi's collective
+ * calls agree on their outcome): the ranks clean up, rank 0 removes the
+ * working directory after the others' files are gone, and all end without
+ * MPI_Abort, whose kill would race rank 0's clean-up. One process: fail. */
+void fail_all(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 void fill_random(unsigned char *p, size_t n, uint64_t seed);
 void free_memory(memory_t m, void *p);
 void fsync_path(const char *path);

@@ -55,10 +55,10 @@ double timed_write_mpi(method_t m, buffers_t *b, const char *cfg)
             count = b->size;
     H5FD_gds_collection_t *c = H5FD_gds_mpi_begin(par_comm, files[0], fapl);
     if (!c) /* the library printed the error stack */
-        fail("cannot start the collection %s", files[0]);
+        fail_all("cannot start the collection %s", files[0]);
     herr_t rc = H5FD_gds_mpi_write_dcpl(c, "data", H5T_NATIVE_UCHAR, 1, &global, &offset, &count, buf, dcpl);
     if (H5FD_gds_mpi_finish(c) < 0 || rc < 0)
-        fail("writing the collection %s failed (disk full?)", files[0]);
+        fail_all("writing the collection %s failed (disk full?)", files[0]);
     fsync_path(files[2]);
     double t = now() - t0;
     H5Pclose(fapl);
@@ -75,7 +75,7 @@ double timed_read_mpi(method_t m, buffers_t *b, const char *cfg)
     par_barrier();
     double t0 = now();
     if (H5FD_gds_mpi_read(par_comm, files[0], "data", H5T_NATIVE_UCHAR, 1, &offset, &count, buf, fapl) < 0)
-        fail("reading the collection %s failed", files[0]);
+        fail_all("reading the collection %s failed", files[0]);
     read_finish(b, buf);
     double t = now() - t0;
     H5Pclose(fapl);

@@ -51,17 +51,48 @@ void on_signal(int sig)
     raise(sig);
 }
 
-void fail(const char *fmt, ...)
+__attribute__((format(printf, 1, 0))) static void report(const char *fmt, va_list ap)
 {
-    va_list ap;
     if (par.on)
         fprintf(stderr, "\nh5gds-bench: rank %d: error: ", par.rank);
     else
         fprintf(stderr, "\nh5gds-bench: error: ");
-    va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);
-    va_end(ap);
     fprintf(stderr, "\n");
+}
+
+void fail_all(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    report(fmt, ap);
+    va_end(ap);
+#ifdef H5GDS_BENCH_MPI
+    if (par.on) {
+        cleanup_files();
+        MPI_Barrier(par_comm); /* every rank's own files gone before rank 0 removes the directory */
+    }
+#endif
+    cleanup();
+    fflush(stdout);
+    fflush(stderr);
+    if (csv)
+        fclose(csv);
+#ifdef H5GDS_BENCH_MPI
+    if (par.on) { /* no rank exits (mpirun then kills the others) before rank 0's directory is gone */
+        MPI_Barrier(par_comm);
+        MPI_Finalize();
+    }
+#endif
+    _exit(1);
+}
+
+void fail(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    report(fmt, ap);
+    va_end(ap);
     cleanup();
     /* _exit, not exit: after a failed write HDF5 1.10's exit handler crashes
      * closing the file that is still open (seen with sec2 too); nothing is
