@@ -61,6 +61,17 @@ __attribute__((format(printf, 1, 0))) static void report(const char *fmt, va_lis
     fprintf(stderr, "\n");
 }
 
+/* _exit, not exit, after these: after a failed write HDF5 1.10's exit
+ * handler crashes closing the file that is still open (seen with sec2
+ * too); nothing is left to flush but our own streams. */
+static void close_streams(void)
+{
+    fflush(stdout);
+    fflush(stderr);
+    if (csv)
+        fclose(csv);
+}
+
 void fail_all(const char *fmt, ...)
 {
     va_list ap;
@@ -68,16 +79,13 @@ void fail_all(const char *fmt, ...)
     report(fmt, ap);
     va_end(ap);
 #ifdef H5GDS_BENCH_MPI
-    if (par.on) {
+    if (par.on) { /* every rank's own files gone before rank 0 removes the directory */
         cleanup_files();
-        MPI_Barrier(par_comm); /* every rank's own files gone before rank 0 removes the directory */
+        MPI_Barrier(par_comm);
     }
 #endif
     cleanup();
-    fflush(stdout);
-    fflush(stderr);
-    if (csv)
-        fclose(csv);
+    close_streams();
 #ifdef H5GDS_BENCH_MPI
     if (par.on) { /* no rank exits (mpirun then kills the others) before rank 0's directory is gone */
         MPI_Barrier(par_comm);
@@ -94,13 +102,7 @@ void fail(const char *fmt, ...)
     report(fmt, ap);
     va_end(ap);
     cleanup();
-    /* _exit, not exit: after a failed write HDF5 1.10's exit handler crashes
-     * closing the file that is still open (seen with sec2 too); nothing is
-     * left to flush but our own streams. */
-    fflush(stdout);
-    fflush(stderr);
-    if (csv)
-        fclose(csv);
+    close_streams();
 #ifdef H5GDS_BENCH_MPI
     if (par.on)
         MPI_Abort(par_comm, 1); /* the other ranks would wait for this one forever */
