@@ -84,14 +84,14 @@ bool gds_codec_inflate_split_batch(size_t n, size_t max_stored, size_t expect)
 size_t gds_codec_inflate_tail_chunks(size_t expect, size_t max_stored, double mean_stored, double bytes_per_s,
                                      size_t max_chunks)
 {
-    const char *e = getenv("H5GDS_INFLATE_SPLIT");
-    if ((e && strcmp(e, "0") == 0) || !(bytes_per_s > 0) || !(mean_stored > 0))
+    if (!(bytes_per_s > 0) || !(mean_stored > 0))
         return 0;
     double read_us = 1e6 * mean_stored / bytes_per_s; /* a chunk's stored bytes from the disk */
     double n = NVCOMP_US_PER_KIB * (double)max_stored / 1024.0 / read_us;
     if (!(n < (double)max_chunks))
         return 0;
     size_t chunks = (size_t)n + 1;
+    /* the model's choice for that batch, H5GDS_INFLATE_SPLIT's where set (0: no last batch) */
     return chunks < max_chunks && gds_codec_inflate_split_batch(chunks, max_stored, expect) ? chunks : 0;
 }
 

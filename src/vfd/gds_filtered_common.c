@@ -189,6 +189,21 @@ void gds_filtered_chunk_text(const box_t *b, const hsize_t *lo, char *out, size_
         snprintf(out + at, size - at, ")");
 }
 
+/* The ends of the batches s's chunks are cut into (the first `cap` in
+ * `ends`), and how many; -1 if one would be empty or run past the end. */
+static long long batch_ends(const read_state_t *s, bool writing, size_t *ends, size_t cap)
+{
+    size_t n = 0;
+    for (size_t from = 0, to; from < s->nchunks; from = to, n++) {
+        to = writing ? gds_filtered_write_batch_end(s, from) : gds_filtered_read_batch_end(s, from);
+        if (to <= from || to > s->nchunks)
+            return -1;
+        if (n < cap)
+            ends[n] = to;
+    }
+    return (long long)n;
+}
+
 long long gds_filtered_read_batches_tail(size_t nchunks, size_t chunk_bytes, size_t codec_chunks, size_t recut_from,
                                          size_t tail_chunks, size_t *ends, size_t cap)
 {
@@ -201,15 +216,7 @@ long long gds_filtered_read_batches_tail(size_t nchunks, size_t chunk_bytes, siz
         s.recut_from = recut_from;
         s.tail_from = nchunks - tail_chunks;
     }
-    size_t n = 0;
-    for (size_t from = 0, to; from < nchunks; from = to, n++) {
-        to = gds_filtered_read_batch_end(&s, from);
-        if (to <= from || to > nchunks)
-            return -1;
-        if (n < cap)
-            ends[n] = to;
-    }
-    return (long long)n;
+    return batch_ends(&s, false, ends, cap);
 }
 
 long long gds_filtered_batches(size_t nchunks, size_t chunk_bytes, bool writing, size_t codec_chunks, size_t *ends,
@@ -223,15 +230,7 @@ long long gds_filtered_batches(size_t nchunks, size_t chunk_bytes, bool writing,
         s.write_batch_chunks = codec_chunks;
     else
         s.read_batch_chunks = codec_chunks;
-    size_t n = 0;
-    for (size_t from = 0, to; from < nchunks; from = to, n++) {
-        to = writing ? gds_filtered_write_batch_end(&s, from) : gds_filtered_read_batch_end(&s, from);
-        if (to <= from || to > nchunks)
-            return -1;
-        if (n < cap)
-            ends[n] = to;
-    }
-    return (long long)n;
+    return batch_ends(&s, writing, ends, cap);
 }
 
 /* Chunks per batch: H5GDS_DECODE_BATCH_MIB's, else the codec's choice
