@@ -1,0 +1,735 @@
+/*
+ * A zstd frame decoded block by block, the blocks of a chunk side by side.
+ *
+ * nvCOMP decodes each frame of a batch serially: about 25 ms for a 1 MiB
+ * chunk, whatever the batch's width. A frame's blocks (128 KiB decoded at
+ * most) depend on the blocks before them in three ways only: the Huffman
+ * and FSE tables a block reuses (Treeless literals, Repeat_Mode), the
+ * repeat offsets its sequences start from, and matches that copy bytes
+ * decoded before it. So the decode runs in five steps:
+ *  1. plan (a thread a chunk): the block headers, each block's literal and
+ *     sequence counts, and where the descriptions of the tables in force lie;
+ *  2. decode (a warp a block): the literals (Huffman streams side by side)
+ *     and the sequences, their offsets kept in terms of the repeat offsets
+ *     the block starts from (zb_sym);
+ *  3. link (a thread a chunk): where each block's bytes go, and the repeat
+ *     offsets each block starts from;
+ *  4. execute (a warp a block): literals and matches written out; a byte
+ *     that a match takes from before the block's start gets a reference to
+ *     that byte instead (refs[]);
+ *  5. resolve (a thread block a chunk): block after block, the referenced
+ *     bytes filled in (the bytes they name are final by then).
+ * What this decoder does not take (a content checksum, a dictionary, more
+ * blocks than planned, anything malformed) leaves the chunk to nvCOMP,
+ * which decodes it or reports its error as before. Where libzstd might
+ * accept what is refused here, the chunk goes to nvCOMP too: this decoder
+ * only ever returns what libzstd returns.
+ *
+ * Plain C that CUDA C++ (NVRTC) compiles too: the codec's kernels run it,
+ * the unit tests on the host against libzstd (lane 0 of 1). Written from
+ * the format's specification (RFC 8878).
+ */
+#ifndef H5GDS_ZSTD_BLOCKS_H
+#define H5GDS_ZSTD_BLOCKS_H
+
+#include "zstd_splice.h"
+
+#ifdef __CUDACC_RTC__
+#define ZB_WARP_SYNC() __syncwarp()
+#else
+#define ZB_WARP_SYNC() ((void)0)
+#endif
+
+/* A frame this decoder does not take (ZB_TRACE: where, for debugging). */
+#ifdef ZB_TRACE
+#define ZB_REFUSE() return (printf("zstd_blocks.h:%d: refused\n", __LINE__), -1)
+#else
+#define ZB_REFUSE() return -1
+#endif
+
+#define ZB_NONE 0xFFFFFFFFu
+#define ZB_HUF_BITS 11u      /* a Huffman code's bits at most (what is longer goes to nvCOMP) */
+#define ZB_SYM 0x80000000u   /* an offset in terms of the block's starting repeat offsets */
+
+/* Blocks planned per chunk: libzstd's block splitter (its high levels)
+ * cuts blocks of a few KiB; a frame of more is left to nvCOMP. */
+ZS_FN zs_u32 zb_max_blocks(zs_u64 expect) { return (zs_u32)(expect / 2048 + 16); }
+
+/* Thread blocks per chunk in the kernels of steps 2 and 4 (each takes the
+ * blocks k, k + this, ...): a chunk of full blocks, and a few. */
+ZS_FN zs_u32 zb_grid_blocks(zs_u64 expect) { return (zs_u32)((expect + ZS_BLOCK_MAX - 1) / ZS_BLOCK_MAX + 2); }
+
+typedef struct zb_block {
+    zs_u32 src, size;           /* the block's content: offset in the frame, Block_Size */
+    zs_u32 out_at, out_len;     /* its decoded bytes in the chunk (raw, RLE: from the header) */
+    zs_u32 lit_at, lit_len;     /* its literals in the chunk's literal area, regenerated size */
+    zs_u32 lit_src, lit_bytes;  /* the literals' streams (or raw bytes) in the frame */
+    zs_u32 huf_at;              /* the Huffman tree description in force, in the frame */
+    zs_u32 seq_at, nseq;        /* its sequences in the chunk's sequence area */
+    zs_u32 bits_at, bits_len;   /* the sequences' bitstream in the frame */
+    zs_u32 tab_at[3];           /* LL, OF, ML: the table descriptions in force, in the frame */
+    zs_u32 end_rep[3];          /* repeat offsets after the block, in terms of those before it */
+    zs_u32 in_rep[3];           /* repeat offsets before it (link) */
+    zs_u8 type, lit_type, streams, bad;
+    zs_u8 tab_mode[3];
+    zs_u8 reused; /* bit 0: Treeless literals; bit 1 + t: table t in Repeat_Mode (tests' counts) */
+} zb_block_t;
+
+typedef struct zb_chunk {
+    zs_u32 nblocks;
+    zs_u32 ok; /* planned, then linked; 0: the chunk is left to nvCOMP */
+} zb_chunk_t;
+
+/* One decoded sequence: lengths, and its offset (zb_sym). */
+typedef struct zb_seq {
+    zs_u32 ll, ml, off;
+} zb_seq_t;
+
+/* Where a chunk's working memory lies (offsets from its base; the same on
+ * the host and in the kernels). */
+typedef struct zb_layout {
+    zs_u64 blocks, lits, seqs, refs, total;
+    zs_u32 max_blocks;
+} zb_layout_t;
+
+ZS_FN zs_u64 zb_align(zs_u64 v) { return (v + 255) & ~(zs_u64)255; }
+
+ZS_FN zb_layout_t zb_layout(zs_u64 expect)
+{
+    zb_layout_t l;
+    l.max_blocks = zb_max_blocks(expect);
+    l.blocks = zb_align(sizeof(zb_chunk_t));
+    l.lits = l.blocks + zb_align((zs_u64)l.max_blocks * sizeof(zb_block_t));
+    l.seqs = l.lits + zb_align(expect);
+    l.refs = l.seqs + zb_align((expect / 3 + 1) * sizeof(zb_seq_t));
+    l.total = l.refs + zb_align(expect * 4);
+    return l;
+}
+
+/* ---- offsets in terms of the starting repeat offsets ---- */
+
+/* ZB_SYM | i << 29 | d: starting repeat offset i, minus d; else a value (0: not valid). */
+ZS_FN zs_u32 zb_minus1(zs_u32 v)
+{
+    if (v & ZB_SYM)
+        return (v & 0x1FFFFFFFu) == 0x1FFFFFFFu ? 0 : v + 1;
+    return v > 1 ? v - 1 : 0;
+}
+
+ZS_FN zs_u32 zb_value(zs_u32 v, const zs_u32 *in)
+{
+    if (!(v & ZB_SYM))
+        return v;
+    zs_u32 base = in[(v >> 29) & 3u], d = v & 0x1FFFFFFFu;
+    return base > d ? base - d : 0;
+}
+
+/* The offset an offset value stands for (RFC 8878 3.1.2.5), rep[] updated. */
+ZS_FN int zb_offset(zs_u32 *rep, zs_u64 ofv, zs_u32 ll, zs_u32 *off)
+{
+    zs_u32 o;
+    if (ofv > 3) {
+        if (ofv - 3 >= ZB_SYM)
+            return -1;
+        o = (zs_u32)(ofv - 3);
+        rep[2] = rep[1];
+        rep[1] = rep[0];
+        rep[0] = o;
+    }
+    else {
+        unsigned idx = (unsigned)ofv - 1 + (ll == 0);
+        if (idx == 0)
+            o = rep[0];
+        else {
+            o = idx == 3 ? zb_minus1(rep[0]) : rep[idx];
+            if (idx != 1)
+                rep[2] = rep[1];
+            rep[1] = rep[0];
+            rep[0] = o;
+        }
+    }
+    *off = o;
+    return 0;
+}
+
+/* ---- the plan ---- */
+
+ZS_FN zs_u32 zb_le(const zs_u8 *p, unsigned n)
+{
+    zs_u32 v = 0;
+    for (unsigned k = 0; k < n; k++)
+        v |= (zs_u32)p[k] << (8 * k);
+    return v;
+}
+
+/* The bytes of an FSE table description of a sequence symbol type at p,
+ * -1 when malformed. */
+ZS_FN int zb_desc_bytes(int type, unsigned mode, const zs_u8 *p, zs_u64 len)
+{
+    if (mode == ZS_MODE_PREDEFINED || mode == ZS_MODE_REPEAT)
+        return 0;
+    if (mode == ZS_MODE_RLE)
+        return len >= 1 && p[0] <= zs_max_sym[type] ? 1 : -1;
+    short norm[53];
+    unsigned sym_end, al;
+    return zs_read_counts(norm, &sym_end, &al, p, len, zs_max_al[type], zs_max_sym[type]);
+}
+
+/* Reads the frame p[0 .. n) (a chunk's bytes, expect decoded): 0 and its
+ * blocks in blk[] when the chunk can be decoded here, else -1. */
+ZS_FN int zb_plan(const zs_u8 *p, zs_u64 n, zs_u64 expect, zb_block_t *blk, zb_chunk_t *ch)
+{
+    zb_layout_t l = zb_layout(expect);
+    ch->nblocks = 0;
+    ch->ok = 0;
+    if (n < 6 || zb_le(p, 4) != ZS_MAGIC || n >= ZB_SYM || expect >= ZB_SYM)
+        ZB_REFUSE();
+    zs_u32 fhd = p[4], fcs_flag = fhd >> 6, single = (fhd >> 5) & 1u, dflag = fhd & 3u;
+    if ((fhd & 0x08u) || (fhd & 0x04u)) /* reserved bit; a content checksum (left to nvCOMP) */
+        ZB_REFUSE();
+    zs_u64 pos = 5 + !single;
+    zs_u32 dbytes = dflag == 3 ? 4 : dflag, fbytes = fcs_flag ? (1u << fcs_flag) : single;
+    if (pos + dbytes + fbytes > n || (dbytes && zb_le(p + pos, dbytes) != 0))
+        ZB_REFUSE();
+    pos += dbytes;
+    if (fbytes) {
+        zs_u64 fcs = 0;
+        for (zs_u32 k = 0; k < fbytes; k++)
+            fcs |= (zs_u64)p[pos + k] << (8 * k);
+        if ((fbytes == 2 ? fcs + 256 : fcs) != expect)
+            ZB_REFUSE();
+    }
+    pos += fbytes;
+    if (!single) { /* the window: a block is never larger than it */
+        zs_u32 wd = p[5];
+        zs_u64 base = 1ull << (10 + (wd >> 3));
+        if (base + (base >> 3) * (wd & 7u) < ZS_BLOCK_MAX)
+            ZB_REFUSE();
+    }
+    zs_u32 nb = 0, lits = 0, seqs = 0, huf = ZB_NONE, tab_at[3] = {ZB_NONE, ZB_NONE, ZB_NONE};
+    zs_u8 tab_mode[3] = {0xFF, 0xFF, 0xFF};
+    zs_u64 fixed = 0, bmax = single && expect < ZS_BLOCK_MAX ? expect : ZS_BLOCK_MAX; /* as libzstd */
+    for (;;) {
+        if (pos + 3 > n || nb == l.max_blocks)
+            ZB_REFUSE();
+        zs_u32 bh = zb_le(p + pos, 3), last = bh & 1u, type = (bh >> 1) & 3u, size = bh >> 3;
+        pos += 3;
+        zs_u64 content = type == 1 ? 1 : size;
+        if (type == 3 || content > n - pos || size > bmax || (type == 2 && size >= bmax))
+            ZB_REFUSE();
+        zb_block_t *b = &blk[nb];
+        b->src = (zs_u32)pos;
+        b->size = size;
+        b->type = (zs_u8)type;
+        b->bad = 0;
+        b->reused = 0;
+        b->out_len = type < 2 ? size : 0;
+        b->lit_len = b->nseq = b->lit_at = b->seq_at = 0;
+        b->end_rep[0] = ZB_SYM;
+        b->end_rep[1] = ZB_SYM | (1u << 29);
+        b->end_rep[2] = ZB_SYM | (2u << 29);
+        fixed += b->out_len;
+        if (type == 2) {
+            const zs_u8 *q = p + pos;
+            zs_u32 lt = q[0] & 3u, sf = (q[0] >> 2) & 3u, hs, regen, csize, streams = 1;
+            if (lt < 2) {
+                hs = sf == 1 ? 2 : sf == 3 ? 3 : 1;
+                if (hs > size)
+                    ZB_REFUSE();
+                regen = hs == 1 ? q[0] >> 3 : hs == 2 ? (q[0] >> 4) + ((zs_u32)q[1] << 4)
+                                                        : (q[0] >> 4) + ((zs_u32)q[1] << 4) + ((zs_u32)q[2] << 12);
+                csize = lt == 0 ? regen : 1;
+            }
+            else {
+                hs = sf < 2 ? 3 : sf == 2 ? 4 : 5;
+                if (hs > size)
+                    ZB_REFUSE();
+                zs_u64 v = 0;
+                for (zs_u32 k = 0; k < hs; k++)
+                    v |= (zs_u64)q[k] << (8 * k);
+                unsigned bits = sf < 2 ? 10 : sf == 2 ? 14 : 18;
+                regen = (zs_u32)((v >> 4) & ((1u << bits) - 1));
+                csize = (zs_u32)((v >> (4 + bits)) & ((1u << bits) - 1));
+                streams = sf == 0 ? 1 : 4;
+                if (streams == 4 && regen < 6)
+                    ZB_REFUSE();
+            }
+            if ((zs_u64)hs + csize > size || regen > ZS_BLOCK_MAX || (lt >= 2 && csize == 0))
+                ZB_REFUSE();
+            b->lit_type = (zs_u8)lt;
+            b->streams = (zs_u8)streams;
+            b->lit_len = regen;
+            b->lit_at = lits;
+            b->lit_src = (zs_u32)(pos + hs);
+            b->lit_bytes = csize;
+            if (lt == 2) {
+                huf = b->lit_src; /* the tree description opens the streams */
+            }
+            else if (lt == 3) {
+                if (huf == ZB_NONE)
+                    ZB_REFUSE();
+                b->reused = 1;
+            }
+            b->huf_at = huf;
+            lits += regen;
+            if (lits > expect)
+                ZB_REFUSE();
+            /* the sequences section */
+            zs_u32 at = hs + csize, left = size - at, nseq, sh;
+            if (left < 1)
+                ZB_REFUSE();
+            const zs_u8 *s = q + at;
+            if (s[0] < 128) {
+                nseq = s[0];
+                sh = 1;
+            }
+            else if (s[0] < 255) {
+                if (left < 2)
+                    ZB_REFUSE();
+                nseq = ((zs_u32)(s[0] - 128) << 8) + s[1];
+                sh = 2;
+            }
+            else {
+                if (left < 3)
+                    ZB_REFUSE();
+                nseq = s[1] + ((zs_u32)s[2] << 8) + 0x7F00u;
+                sh = 3;
+            }
+            b->nseq = nseq;
+            b->seq_at = seqs;
+            seqs += nseq;
+            if (seqs > expect / 3 + 1)
+                ZB_REFUSE();
+            if (nseq == 0) {
+                if (sh != left)
+                    ZB_REFUSE();
+                b->bits_at = b->bits_len = 0;
+            }
+            else {
+                if (sh + 1 > left)
+                    ZB_REFUSE();
+                zs_u32 modes = s[sh];
+                if (modes & 3u)
+                    ZB_REFUSE();
+                zs_u32 d = sh + 1;
+                for (int t = 0; t < 3; t++) {
+                    zs_u32 mode = (modes >> (6 - 2 * t)) & 3u;
+                    if (mode == ZS_MODE_REPEAT) {
+                        if (tab_mode[t] == 0xFF)
+                            ZB_REFUSE();
+                        b->reused |= (zs_u8)(2u << t);
+                    }
+                    else {
+                        int used = zb_desc_bytes(t, mode, s + d, left - d);
+                        if (used < 0)
+                            ZB_REFUSE();
+                        tab_mode[t] = (zs_u8)mode;
+                        tab_at[t] = (zs_u32)(pos + at + d);
+                        d += (zs_u32)used;
+                    }
+                    b->tab_mode[t] = tab_mode[t];
+                    b->tab_at[t] = tab_at[t];
+                }
+                if (d >= left || s[left - 1] == 0) /* a bitstream, with its end mark */
+                    ZB_REFUSE();
+                b->bits_at = (zs_u32)(pos + at + d);
+                b->bits_len = left - d;
+            }
+        }
+        pos += content;
+        nb++;
+        if (last)
+            break;
+    }
+    if (pos != n || fixed > expect)
+        ZB_REFUSE();
+    ch->nblocks = nb;
+    ch->ok = 1;
+    return 0;
+}
+
+/* ---- literals ---- */
+
+/* A backward bitstream (RFC 8878 4.1): `pos` bits left below the end mark. */
+ZS_FN int zb_bits_init(zs_rbits_t *r, const zs_u8 *p, zs_u64 len)
+{
+    if (len == 0 || p[len - 1] == 0)
+        return -1;
+    r->p = p;
+    r->len = len;
+    r->pos = (len - 1) * 8 + zs_hibit(p[len - 1]);
+    r->overrun = 0;
+    return 0;
+}
+
+/* The Huffman tree description at p (avail bytes): the decode table
+ * dt[1 << *bits] (symbol | bits << 8). t: room for the weights' FSE table. */
+ZS_FN int zb_huf_table(const zs_u8 *p, zs_u64 avail, zs_u16 *dt, unsigned *bits, unsigned *used, zs_table_t *t)
+{
+    zs_u8 w[256];
+    unsigned nw = 0;
+    if (avail < 1)
+        return -1;
+    unsigned hb = p[0];
+    if (hb >= 128) {
+        nw = hb - 127;
+        unsigned nbytes = (nw + 1) / 2;
+        if (1 + nbytes > avail)
+            return -1;
+        for (unsigned i = 0; i < nw; i++)
+            w[i] = (zs_u8)(i & 1 ? p[1 + i / 2] & 15u : p[1 + i / 2] >> 4);
+        *used = 1 + nbytes;
+    }
+    else {
+        if (hb == 0 || 1 + (zs_u64)hb > avail)
+            return -1;
+        short norm[53];
+        unsigned sym_end, al;
+        int hdr = zs_read_counts(norm, &sym_end, &al, p + 1, hb, 6, 12);
+        if (hdr < 0 || (unsigned)hdr >= hb || zs_table_build(t, norm, sym_end, al) < 0)
+            return -1;
+        zs_rbits_t r;
+        if (zb_bits_init(&r, p + 1 + hdr, hb - (unsigned)hdr) < 0)
+            return -1;
+        unsigned s1 = zs_read(&r, al), s2 = zs_read(&r, al);
+        if (r.overrun)
+            return -1;
+        for (;;) { /* two states in turn, until the bits run out (RFC 8878 4.2.1.2) */
+            if (nw > 253)
+                return -1;
+            w[nw++] = t->cell[s1].sym;
+            s1 = t->cell[s1].base + zs_read(&r, t->cell[s1].nb);
+            if (r.overrun) {
+                w[nw++] = t->cell[s2].sym;
+                break;
+            }
+            w[nw++] = t->cell[s2].sym;
+            s2 = t->cell[s2].base + zs_read(&r, t->cell[s2].nb);
+            if (r.overrun) {
+                w[nw++] = t->cell[s1].sym;
+                break;
+            }
+        }
+        *used = 1 + hb;
+    }
+    zs_u32 total = 0, rank[13];
+    for (unsigned k = 0; k < 13; k++)
+        rank[k] = 0;
+    for (unsigned i = 0; i < nw; i++) {
+        if (w[i] > 12)
+            return -1;
+        rank[w[i]]++;
+        total += (1u << w[i]) >> 1;
+    }
+    if (total == 0)
+        return -1;
+    unsigned log = zs_hibit(total) + 1;
+    if (log > ZB_HUF_BITS)
+        return -1;
+    zs_u32 rest = (1u << log) - total;
+    if (rest & (rest - 1))
+        return -1;
+    unsigned lastw = zs_hibit(rest) + 1;
+    w[nw] = (zs_u8)lastw;
+    rank[lastw]++;
+    if (rank[1] < 2 || (rank[1] & 1u))
+        return -1;
+    zs_u32 start[13];
+    start[1] = 0;
+    for (unsigned k = 1; k < 12; k++)
+        start[k + 1] = start[k] + (rank[k] << (k - 1));
+    for (unsigned s = 0; s <= nw; s++) {
+        unsigned wt = w[s];
+        if (!wt)
+            continue;
+        zs_u32 len = 1u << (wt - 1);
+        zs_u16 e = (zs_u16)(s | ((log + 1 - wt) << 8));
+        for (zs_u32 u = start[wt]; u < start[wt] + len; u++)
+            dt[u] = e;
+        start[wt] += len;
+    }
+    *bits = log;
+    return 0;
+}
+
+/* One Huffman stream of `count` symbols to out; -1 unless it ends exactly. */
+ZS_FN int zb_huf_stream(const zs_u8 *p, zs_u64 len, const zs_u16 *dt, unsigned bits, zs_u8 *out, zs_u32 count)
+{
+    zs_rbits_t r;
+    if (zb_bits_init(&r, p, len) < 0)
+        return -1;
+    zs_u64 pos = r.pos;
+    for (zs_u32 i = 0; i < count; i++) {
+        zs_u32 v = pos >= bits ? zs_bits_at(p, len, pos - bits, bits)
+                               : (zs_u32)(zs_bits_at(p, len, 0, (unsigned)pos) << (bits - pos));
+        zs_u16 e = dt[v];
+        unsigned nb = e >> 8;
+        if (nb > pos)
+            return -1;
+        pos -= nb;
+        out[i] = (zs_u8)e;
+    }
+    return pos == 0 ? 0 : -1;
+}
+
+/* ---- sequences ---- */
+
+ZS_FN int zb_seq_table(zs_table_t *t, int type, unsigned mode, const zs_u8 *p, zs_u64 len)
+{
+    if (mode == ZS_MODE_RLE) {
+        zs_table_rle(t, p[0]);
+        return 0;
+    }
+    short read[53];
+    const short *norm = read;
+    unsigned sym_end, al;
+    if (mode == ZS_MODE_PREDEFINED) {
+        norm = type == ZS_LL ? zs_ll_default : type == ZS_ML ? zs_ml_default : zs_of_default;
+        sym_end = type == ZS_LL ? 36 : type == ZS_ML ? 53 : 29;
+        al = type == ZS_OF ? 5 : 6;
+    }
+    else if (zs_read_counts(read, &sym_end, &al, p, len, zs_max_al[type], zs_max_sym[type]) < 0)
+        return -1;
+    return zs_table_build(t, norm, sym_end, al);
+}
+
+/* A warp's working memory for one block (the kernel's shared memory). */
+typedef struct zb_work {
+    zs_table_t t[3];
+    zs_u16 dt[1u << ZB_HUF_BITS];
+    unsigned huf_bits;
+    int fail;
+} zb_work_t;
+
+/* Step 2: block k of a planned chunk, its literals to lits and its
+ * sequences to seqs (the chunk's areas); `lane` of `lanes` threads, all
+ * of which call it. Sets the block's out_len, end_rep, bad. */
+ZS_FN void zb_decode(const zs_u8 *p, zb_block_t *b, zs_u8 *lits, zb_seq_t *seqs, zb_work_t *w, unsigned lane,
+                     unsigned lanes)
+{
+    if (b->type != 2)
+        return;
+    zs_u8 *lo = lits + b->lit_at;
+    const zs_u8 *ls = p + b->lit_src;
+    if (lane == 0)
+        w->fail = 0;
+    if (b->lit_type == 0) {
+        for (zs_u32 i = lane; i < b->lit_len; i += lanes)
+            lo[i] = ls[i];
+    }
+    else if (b->lit_type == 1) {
+        for (zs_u32 i = lane; i < b->lit_len; i += lanes)
+            lo[i] = ls[0];
+    }
+    else {
+        zs_u32 skip = 0;
+        if (lane == 0) {
+            unsigned used = 0;
+            const zs_u8 *h = p + b->huf_at;
+            zs_u64 avail = b->lit_type == 2 ? b->lit_bytes : (zs_u64)(p + b->src + b->size - h);
+            if (zb_huf_table(h, avail, w->dt, &w->huf_bits, &used, &w->t[0]) < 0)
+                w->fail = 1;
+            else if (b->lit_type == 2) {
+                if (used >= b->lit_bytes)
+                    w->fail = 1;
+            }
+        }
+        ZB_WARP_SYNC();
+        if (b->lit_type == 2 && !w->fail) { /* the tree description's length, again on every lane */
+            unsigned hb = ls[0];
+            skip = hb >= 128 ? 1 + (hb - 127 + 1) / 2 : 1 + hb;
+        }
+        const zs_u8 *st = ls + skip;
+        zs_u32 sbytes = b->lit_bytes - skip;
+        if (!w->fail && b->streams == 1) {
+            if (lane == 0 && zb_huf_stream(st, sbytes, w->dt, w->huf_bits, lo, b->lit_len) < 0)
+                w->fail = 1;
+        }
+        else if (!w->fail) {
+            zs_u32 s1 = 0, s2 = 0, s3 = 0, s4 = 0, seg = (b->lit_len + 3) / 4;
+            int ok = sbytes > 6;
+            if (ok) {
+                s1 = zb_le(st, 2);
+                s2 = zb_le(st + 2, 2);
+                s3 = zb_le(st + 4, 2);
+                ok = (zs_u64)s1 + s2 + s3 + 6 < sbytes && 3 * seg <= b->lit_len;
+                s4 = sbytes - 6 - s1 - s2 - s3;
+            }
+            if (!ok) {
+                if (lane == 0)
+                    w->fail = 1;
+            }
+            else
+                for (unsigned k = lane; k < 4; k += lanes) {
+                    zs_u32 at = 6 + (k > 0 ? s1 : 0) + (k > 1 ? s2 : 0) + (k > 2 ? s3 : 0);
+                    zs_u32 len = k == 0 ? s1 : k == 1 ? s2 : k == 2 ? s3 : s4;
+                    zs_u32 cnt = k < 3 ? seg : b->lit_len - 3 * seg;
+                    if (zb_huf_stream(st + at, len, w->dt, w->huf_bits, lo + k * seg, cnt) < 0)
+                        w->fail = 1;
+                }
+        }
+    }
+    ZB_WARP_SYNC();
+    /* the tables, a lane each, then the sequences on lane 0 */
+    if (b->nseq && !w->fail)
+        for (unsigned t = lane; t < 3; t += lanes) {
+            const zs_u8 *d = p + b->tab_at[t];
+            zs_u64 avail = b->tab_mode[t] == ZS_MODE_PREDEFINED ? 0 : (zs_u64)(p + b->src + b->size - d);
+            if (zb_seq_table(&w->t[t], (int)t, b->tab_mode[t], d, avail) < 0)
+                w->fail = 1;
+        }
+    ZB_WARP_SYNC();
+    if (lane != 0)
+        return;
+    zs_u32 rep[3] = {b->end_rep[0], b->end_rep[1], b->end_rep[2]};
+    zs_u64 out = b->lit_len, lit_used = 0;
+    int fail = w->fail;
+    if (b->nseq && !fail) {
+        zs_rbits_t r;
+        zs_u16 state[3];
+        fail = zb_bits_init(&r, p + b->bits_at, b->bits_len) < 0;
+        if (!fail) {
+            state[ZS_LL] = (zs_u16)zs_read(&r, w->t[ZS_LL].al);
+            state[ZS_OF] = (zs_u16)zs_read(&r, w->t[ZS_OF].al);
+            state[ZS_ML] = (zs_u16)zs_read(&r, w->t[ZS_ML].al);
+        }
+        zb_seq_t *q = seqs + b->seq_at;
+        for (zs_u32 i = 0; i < b->nseq && !fail; i++) {
+            const zs_cell_t *cll = &w->t[ZS_LL].cell[state[ZS_LL]];
+            const zs_cell_t *cof = &w->t[ZS_OF].cell[state[ZS_OF]];
+            const zs_cell_t *cml = &w->t[ZS_ML].cell[state[ZS_ML]];
+            unsigned ofc = cof->sym, mlc = cml->sym, llc = cll->sym;
+            zs_u64 ofv = ((zs_u64)1 << ofc) + zs_read(&r, ofc);
+            zs_u32 ml = (mlc < 32 ? mlc + 3 : zs_ml_base[mlc - 32]) + (mlc < 32 ? 0 : zs_read(&r, zs_ml_bits[mlc - 32]));
+            zs_u32 ll = (llc < 16 ? llc : zs_ll_base[llc - 16]) + (llc < 16 ? 0 : zs_read(&r, zs_ll_bits[llc - 16]));
+            if (i + 1 < b->nseq) {
+                state[ZS_LL] = (zs_u16)(cll->base + zs_read(&r, cll->nb));
+                state[ZS_ML] = (zs_u16)(cml->base + zs_read(&r, cml->nb));
+                state[ZS_OF] = (zs_u16)(cof->base + zs_read(&r, cof->nb));
+            }
+            zs_u32 off;
+            if (zb_offset(rep, ofv, ll, &off) < 0 || off == 0) {
+                fail = 1;
+                break;
+            }
+            lit_used += ll;
+            out += ml;
+            q[i].ll = ll;
+            q[i].ml = ml;
+            q[i].off = off;
+        }
+        if (!fail && (r.overrun || r.pos != 0))
+            fail = 1;
+    }
+    if (lit_used > b->lit_len || out > ZS_BLOCK_MAX)
+        fail = 1;
+    b->out_len = (zs_u32)out;
+    for (int k = 0; k < 3; k++)
+        b->end_rep[k] = rep[k];
+    b->bad = (zs_u8)fail;
+}
+
+/* ---- link ---- */
+
+/* Step 3: the blocks' places and starting repeat offsets; 0 when the
+ * blocks decoded and fill the chunk exactly, else -1 (ch->ok cleared). */
+ZS_FN int zb_link(zb_block_t *blk, zb_chunk_t *ch, zs_u64 expect)
+{
+    zs_u32 rep[3] = {1, 4, 8};
+    zs_u64 at = 0;
+    for (zs_u32 k = 0; k < ch->nblocks; k++) {
+        zb_block_t *b = &blk[k];
+        if (b->bad)
+            break;
+        b->out_at = (zs_u32)at;
+        at += b->out_len;
+        zs_u32 next[3];
+        for (int i = 0; i < 3; i++) {
+            b->in_rep[i] = rep[i];
+            next[i] = zb_value(b->end_rep[i], rep);
+        }
+        for (int i = 0; i < 3; i++)
+            rep[i] = next[i];
+        if (k + 1 == ch->nblocks && at == expect)
+            return 0;
+    }
+    if (ch->nblocks == 0 && expect == 0)
+        return 0;
+    ch->ok = 0;
+    return -1;
+}
+
+/* ---- execute and resolve ---- */
+
+/* Step 4: block b's bytes to out (the chunk's decoded bytes), refs[] set
+ * for a compressed block's bytes: 0 for a byte known, else 1 + the place
+ * of the byte before the block's start that it repeats. */
+ZS_FN void zb_execute(const zs_u8 *p, zb_block_t *b, const zs_u8 *lits, const zb_seq_t *seqs, zs_u8 *out,
+                      zs_u32 *refs, unsigned lane, unsigned lanes)
+{
+    zs_u32 start = b->out_at;
+    if (b->type == 0) {
+        for (zs_u32 i = lane; i < b->out_len; i += lanes)
+            out[start + i] = p[b->src + i];
+        return;
+    }
+    if (b->type == 1) {
+        for (zs_u32 i = lane; i < b->out_len; i += lanes)
+            out[start + i] = p[b->src];
+        return;
+    }
+    const zs_u8 *lo = lits + b->lit_at;
+    const zb_seq_t *q = seqs + b->seq_at;
+    zs_u32 d = start, lp = 0;
+    int bad = 0;
+    for (zs_u32 i = 0; i < b->nseq; i++) {
+        zs_u32 ll = q[i].ll, ml = q[i].ml, off = zb_value(q[i].off, b->in_rep);
+        for (zs_u32 j = lane; j < ll; j += lanes) {
+            out[d + j] = lo[lp + j];
+            refs[d + j] = 0;
+        }
+        lp += ll;
+        d += ll;
+        ZB_WARP_SYNC();
+        if (off == 0 || off > d) { /* before the frame's first byte */
+            bad = 1;
+            break;
+        }
+        zs_u32 from = d - off;
+        for (zs_u32 j = lane; j < ml; j += lanes) {
+            zs_u32 s = from + (off >= ml ? j : j % off);
+            if (s < start) {
+                refs[d + j] = s + 1;
+            }
+            else {
+                out[d + j] = out[s];
+                refs[d + j] = refs[s];
+            }
+        }
+        d += ml;
+        ZB_WARP_SYNC();
+    }
+    if (!bad)
+        for (zs_u32 j = lane; j < b->lit_len - lp; j += lanes) {
+            out[d + j] = lo[lp + j];
+            refs[d + j] = 0;
+        }
+    if (bad && lane == 0)
+        b->bad = 1;
+    ZB_WARP_SYNC();
+}
+
+/* Step 5, for one block (in order, after the blocks before it): the bytes
+ * that name earlier ones filled. */
+ZS_FN void zb_resolve(const zb_block_t *b, zs_u8 *out, const zs_u32 *refs, unsigned lane, unsigned lanes)
+{
+    if (b->type != 2)
+        return;
+    for (zs_u32 i = b->out_at + lane; i < b->out_at + b->out_len; i += lanes) {
+        zs_u32 r = refs[i];
+        if (r)
+            out[i] = out[r - 1];
+    }
+}
+
+#endif

@@ -1,0 +1,220 @@
+/*
+ * zstd frames decoded block by block (src/codec/zstd_blocks.h) on the host,
+ * against libzstd: chunks of several kinds of data and sizes compressed by
+ * libzstd at levels from -5 to 19, decoded in the kernels' five steps (one
+ * lane) and compared byte for byte; the blocks that reuse tables (Treeless
+ * literals, Repeat_Mode) and that copy bytes from blocks before them are
+ * counted, so the paths are known to be taken. Then damaged frames: a byte
+ * changed, a frame cut short, bytes added. Where this decoder accepts one,
+ * libzstd must accept it too and decode the same bytes (what it refuses goes
+ * to nvCOMP). Skipped (77) without libzstd.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codec_ref.h"
+#include "zstd_blocks.h"
+
+static int failures, checks;
+
+#define CHECK(cond, ...)                                                                                               \
+    do {                                                                                                               \
+        checks++;                                                                                                      \
+        if (!(cond)) {                                                                                                 \
+            failures++;                                                                                                \
+            printf("FAIL  " __VA_ARGS__);                                                                              \
+            printf("\n");                                                                                              \
+        }                                                                                                              \
+    } while (0)
+
+enum { KIND_FIELD, KIND_IMAGE, KIND_SPARSE, KIND_RANDOM, KIND_DOUBLE, KIND_MIXED, KIND_RECORDS, KIND_CONSTANT, NKINDS };
+static const char *const kind_names[NKINDS] = {"float field", "image u8", "sparse int32", "random",
+                                               "double field", "mixed", "records", "constant"};
+
+static void fill(uint8_t *p, size_t n, int kind, unsigned seed)
+{
+    static const data_kind_t ref_kind[] = {DATA_FLOAT_FIELD, DATA_IMAGE_U8, DATA_SPARSE_INT,
+                                           DATA_RANDOM,      DATA_DOUBLE_FIELD, DATA_MIXED};
+    if (kind < KIND_RECORDS) {
+        make_data(ref_kind[kind], p, n, seed);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) { /* records of 24 bytes: many repeat offsets */
+        size_t r = i / 24, f = i % 24;
+        p[i] = kind == KIND_CONSTANT ? 0x5A
+               : f < 8               ? (uint8_t)(r >> (8 * (f % 4)))
+               : f < 16              ? (uint8_t)(0x40 + f)
+                                     : (uint8_t)(rng() % 3);
+    }
+}
+
+typedef struct counts {
+    size_t blocks, treeless, repeat, raw, rle, refs, chunks;
+} counts_t;
+
+/* The kernels' five steps on the host: 0 and out[0 .. expect) when the
+ * frame was taken, else -1 (left to nvCOMP). */
+static int decode(const uint8_t *frame, size_t n, size_t expect, uint8_t *out, counts_t *c)
+{
+    zb_layout_t l = zb_layout(expect);
+    uint8_t *mem = calloc(1, l.total);
+    zb_chunk_t *ch = (zb_chunk_t *)mem;
+    zb_block_t *blk = (zb_block_t *)(mem + l.blocks);
+    uint8_t *lits = mem + l.lits;
+    zb_seq_t *seqs = (zb_seq_t *)(mem + l.seqs);
+    uint32_t *refs = (uint32_t *)(mem + l.refs);
+    static zb_work_t w;
+    int r = zb_plan(frame, n, expect, blk, ch);
+    if (r == 0) {
+        for (uint32_t k = 0; k < ch->nblocks; k++)
+            zb_decode(frame, &blk[k], lits, seqs, &w, 0, 1);
+        r = zb_link(blk, ch, expect);
+    }
+    if (r == 0) {
+        for (uint32_t k = 0; k < ch->nblocks; k++)
+            zb_execute(frame, &blk[k], lits, seqs, out, refs, 0, 1);
+        for (uint32_t k = 0; k < ch->nblocks; k++)
+            r |= blk[k].bad ? -1 : 0;
+    }
+    if (r == 0) {
+        for (uint32_t k = 0; k < ch->nblocks; k++) {
+            zb_resolve(&blk[k], out, refs, 0, 1);
+            if (c) {
+                c->blocks++;
+                c->treeless += blk[k].reused & 1u;
+                c->repeat += (blk[k].reused & 14u) != 0;
+                c->raw += blk[k].type == 0;
+                c->rle += blk[k].type == 1;
+                for (uint32_t i = blk[k].out_at; blk[k].type == 2 && i < blk[k].out_at + blk[k].out_len; i++)
+                    if (refs[i]) {
+                        c->refs++;
+                        break;
+                    }
+            }
+        }
+        if (c)
+            c->chunks++;
+    }
+    free(mem);
+    return r;
+}
+
+static void roundtrip(int kind, size_t len, int level, counts_t *total)
+{
+    uint8_t *src = malloc(len + 1), *out = malloc(len + 1);
+    fill(src, len, kind, (unsigned)(len + level));
+    bytes_t in = {src, len}, frame;
+    if (!ref_zstd(&in, &frame, level)) {
+        CHECK(0, "libzstd failed to compress %zu B", len);
+        free(src);
+        free(out);
+        return;
+    }
+    memset(out, 0xC3, len + 1);
+    counts_t c = {0};
+    int r = decode(frame.p, frame.n, len, out, &c);
+    CHECK(r == 0, "%s %zu B, level %d: frame of %zu B not taken", kind_names[kind], len, level, frame.n);
+    CHECK(r != 0 || memcmp(out, src, len) == 0, "%s %zu B, level %d: decoded bytes differ", kind_names[kind], len,
+          level);
+    CHECK(out[len] == 0xC3, "%s %zu B, level %d: a byte written past the end", kind_names[kind], len, level);
+    total->blocks += c.blocks;
+    total->treeless += c.treeless;
+    total->repeat += c.repeat;
+    total->raw += c.raw;
+    total->rle += c.rle;
+    total->refs += c.refs;
+    total->chunks += c.chunks;
+    free(frame.p);
+    free(src);
+    free(out);
+}
+
+/* Damaged frames: whatever is taken must be what libzstd returns. */
+static void damaged(int kind, size_t len, int level, int rounds, size_t *taken, size_t *refused)
+{
+    uint8_t *src = malloc(len + 1), *out = malloc(len + 1);
+    fill(src, len, kind, 99);
+    bytes_t in = {src, len}, frame;
+    if (!ref_zstd(&in, &frame, level)) {
+        free(src);
+        free(out);
+        return;
+    }
+    uint8_t *bad = malloc(frame.n + 16);
+    for (int k = 0; k < rounds; k++) {
+        size_t n = frame.n;
+        memcpy(bad, frame.p, n);
+        int how = k % 4;
+        if (how == 0 || how == 1) { /* bytes changed (past the frame header) */
+            int flips = how == 0 ? 1 : 1 + (int)(rng() % 8);
+            for (int f = 0; f < flips; f++)
+                bad[13 + rng() % (n - 13)] ^= (uint8_t)(1u << (rng() % 8));
+        }
+        else if (how == 2) /* cut short */
+            n = 13 + rng() % (n - 13);
+        else { /* bytes added */
+            for (int a = 0; a < 4; a++)
+                bad[n + a] = (uint8_t)rng();
+            n += 1 + rng() % 4;
+        }
+        memset(out, 0, len + 1);
+        if (decode(bad, n, len, out, NULL) == 0) {
+            (*taken)++;
+            bytes_t b = {bad, n}, back = {0};
+            bool ok = ref_unzstd(&b, &back) && back.n == len && memcmp(back.p, out, len) == 0;
+            CHECK(ok, "%s %zu B, level %d, damage %d (%d): taken here, but libzstd %s", kind_names[kind], len, level,
+                  k, how, back.p ? "decodes other bytes" : "refuses it");
+            free(back.p);
+        }
+        else
+            (*refused)++;
+    }
+    free(bad);
+    free(frame.p);
+    free(src);
+    free(out);
+}
+
+int main(void)
+{
+    ref_load();
+    if (!ref.zstd) {
+        printf("libzstd.so.1 not found: skipped\n");
+        return 77;
+    }
+    static const size_t sizes[] = {0, 1, 100, 4096, 65536, 131072, 131073, 300000, 1048576, 2621440};
+    static const int levels[] = {-5, 1, 3, 9, 19};
+    counts_t total = {0};
+    for (int kind = 0; kind < NKINDS; kind++)
+        for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+            for (size_t v = 0; v < sizeof levels / sizeof levels[0]; v++) {
+                if (levels[v] == 19 && sizes[s] > 300000)
+                    continue; /* slow, and level 9 covers the large frames */
+                roundtrip(kind, sizes[s], levels[v], &total);
+            }
+    printf("%zu chunks, %zu blocks: %zu with Treeless literals, %zu with a table in Repeat_Mode, %zu raw, %zu RLE, "
+           "%zu copying from blocks before them\n",
+           total.chunks, total.blocks, total.treeless, total.repeat, total.raw, total.rle, total.refs);
+    CHECK(total.treeless > 0, "no block with Treeless literals: that path was not taken");
+    CHECK(total.repeat > 0, "no block with a table in Repeat_Mode: that path was not taken");
+    CHECK(total.raw > 0, "no raw block");
+    CHECK(total.refs > 0, "no block copying from the blocks before it");
+
+    /* a frame with a content checksum is left to nvCOMP */
+    {
+        uint8_t f[] = {0x28, 0xB5, 0x2F, 0xFD, 0x24, 0x01, 0x09, 0x00, 0x00, 0x41, 0, 0, 0, 0};
+        uint8_t out[2];
+        CHECK(decode(f, sizeof f, 1, out, NULL) != 0, "a frame with a content checksum was taken");
+    }
+    size_t taken = 0, refused = 0;
+    for (int kind = 0; kind < NKINDS; kind++) {
+        damaged(kind, 300000, 3, 200, &taken, &refused);
+        damaged(kind, 65536, 19, 100, &taken, &refused);
+    }
+    printf("damaged frames: %zu taken (each equal to libzstd's), %zu left to nvCOMP\n", taken, refused);
+    CHECK(refused > 0, "no damaged frame refused");
+    printf("%d checks, %d failed\n", checks, failures);
+    return failures ? 1 : 0;
+}
