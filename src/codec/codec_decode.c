@@ -223,7 +223,9 @@ static int decode_batch(decode_ctx_t *x, const size_t *idx, size_t m, const size
         case GDS_STEP_ZSTD: {
             bool deflate = step->kind == GDS_STEP_DEFLATE;
             entries_mem_t em;
-            size_t split = deflate && x->split ? gds_codec_inflate_split_bytes(nj, max_out) : 0;
+            size_t split = !x->split ? 0
+                           : deflate ? gds_codec_inflate_split_bytes(nj, max_out)
+                                     : gds_codec_zstd_blocks_bytes(nj, max_out);
             CUdeviceptr split_at = 0;
             if (gds_codec_nvcomp_decompress(c, step->kind, nj, max_out, total_out, split, &em, &split_at, s, st,
                                             false) < 0 ||
@@ -241,7 +243,8 @@ static int decode_batch(decode_ctx_t *x, const size_t *idx, size_t m, const size
             }
             else {
                 void *a[] = {&dj, &n32, &em.e, &bm.err, &bm.detail, &code, &din, &dlen, &scratch};
-                if (gds_codec_launch(c, K_ZSTD_PREP, blocks_for(nj), 1, s, a, st) < 0)
+                if (gds_codec_launch(c, K_ZSTD_PREP, blocks_for(nj), 1, s, a, st) < 0 ||
+                    (split && gds_codec_zstd_blocks(c, dj, nj, max_out, split_at, &em, bm.err, s, st) < 0))
                     goto done;
             }
             void *ac[] = {&dj, &em.e, &ne, &bm.err, &bm.detail, &code};
@@ -444,6 +447,8 @@ static size_t decode_temp(gds_codec_t *c, const void *plan, size_t m)
         else
             c->nv->deflate.DecompressGetTempSize(ne, block, dd, &temp, m * expect, NULL);
         temp += ne * (6 * 8 + sizeof(gds_kentry_t));
+        if (comp->kind == GDS_STEP_ZSTD && gds_codec_zstd_blocks_on(expect)) /* beside nvCOMP's, for its leftovers */
+            temp += gds_codec_zstd_blocks_bytes(m, expect);
     }
     return temp;
 }
@@ -467,11 +472,14 @@ static size_t decode_batch_size(gds_codec_t *c, decode_ctx_t *x, const size_t *s
     size_t nb = (n + m - 1) / m;
     m = (n + nb - 1) / nb;
     /* Deflate in segments, decided once for this width (every sub-batch
-     * is as wide or narrower) and only where its scratch fits too */
+     * is as wide or narrower) and only where its scratch fits too; zstd
+     * block by block (its scratch is counted in decode_temp) */
     size_t expect;
     const gds_codec_step_t *comp = compressor_of(x, &expect);
     x->split = comp && comp->kind == GDS_STEP_DEFLATE && gds_codec_inflate_split_batch(m, x->max_stored, expect) &&
                m * per + decode_temp(c, x, m) + gds_codec_inflate_split_bytes(m, expect) <= gds_codec_budget(c);
+    if (comp && comp->kind == GDS_STEP_ZSTD)
+        x->split = gds_codec_zstd_blocks_on(expect);
     if (gds_codec_debug_on())
         fprintf(stderr, "h5gds codec: decode: %zu chunks in batches of %zu: arenas %zu B/chunk, nvCOMP %zu B\n", n, m,
                 per, temp);

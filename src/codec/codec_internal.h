@@ -59,6 +59,11 @@ enum kernel_id {
     K_INFLATE_SEGMENTS,
     K_INFLATE_MEND,
     K_INFLATE_RESOLVE,
+    K_ZSTD_PLAN,
+    K_ZSTD_DECODE,
+    K_ZSTD_LINK,
+    K_ZSTD_EXECUTE,
+    K_ZSTD_RESOLVE,
     K_COUNT
 };
 
@@ -175,7 +180,8 @@ typedef struct decode_ctx {
     size_t nstages;
     size_t *forward; /* sizes before each step when writing (nsteps + 1) */
     size_t max_stored; /* the largest stored chunk planned for */
-    bool split;        /* Deflate in segments (codec_inflate.c), decided for the group's sub-batch width */
+    bool split;        /* Deflate in segments (codec_inflate.c) or zstd block by block (codec_zstd_blocks.c),
+                          decided for the group's sub-batch width */
     error_list_t *errors;
 } decode_ctx_t;
 
@@ -306,6 +312,14 @@ size_t gds_codec_inflate_tail_chunks(size_t expect, size_t max_stored, double me
                                      size_t max_chunks); /* gds_codec_read_tail_chunks */
 int gds_codec_inflate_split(gds_codec_t *c, CUdeviceptr jobs, size_t nj, size_t expect, CUdeviceptr mem,
                             const entries_mem_t *em, CUdeviceptr err, CUstream s, gds_status_t *st);
+/* zstd block by block (codec_zstd_blocks.c): whether chunks of `expect`
+ * decoded bytes are, the device memory n of them take, and the launch on
+ * nj jobs (codec_zstd_prep's) before nvCOMP's decode of the same entries:
+ * chunks made up become dummies there. */
+bool gds_codec_zstd_blocks_on(size_t expect);
+size_t gds_codec_zstd_blocks_bytes(size_t n, size_t expect);
+int gds_codec_zstd_blocks(gds_codec_t *c, CUdeviceptr jobs, size_t nj, size_t expect, CUdeviceptr mem,
+                          const entries_mem_t *em, CUdeviceptr err, CUstream s, gds_status_t *st);
 int gds_codec_sync_stream(gds_codec_t *c, CUstream s, gds_status_t *st);
 /* The first GDS_HEAD_BYTES bytes of the nj jobs at dj, in pinned memory
  * (the stream synchronised). */

@@ -10,6 +10,7 @@
 #include "zstd_splice.h"
 #include "deflate_splice.h"
 #include "inflate_split.h"
+#include "zstd_blocks.h"
 
 typedef unsigned char u8;
 typedef gds_u64 u64;
@@ -915,6 +916,99 @@ __global__ void codec_inflate_resolve(const gds_kjob_t *jobs, gds_kentries_t e, 
             bad |= is_byte(out, base, i, is_symbol(pl, list, i)) < 0;
         if (__syncthreads_or(bad))
             return;
+    }
+    if (threadIdx.x == 0) {
+        set_dummy(e, jb.entry0, dummy_in, dummy_len, scratch, j, 0);
+        atomicAdd(made, 1u);
+    }
+}
+
+// zstd frames block by block (zstd_blocks.h): job j's working memory at
+// mem + j * stride, laid out for chunks of `expect` bytes (the batch's
+// largest); its chunk's own size is the job's out_size.
+__device__ __forceinline__ u8 *zb_base(u64 mem, u64 stride, u32 j) { return (u8 *)(mem + (u64)j * stride); }
+
+// Step 1: a thread a job. Jobs that failed before are not planned.
+__global__ void codec_zstd_plan(const gds_kjob_t *jobs, u32 n, const u32 *err, u64 mem, u64 stride, u64 expect)
+{
+    u32 j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= n)
+        return;
+    const gds_kjob_t jb = jobs[j];
+    u8 *base = zb_base(mem, stride, j);
+    zb_chunk_t *ch = (zb_chunk_t *)base;
+    ch->ok = 0;
+    ch->nblocks = 0;
+    if (!jb.dead && err[jb.chunk] == 0 && jb.out_size <= expect)
+        zb_plan((const u8 *)jb.in, jb.in_size, jb.out_size, (zb_block_t *)(base + zb_layout(expect).blocks), ch);
+}
+
+// Steps 2 and 4: grid (blocks, jobs), a warp each, taking the chunk's
+// blocks blockIdx.x, blockIdx.x + gridDim.x, ...
+__global__ void codec_zstd_decode(const gds_kjob_t *jobs, u64 mem, u64 stride, u64 expect)
+{
+    __shared__ zb_work_t w;
+    u8 *base = zb_base(mem, stride, blockIdx.y);
+    const zb_chunk_t *ch = (const zb_chunk_t *)base;
+    if (!ch->ok)
+        return;
+    zb_layout_t l = zb_layout(expect);
+    const u8 *in = (const u8 *)jobs[blockIdx.y].in;
+    zb_block_t *blk = (zb_block_t *)(base + l.blocks);
+    for (u32 k = blockIdx.x; k < ch->nblocks; k += gridDim.x)
+        zb_decode(in, &blk[k], base + l.lits, (zb_seq_t *)(base + l.seqs), &w, threadIdx.x, blockDim.x);
+}
+
+__global__ void codec_zstd_execute(const gds_kjob_t *jobs, u64 mem, u64 stride, u64 expect)
+{
+    u8 *base = zb_base(mem, stride, blockIdx.y);
+    const zb_chunk_t *ch = (const zb_chunk_t *)base;
+    if (!ch->ok)
+        return;
+    zb_layout_t l = zb_layout(expect);
+    const gds_kjob_t jb = jobs[blockIdx.y];
+    zb_block_t *blk = (zb_block_t *)(base + l.blocks);
+    for (u32 k = blockIdx.x; k < ch->nblocks; k += gridDim.x)
+        zb_execute((const u8 *)jb.in, &blk[k], base + l.lits, (const zb_seq_t *)(base + l.seqs), (u8 *)jb.out,
+                   (u32 *)(base + l.refs), threadIdx.x, blockDim.x);
+}
+
+// Step 3: a thread a job.
+__global__ void codec_zstd_link(const gds_kjob_t *jobs, u32 n, u64 mem, u64 stride, u64 expect)
+{
+    u32 j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= n)
+        return;
+    u8 *base = zb_base(mem, stride, j);
+    zb_chunk_t *ch = (zb_chunk_t *)base;
+    if (ch->ok)
+        zb_link((zb_block_t *)(base + zb_layout(expect).blocks), ch, jobs[j].out_size);
+}
+
+// Step 5: a thread block a job, its blocks in order; a chunk made up has
+// its nvCOMP entry made a dummy, the others are left to nvCOMP.
+__global__ void codec_zstd_resolve(const gds_kjob_t *jobs, gds_kentries_t e, u64 mem, u64 stride, u64 expect,
+                                   const u32 *err, u64 dummy_in, u64 dummy_len, u64 scratch, u32 *made)
+{
+    __shared__ int ok;
+    u32 j = blockIdx.x;
+    u8 *base = zb_base(mem, stride, j);
+    const zb_chunk_t *ch = (const zb_chunk_t *)base;
+    zb_layout_t l = zb_layout(expect);
+    const zb_block_t *blk = (const zb_block_t *)(base + l.blocks);
+    const gds_kjob_t jb = jobs[j];
+    int bad = 0;
+    if (ch->ok)
+        for (u32 k = threadIdx.x; k < ch->nblocks; k += blockDim.x)
+            bad |= blk[k].bad;
+    if (threadIdx.x == 0)
+        ok = ch->ok && err[jb.chunk] == 0;
+    __syncthreads();
+    if (__syncthreads_or(bad) || !ok)
+        return;
+    for (u32 k = 0; k < ch->nblocks; k++) {
+        zb_resolve(&blk[k], (u8 *)jb.out, (const u32 *)(base + l.refs), threadIdx.x, blockDim.x);
+        __syncthreads();
     }
     if (threadIdx.x == 0) {
         set_dummy(e, jb.entry0, dummy_in, dummy_len, scratch, j, 0);

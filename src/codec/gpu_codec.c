@@ -14,13 +14,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Generated at build time from codec_kernels.cu, codec_shared.h, zstd_splice.h, deflate_splice.h and
- * inflate_split.h. */
+/* Generated at build time from codec_kernels.cu, codec_shared.h, zstd_splice.h, deflate_splice.h,
+ * inflate_split.h and zstd_blocks.h. */
 extern const unsigned char gds_codec_kernels_source[];
 extern const unsigned char gds_codec_shared_source[];
 extern const unsigned char gds_codec_zstd_splice_source[];
 extern const unsigned char gds_codec_deflate_splice_source[];
 extern const unsigned char gds_codec_inflate_split_source[];
+extern const unsigned char gds_codec_zstd_blocks_source[];
 
 static const char *const kernel_names[K_COUNT] = {
     "codec_gather_head",   "codec_copy",          "codec_fletcher_sum",
@@ -31,7 +32,8 @@ static const char *const kernel_names[K_COUNT] = {
     "codec_zstd_splice",   "codec_zstd_assemble", "codec_lz4h5_layout",  "codec_bshuf_layout",  "codec_blosc_walk",
     "codec_blosc_finish",  "codec_blosc_shuffle", "codec_blosc_layout",
     "codec_deflate_join",  "codec_inflate_find",  "codec_inflate_segments", "codec_inflate_mend",
-    "codec_inflate_resolve",
+    "codec_inflate_resolve", "codec_zstd_plan",   "codec_zstd_decode",   "codec_zstd_link",
+    "codec_zstd_execute",  "codec_zstd_resolve",
 };
 
 /* The dummies (layout: codec_internal.h's DUMMY_*). */
@@ -78,10 +80,12 @@ static int compile_kernels(int arch, char **data, gds_status_t *st)
         const char *opts[] = {opt_arch, "--std=c++17", "-default-device", "-lineinfo"};
         const char *headers[] = {(const char *)gds_codec_shared_source, (const char *)gds_codec_zstd_splice_source,
                                  (const char *)gds_codec_deflate_splice_source,
-                                 (const char *)gds_codec_inflate_split_source};
-        const char *names[] = {"codec_shared.h", "zstd_splice.h", "deflate_splice.h", "inflate_split.h"};
+                                 (const char *)gds_codec_inflate_split_source,
+                                 (const char *)gds_codec_zstd_blocks_source};
+        const char *names[] = {"codec_shared.h", "zstd_splice.h", "deflate_splice.h", "inflate_split.h",
+                               "zstd_blocks.h"};
         gds_nvrtc_program_t prog = NULL;
-        int rc = rtc->CreateProgram(&prog, (const char *)gds_codec_kernels_source, "codec_kernels.cu", 4, headers, names);
+        int rc = rtc->CreateProgram(&prog, (const char *)gds_codec_kernels_source, "codec_kernels.cu", 5, headers, names);
         if (rc != 0) {
             gds_status_set(st, 0, "GPU codec: nvrtcCreateProgram failed: %s", rtc->GetErrorString(rc));
             return -1;

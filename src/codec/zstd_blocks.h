@@ -501,6 +501,58 @@ typedef struct zb_work {
     int fail;
 } zb_work_t;
 
+/* Step 2's sequences (one lane): decoded into seqs, the block's out_len,
+ * end_rep and bad set. */
+ZS_FN void zb_sequences(const zs_u8 *p, zb_block_t *b, zb_seq_t *seqs, zb_work_t *w)
+{
+    zs_u32 rep[3] = {b->end_rep[0], b->end_rep[1], b->end_rep[2]};
+    zs_u64 out = b->lit_len, lit_used = 0;
+    int fail = w->fail;
+    if (b->nseq && !fail) {
+        zs_rbits_t r;
+        zs_u16 state[3];
+        fail = zb_bits_init(&r, p + b->bits_at, b->bits_len) < 0;
+        if (!fail) {
+            state[ZS_LL] = (zs_u16)zs_read(&r, w->t[ZS_LL].al);
+            state[ZS_OF] = (zs_u16)zs_read(&r, w->t[ZS_OF].al);
+            state[ZS_ML] = (zs_u16)zs_read(&r, w->t[ZS_ML].al);
+        }
+        zb_seq_t *q = seqs + b->seq_at;
+        for (zs_u32 i = 0; i < b->nseq && !fail; i++) {
+            const zs_cell_t *cll = &w->t[ZS_LL].cell[state[ZS_LL]];
+            const zs_cell_t *cof = &w->t[ZS_OF].cell[state[ZS_OF]];
+            const zs_cell_t *cml = &w->t[ZS_ML].cell[state[ZS_ML]];
+            unsigned ofc = cof->sym, mlc = cml->sym, llc = cll->sym;
+            zs_u64 ofv = ((zs_u64)1 << ofc) + zs_read(&r, ofc);
+            zs_u32 ml = (mlc < 32 ? mlc + 3 : zs_ml_base[mlc - 32]) + (mlc < 32 ? 0 : zs_read(&r, zs_ml_bits[mlc - 32]));
+            zs_u32 ll = (llc < 16 ? llc : zs_ll_base[llc - 16]) + (llc < 16 ? 0 : zs_read(&r, zs_ll_bits[llc - 16]));
+            if (i + 1 < b->nseq) {
+                state[ZS_LL] = (zs_u16)(cll->base + zs_read(&r, cll->nb));
+                state[ZS_ML] = (zs_u16)(cml->base + zs_read(&r, cml->nb));
+                state[ZS_OF] = (zs_u16)(cof->base + zs_read(&r, cof->nb));
+            }
+            zs_u32 off;
+            if (zb_offset(rep, ofv, ll, &off) < 0 || off == 0) {
+                fail = 1;
+                break;
+            }
+            lit_used += ll;
+            out += ml;
+            q[i].ll = ll;
+            q[i].ml = ml;
+            q[i].off = off;
+        }
+        if (!fail && (r.overrun || r.pos != 0))
+            fail = 1;
+    }
+    if (lit_used > b->lit_len || out > ZS_BLOCK_MAX)
+        fail = 1;
+    b->out_len = (zs_u32)out;
+    for (int k = 0; k < 3; k++)
+        b->end_rep[k] = rep[k];
+    b->bad = (zs_u8)fail;
+}
+
 /* Step 2: block k of a planned chunk, its literals to lits and its
  * sequences to seqs (the chunk's areas); `lane` of `lanes` threads, all
  * of which call it. Sets the block's out_len, end_rep, bad. */
@@ -579,54 +631,9 @@ ZS_FN void zb_decode(const zs_u8 *p, zb_block_t *b, zs_u8 *lits, zb_seq_t *seqs,
                 w->fail = 1;
         }
     ZB_WARP_SYNC();
-    if (lane != 0)
-        return;
-    zs_u32 rep[3] = {b->end_rep[0], b->end_rep[1], b->end_rep[2]};
-    zs_u64 out = b->lit_len, lit_used = 0;
-    int fail = w->fail;
-    if (b->nseq && !fail) {
-        zs_rbits_t r;
-        zs_u16 state[3];
-        fail = zb_bits_init(&r, p + b->bits_at, b->bits_len) < 0;
-        if (!fail) {
-            state[ZS_LL] = (zs_u16)zs_read(&r, w->t[ZS_LL].al);
-            state[ZS_OF] = (zs_u16)zs_read(&r, w->t[ZS_OF].al);
-            state[ZS_ML] = (zs_u16)zs_read(&r, w->t[ZS_ML].al);
-        }
-        zb_seq_t *q = seqs + b->seq_at;
-        for (zs_u32 i = 0; i < b->nseq && !fail; i++) {
-            const zs_cell_t *cll = &w->t[ZS_LL].cell[state[ZS_LL]];
-            const zs_cell_t *cof = &w->t[ZS_OF].cell[state[ZS_OF]];
-            const zs_cell_t *cml = &w->t[ZS_ML].cell[state[ZS_ML]];
-            unsigned ofc = cof->sym, mlc = cml->sym, llc = cll->sym;
-            zs_u64 ofv = ((zs_u64)1 << ofc) + zs_read(&r, ofc);
-            zs_u32 ml = (mlc < 32 ? mlc + 3 : zs_ml_base[mlc - 32]) + (mlc < 32 ? 0 : zs_read(&r, zs_ml_bits[mlc - 32]));
-            zs_u32 ll = (llc < 16 ? llc : zs_ll_base[llc - 16]) + (llc < 16 ? 0 : zs_read(&r, zs_ll_bits[llc - 16]));
-            if (i + 1 < b->nseq) {
-                state[ZS_LL] = (zs_u16)(cll->base + zs_read(&r, cll->nb));
-                state[ZS_ML] = (zs_u16)(cml->base + zs_read(&r, cml->nb));
-                state[ZS_OF] = (zs_u16)(cof->base + zs_read(&r, cof->nb));
-            }
-            zs_u32 off;
-            if (zb_offset(rep, ofv, ll, &off) < 0 || off == 0) {
-                fail = 1;
-                break;
-            }
-            lit_used += ll;
-            out += ml;
-            q[i].ll = ll;
-            q[i].ml = ml;
-            q[i].off = off;
-        }
-        if (!fail && (r.overrun || r.pos != 0))
-            fail = 1;
-    }
-    if (lit_used > b->lit_len || out > ZS_BLOCK_MAX)
-        fail = 1;
-    b->out_len = (zs_u32)out;
-    for (int k = 0; k < 3; k++)
-        b->end_rep[k] = rep[k];
-    b->bad = (zs_u8)fail;
+    if (lane == 0)
+        zb_sequences(p, b, seqs, w);
+    ZB_WARP_SYNC(); /* every lane passes the same barriers, block after block */
 }
 
 /* ---- link ---- */

@@ -11,12 +11,13 @@
 #include "codec_internal.h"
 #include "codec_test.h"
 
-/* Generated at build time from codec_kernels.cu, codec_shared.h, zstd_splice.h, deflate_splice.h and inflate_split.h (embed.cmake). */
+/* Generated at build time from codec_kernels.cu, codec_shared.h, zstd_splice.h, deflate_splice.h, inflate_split.h and zstd_blocks.h (embed.cmake). */
 extern const unsigned char gds_codec_kernels_source[];
 extern const unsigned char gds_codec_shared_source[];
 extern const unsigned char gds_codec_zstd_splice_source[];
 extern const unsigned char gds_codec_deflate_splice_source[];
 extern const unsigned char gds_codec_inflate_split_source[];
+extern const unsigned char gds_codec_zstd_blocks_source[];
 
 /* Compiles for `arch` ("sm_90": a cubin; "compute_80": PTX, returned in
  * *ptx); false with NVRTC's log printed, also when the log holds only
@@ -28,10 +29,12 @@ static bool compile(const gds_nvrtc_api_t *rtc, const char *arch, char **ptx)
     const char *opts[] = {opt_arch, "--std=c++17", "-default-device"};
     const char *headers[] = {(const char *)gds_codec_shared_source, (const char *)gds_codec_zstd_splice_source,
                              (const char *)gds_codec_deflate_splice_source,
-                             (const char *)gds_codec_inflate_split_source};
-    const char *names[] = {"codec_shared.h", "zstd_splice.h", "deflate_splice.h", "inflate_split.h"};
+                             (const char *)gds_codec_inflate_split_source,
+                                 (const char *)gds_codec_zstd_blocks_source};
+    const char *names[] = {"codec_shared.h", "zstd_splice.h", "deflate_splice.h", "inflate_split.h",
+                           "zstd_blocks.h"};
     gds_nvrtc_program_t prog = NULL;
-    if (rtc->CreateProgram(&prog, (const char *)gds_codec_kernels_source, "codec_kernels.cu", 4, headers, names) != 0)
+    if (rtc->CreateProgram(&prog, (const char *)gds_codec_kernels_source, "codec_kernels.cu", 5, headers, names) != 0)
         return false;
     int rc = rtc->CompileProgram(prog, 3, opts);
     size_t log_size = 0;

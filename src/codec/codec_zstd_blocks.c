@@ -1,0 +1,82 @@
+/*
+ * zstd frames decoded block by block (zstd_blocks.h) before nvCOMP's
+ * serial decoder: whether a batch is, the device memory it takes and its
+ * five kernels' launches. Chunks made up leave nvCOMP's batch (their
+ * entries become dummies); the others, and corrupt ones, stay in it, so
+ * errors are reported as before.
+ */
+#include "codec_internal.h"
+#include "zstd_blocks.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* nvCOMP decodes a frame serially: about 25 ms for 1 MiB chunks (1 MiB
+ * decoded in 2 to 512 chunks' batches, H100: bench/results/
+ * 2026-11-27-h100-compressed-refresh). Here a chunk's blocks go side by
+ * side. H5GDS_ZSTD_BLOCKS: 0 never, 1 always (tuning, A/B); by default
+ * chunks of more than one block (128 KiB). */
+bool gds_codec_zstd_blocks_on(size_t expect)
+{
+    const char *e = getenv("H5GDS_ZSTD_BLOCKS");
+    if (e && strcmp(e, "0") == 0)
+        return false;
+    if (e && strcmp(e, "1") == 0)
+        return expect < ZB_SYM;
+    return expect > ZS_BLOCK_MAX && expect < ZB_SYM;
+}
+
+/* The chunks' areas, then the count of chunks made up. */
+size_t gds_codec_zstd_blocks_bytes(size_t n, size_t expect) { return n ? n * zb_layout(expect).total + 256 : 0; }
+
+/* Waits for the stream (the trace's timing): the time it ended. */
+static int trace_wait(gds_codec_t *c, CUstream s, double *when, gds_status_t *st)
+{
+    CUresult rc = c->cu->StreamSynchronize(s);
+    *when = 1e-9 * (double)gds_now_ns();
+    return rc == CUDA_SUCCESS ? 0 : gds_codec_cuda_fail(st, "waiting for the stream", rc);
+}
+
+int gds_codec_zstd_blocks(gds_codec_t *c, CUdeviceptr jobs, size_t nj, size_t expect, CUdeviceptr mem,
+                          const entries_mem_t *em, CUdeviceptr err, CUstream s, gds_status_t *st)
+{
+    if (!nj)
+        return 0;
+    zb_layout_t l = zb_layout(expect);
+    unsigned long long stride = l.total, ex = expect;
+    CUdeviceptr made = mem + nj * l.total;
+    unsigned n32 = (unsigned)nj, gx = zb_grid_blocks(expect);
+    CUdeviceptr din = c->dummies + DUMMY_ZSTD, scratch = c->dummies + DUMMY_SCRATCH;
+    unsigned long long dlen = sizeof gds_codec_dummy_zstd;
+    gds_kentries_t e = em->e;
+    bool debug = gds_codec_debug_on();
+    double t[6] = {0, 0, 0, 0, 0, 0};
+    if (debug && trace_wait(c, s, &t[0], st) < 0)
+        return -1;
+    void *ap[] = {&jobs, &n32, &err, &mem, &stride, &ex};
+    void *ad[] = {&jobs, &mem, &stride, &ex};
+    void *al[] = {&jobs, &n32, &mem, &stride, &ex};
+    void *ar[] = {&jobs, &e, &mem, &stride, &ex, &err, &din, &dlen, &scratch, &made};
+    if (gds_codec_memset_async(c, made, sizeof(uint32_t), s, st) < 0 ||
+        gds_codec_launch_threads(c, K_ZSTD_PLAN, (n32 + 63) / 64, 1, 64, s, ap, st) < 0 ||
+        (debug && trace_wait(c, s, &t[1], st) < 0) ||
+        gds_codec_launch_threads(c, K_ZSTD_DECODE, gx, n32, 32, s, ad, st) < 0 ||
+        (debug && trace_wait(c, s, &t[2], st) < 0) ||
+        gds_codec_launch_threads(c, K_ZSTD_LINK, (n32 + 63) / 64, 1, 64, s, al, st) < 0 ||
+        gds_codec_launch_threads(c, K_ZSTD_EXECUTE, gx, n32, 32, s, ad, st) < 0 ||
+        (debug && trace_wait(c, s, &t[3], st) < 0) ||
+        gds_codec_launch(c, K_ZSTD_RESOLVE, n32, 1, s, ar, st) < 0 || (debug && trace_wait(c, s, &t[4], st) < 0))
+        return -1;
+    if (debug) {
+        uint32_t done = 0;
+        CUresult rc = c->cu->MemcpyDtoH(&done, made, sizeof done);
+        if (rc != CUDA_SUCCESS)
+            return gds_codec_cuda_fail(st, "reading the zstd blocks' result", rc);
+        fprintf(stderr,
+                "h5gds codec: zstd block by block: %u of %zu chunks made up: plan %.1f ms, decode %.1f ms, "
+                "execute %.1f ms, resolve %.1f ms\n",
+                done, nj, 1e3 * (t[1] - t[0]), 1e3 * (t[2] - t[1]), 1e3 * (t[3] - t[2]), 1e3 * (t[4] - t[3]));
+    }
+    return 0;
+}
