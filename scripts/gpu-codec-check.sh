@@ -46,8 +46,8 @@ echo "== unit"
 if [ "$selftest" = 1 ]; then
   echo "== GPU: CPU-encoded chunks decoded on the GPU, GPU-encoded ones on the CPU, corrupt chunks"
   "$build/test_codec_gpu" --require || status=1
-  echo "== GPU: the same, every Deflate batch decoded in segments (H5GDS_INFLATE_SPLIT=1)"
-  H5GDS_INFLATE_SPLIT=1 "$build/test_codec_gpu" --require || status=1
+  echo "== GPU: the same, every Deflate batch in segments, every zstd chunk block by block"
+  H5GDS_INFLATE_SPLIT=1 H5GDS_ZSTD_BLOCKS=1 "$build/test_codec_gpu" --require || status=1
   echo "== GPU: garbage inside valid framing (a child process per case)"
   "$build/test_codec_gpu" --require --hostile || status=1
   echo "== GPU: little of the device's memory free"

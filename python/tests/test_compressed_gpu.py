@@ -597,3 +597,86 @@ def test_read_batches_follow_the_page_cache(tmp_path, monkeypatch, capfd):
         assert batches() == [(0, 5)]
     finally:
         os.close(fd)
+
+
+def _zstd_made_up(err):
+    """(chunks made up block by block, chunks offered) summed over a read's
+    batches, from H5GDS_CODEC_DEBUG's trace."""
+    got = re.findall(r"zstd block by block: (\d+) of (\d+) chunks made up", err)
+    return sum(int(a) for a, _ in got), sum(int(b) for _, b in got)
+
+
+@pytest.mark.parametrize(
+    "data,chunks,clevel",
+    [
+        ("field", (256, 1024), 3),  # 1 MiB float32 chunks of 8 blocks
+        ("field", (300, 777), 1),  # edge chunks, 0.9 MB
+        ("image", (1024, 1024), 9),  # 1 MiB of uint8
+        ("image", (2048, 1280), 19),  # 2.5 MiB, libzstd's block splitter (blocks of a few KiB)
+        ("labels", (128, 1024), 3),  # 512 KiB of sparse int32: long matches, RLE blocks
+        ("field", (64, 256), 3),  # 64 KiB: one block a chunk (H5GDS_ZSTD_BLOCKS=1 takes them too)
+    ],
+)
+def test_zstd_block_by_block(tmp_path, monkeypatch, capfd, data, chunks, clevel):
+    """zstd chunks written by hdf5plugin at levels 1-19 decoded block by
+    block on the GPU: every chunk made up there (the trace's counts), none
+    left to nvCOMP, the data equal to h5py's, chunks never written read as
+    the fill value; with H5GDS_ZSTD_BLOCKS=0 none is, with the same data."""
+    hp = hdf5plugin_or_none()
+    if hp is None:
+        pytest.skip("hdf5plugin is not installed")
+    if NVCOMP is not None:
+        pytest.skip(NVCOMP)
+    shape = (2 * chunks[0] + 77, 2 * chunks[1] + 33)
+    arr = {"field": field, "image": image_tiles, "labels": sparse_labels}[data](shape)
+    path = tmp_path / "z.h5"
+    with h5py.File(path, "w") as f:
+        d = f.create_dataset("x", shape=shape, dtype=arr.dtype, chunks=chunks, fillvalue=7, **hp.Zstd(clevel=clevel))
+        d[: chunks[0]] = arr[: chunks[0]]  # the middle chunk row is never written
+        d[2 * chunks[0] :] = arr[2 * chunks[0] :]
+        written = f["x"].id.get_num_chunks()
+    with h5py.File(path, "r") as f:
+        want = f["x"][...]
+    monkeypatch.setenv("H5GDS_CODEC_DEBUG", "1")
+    for setting, made in (("1", written), ("0", 0)):
+        monkeypatch.setenv("H5GDS_ZSTD_BLOCKS", setting)
+        capfd.readouterr()
+        with h5py.File(path, "r", driver="gds") as f:
+            got = h5gds.read(f["x"], like="cupy")
+            assert h5gds.last_route() == "gpu-decode"
+        np.testing.assert_array_equal(cupy.asnumpy(got), want)
+        assert _zstd_made_up(capfd.readouterr().err) == (made, made)
+    sel = np.s_[chunks[0] // 2 : chunks[0] * 2 + 50, 5 : chunks[1] + 9]  # partial chunks
+    monkeypatch.setenv("H5GDS_ZSTD_BLOCKS", "1")
+    with h5py.File(path, "r", driver="gds") as f:
+        got = h5gds.read(f["x"], sel, like="cupy")
+    np.testing.assert_array_equal(cupy.asnumpy(got), want[sel])
+
+
+def test_zstd_block_by_block_leaves_a_corrupt_chunk_to_nvcomp(tmp_path, monkeypatch, capfd):
+    """A chunk whose frame libzstd refuses is not made up block by block
+    (the others are): nvCOMP takes it and the read fails as h5py's does,
+    naming the dataset and the chunk."""
+    hp = hdf5plugin_or_none()
+    if hp is None:
+        pytest.skip("hdf5plugin is not installed")
+    if NVCOMP is not None:
+        pytest.skip(NVCOMP)
+    arr = field((1024, 1024))
+    path = tmp_path / "c.h5"
+    with h5py.File(path, "w") as f:
+        f.create_dataset("x", data=arr, chunks=(256, 1024), **hp.Zstd(clevel=3))
+    with h5py.File(path, "r+") as f:
+        mask, frame = f["x"].id.read_direct_chunk((512, 0))
+        bad = bytearray(frame)
+        bad[len(bad) // 2 : len(bad) // 2 + 64] = bytes(range(64))  # garbage inside a block
+        f["x"].id.write_direct_chunk((512, 0), bytes(bad), mask)
+    with h5py.File(path, "r") as f, pytest.raises(OSError):
+        f["x"][...]  # libzstd refuses it (else this test proves nothing)
+    monkeypatch.setenv("H5GDS_CODEC_DEBUG", "1")
+    monkeypatch.setenv("H5GDS_ZSTD_BLOCKS", "1")
+    capfd.readouterr()
+    with h5py.File(path, "r", driver="gds") as f:
+        with pytest.raises(OSError, match=r"/x.*\(512,0\)"):
+            h5gds.read(f["x"], like="cupy")
+    assert _zstd_made_up(capfd.readouterr().err) == (3, 4)
