@@ -669,7 +669,7 @@ def test_zstd_block_by_block_leaves_a_corrupt_chunk_to_nvcomp(tmp_path, monkeypa
     with h5py.File(path, "r+") as f:
         mask, frame = f["x"].id.read_direct_chunk((512, 0))
         bad = bytearray(frame)
-        bad[len(bad) // 2 : len(bad) // 2 + 64] = bytes(range(64))  # garbage inside a block
+        bad[len(bad) // 2 :] = bytes(len(bad) - len(bad) // 2)  # zeros from the middle on
         f["x"].id.write_direct_chunk((512, 0), bytes(bad), mask)
     with h5py.File(path, "r") as f, pytest.raises(OSError):
         f["x"][...]  # libzstd refuses it (else this test proves nothing)

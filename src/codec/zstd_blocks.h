@@ -70,6 +70,7 @@ typedef struct zb_block {
     zs_u32 tab_at[3];           /* LL, OF, ML: the table descriptions in force, in the frame */
     zs_u32 end_rep[3];          /* repeat offsets after the block, in terms of those before it */
     zs_u32 in_rep[3];           /* repeat offsets before it (link) */
+    zs_u32 ref_end;             /* its bytes past this name none before it (execute) */
     zs_u8 type, lit_type, streams, bad;
     zs_u8 tab_mode[3];
     zs_u8 reused; /* bit 0: Treeless literals; bit 1 + t: table t in Repeat_Mode (tests' counts) */
@@ -348,19 +349,71 @@ ZS_FN int zb_plan(const zs_u8 *p, zs_u64 n, zs_u64 expect, zb_block_t *blk, zb_c
     return 0;
 }
 
-/* ---- literals ---- */
+/* ---- bitstreams ---- */
 
-/* A backward bitstream (RFC 8878 4.1): `pos` bits left below the end mark. */
-ZS_FN int zb_bits_init(zs_rbits_t *r, const zs_u8 *p, zs_u64 len)
+/* A backward bitstream (RFC 8878 4.1) read through a 64-bit window: `pos`
+ * bits left below the end mark; c holds bytes [at, at + 8) (zeros past the
+ * end), so that a read touches memory once in several. */
+typedef struct zb_bits {
+    const zs_u8 *p;
+    zs_u64 len, c;
+    long long at, pos;
+    int overrun;
+} zb_bits_t;
+
+ZS_FN void zb_fill(zb_bits_t *r)
+{
+    long long at = (r->pos >> 3) - 7;
+    if (at < 0)
+        at = 0;
+    zs_u64 c = 0;
+    for (unsigned k = 0; k < 8; k++) {
+        zs_u64 i = (zs_u64)at + k;
+        c |= (zs_u64)(i < r->len ? r->p[i] : 0) << (8 * k);
+    }
+    r->c = c;
+    r->at = at;
+}
+
+ZS_FN int zb_bits_init(zb_bits_t *r, const zs_u8 *p, zs_u64 len)
 {
     if (len == 0 || p[len - 1] == 0)
         return -1;
     r->p = p;
     r->len = len;
-    r->pos = (len - 1) * 8 + zs_hibit(p[len - 1]);
+    r->pos = (long long)((len - 1) * 8 + zs_hibit(p[len - 1]));
     r->overrun = 0;
+    zb_fill(r);
     return 0;
 }
+
+/* n (<= 56) bits; past the stream's start: 0 and overrun set. */
+ZS_FN zs_u32 zb_read(zb_bits_t *r, unsigned n)
+{
+    long long lo = r->pos - n;
+    if (lo < 0) {
+        r->overrun = 1;
+        r->pos = 0;
+        return 0;
+    }
+    if (lo < 8 * r->at)
+        zb_fill(r);
+    r->pos = lo;
+    return (zs_u32)((r->c >> (lo - 8 * r->at)) & ((1ull << n) - 1));
+}
+
+/* The next n (<= 56) bits without taking them, zeros below the start. */
+ZS_FN zs_u32 zb_peek(zb_bits_t *r, unsigned n)
+{
+    long long lo = r->pos - n;
+    if (lo < 8 * r->at)
+        zb_fill(r);
+    if (lo >= 0)
+        return (zs_u32)((r->c >> (lo - 8 * r->at)) & ((1ull << n) - 1));
+    return (zs_u32)((r->c & ((1ull << r->pos) - 1)) << (n - r->pos)); /* at is 0 here */
+}
+
+/* ---- literals ---- */
 
 /* The Huffman tree description at p (avail bytes): the decode table
  * dt[1 << *bits] (symbol | bits << 8). t: room for the weights' FSE table. */
@@ -388,23 +441,23 @@ ZS_FN int zb_huf_table(const zs_u8 *p, zs_u64 avail, zs_u16 *dt, unsigned *bits,
         int hdr = zs_read_counts(norm, &sym_end, &al, p + 1, hb, 6, 12);
         if (hdr < 0 || (unsigned)hdr >= hb || zs_table_build(t, norm, sym_end, al) < 0)
             return -1;
-        zs_rbits_t r;
+        zb_bits_t r;
         if (zb_bits_init(&r, p + 1 + hdr, hb - (unsigned)hdr) < 0)
             return -1;
-        unsigned s1 = zs_read(&r, al), s2 = zs_read(&r, al);
+        unsigned s1 = zb_read(&r, al), s2 = zb_read(&r, al);
         if (r.overrun)
             return -1;
         for (;;) { /* two states in turn, until the bits run out (RFC 8878 4.2.1.2) */
             if (nw > 253)
                 return -1;
             w[nw++] = t->cell[s1].sym;
-            s1 = t->cell[s1].base + zs_read(&r, t->cell[s1].nb);
+            s1 = t->cell[s1].base + zb_read(&r, t->cell[s1].nb);
             if (r.overrun) {
                 w[nw++] = t->cell[s2].sym;
                 break;
             }
             w[nw++] = t->cell[s2].sym;
-            s2 = t->cell[s2].base + zs_read(&r, t->cell[s2].nb);
+            s2 = t->cell[s2].base + zb_read(&r, t->cell[s2].nb);
             if (r.overrun) {
                 w[nw++] = t->cell[s1].sym;
                 break;
@@ -455,21 +508,18 @@ ZS_FN int zb_huf_table(const zs_u8 *p, zs_u64 avail, zs_u16 *dt, unsigned *bits,
 /* One Huffman stream of `count` symbols to out; -1 unless it ends exactly. */
 ZS_FN int zb_huf_stream(const zs_u8 *p, zs_u64 len, const zs_u16 *dt, unsigned bits, zs_u8 *out, zs_u32 count)
 {
-    zs_rbits_t r;
+    zb_bits_t r;
     if (zb_bits_init(&r, p, len) < 0)
         return -1;
-    zs_u64 pos = r.pos;
     for (zs_u32 i = 0; i < count; i++) {
-        zs_u32 v = pos >= bits ? zs_bits_at(p, len, pos - bits, bits)
-                               : (zs_u32)(zs_bits_at(p, len, 0, (unsigned)pos) << (bits - pos));
-        zs_u16 e = dt[v];
-        unsigned nb = e >> 8;
-        if (nb > pos)
+        zs_u16 e = dt[zb_peek(&r, bits)];
+        long long nb = e >> 8;
+        if (nb > r.pos)
             return -1;
-        pos -= nb;
+        r.pos -= nb;
         out[i] = (zs_u8)e;
     }
-    return pos == 0 ? 0 : -1;
+    return r.pos == 0 ? 0 : -1;
 }
 
 /* ---- sequences ---- */
@@ -495,7 +545,8 @@ ZS_FN int zb_seq_table(zs_table_t *t, int type, unsigned mode, const zs_u8 *p, z
 
 /* A warp's working memory for one block (the kernel's shared memory). */
 typedef struct zb_work {
-    zs_table_t t[3];
+    zs_table_t t[3];  /* the sequences' tables */
+    zs_table_t hw;    /* the Huffman weights' */
     zs_u16 dt[1u << ZB_HUF_BITS];
     unsigned huf_bits;
     int fail;
@@ -509,27 +560,25 @@ ZS_FN void zb_sequences(const zs_u8 *p, zb_block_t *b, zb_seq_t *seqs, zb_work_t
     zs_u64 out = b->lit_len, lit_used = 0;
     int fail = w->fail;
     if (b->nseq && !fail) {
-        zs_rbits_t r;
-        zs_u16 state[3];
+        zb_bits_t r;
+        zs_u32 sll = 0, sof = 0, sml = 0;
         fail = zb_bits_init(&r, p + b->bits_at, b->bits_len) < 0;
         if (!fail) {
-            state[ZS_LL] = (zs_u16)zs_read(&r, w->t[ZS_LL].al);
-            state[ZS_OF] = (zs_u16)zs_read(&r, w->t[ZS_OF].al);
-            state[ZS_ML] = (zs_u16)zs_read(&r, w->t[ZS_ML].al);
+            sll = zb_read(&r, w->t[ZS_LL].al);
+            sof = zb_read(&r, w->t[ZS_OF].al);
+            sml = zb_read(&r, w->t[ZS_ML].al);
         }
         zb_seq_t *q = seqs + b->seq_at;
         for (zs_u32 i = 0; i < b->nseq && !fail; i++) {
-            const zs_cell_t *cll = &w->t[ZS_LL].cell[state[ZS_LL]];
-            const zs_cell_t *cof = &w->t[ZS_OF].cell[state[ZS_OF]];
-            const zs_cell_t *cml = &w->t[ZS_ML].cell[state[ZS_ML]];
-            unsigned ofc = cof->sym, mlc = cml->sym, llc = cll->sym;
-            zs_u64 ofv = ((zs_u64)1 << ofc) + zs_read(&r, ofc);
-            zs_u32 ml = (mlc < 32 ? mlc + 3 : zs_ml_base[mlc - 32]) + (mlc < 32 ? 0 : zs_read(&r, zs_ml_bits[mlc - 32]));
-            zs_u32 ll = (llc < 16 ? llc : zs_ll_base[llc - 16]) + (llc < 16 ? 0 : zs_read(&r, zs_ll_bits[llc - 16]));
+            zs_cell_t cll = w->t[ZS_LL].cell[sll], cof = w->t[ZS_OF].cell[sof], cml = w->t[ZS_ML].cell[sml];
+            unsigned ofc = cof.sym, mlc = cml.sym, llc = cll.sym;
+            zs_u64 ofv = ((zs_u64)1 << ofc) + zb_read(&r, ofc);
+            zs_u32 ml = mlc < 32 ? mlc + 3 : zs_ml_base[mlc - 32] + zb_read(&r, zs_ml_bits[mlc - 32]);
+            zs_u32 ll = llc < 16 ? llc : zs_ll_base[llc - 16] + zb_read(&r, zs_ll_bits[llc - 16]);
             if (i + 1 < b->nseq) {
-                state[ZS_LL] = (zs_u16)(cll->base + zs_read(&r, cll->nb));
-                state[ZS_ML] = (zs_u16)(cml->base + zs_read(&r, cml->nb));
-                state[ZS_OF] = (zs_u16)(cof->base + zs_read(&r, cof->nb));
+                sll = cll.base + zb_read(&r, cll.nb);
+                sml = cml.base + zb_read(&r, cml.nb);
+                sof = cof.base + zb_read(&r, cof.nb);
             }
             zs_u32 off;
             if (zb_offset(rep, ofv, ll, &off) < 0 || off == 0) {
@@ -538,9 +587,11 @@ ZS_FN void zb_sequences(const zs_u8 *p, zb_block_t *b, zb_seq_t *seqs, zb_work_t
             }
             lit_used += ll;
             out += ml;
-            q[i].ll = ll;
-            q[i].ml = ml;
-            q[i].off = off;
+            zb_seq_t e;
+            e.ll = ll;
+            e.ml = ml;
+            e.off = off;
+            q[i] = e;
         }
         if (!fail && (r.overrun || r.pos != 0))
             fail = 1;
@@ -555,7 +606,9 @@ ZS_FN void zb_sequences(const zs_u8 *p, zb_block_t *b, zb_seq_t *seqs, zb_work_t
 
 /* Step 2: block k of a planned chunk, its literals to lits and its
  * sequences to seqs (the chunk's areas); `lane` of `lanes` threads, all
- * of which call it. Sets the block's out_len, end_rep, bad. */
+ * of which call it: lanes 0-3 the literals' streams, lanes 4-6 the
+ * sequences' tables and lane 4 the sequences, side by side (one lane on
+ * the host does all). Sets the block's out_len, end_rep, bad. */
 ZS_FN void zb_decode(const zs_u8 *p, zb_block_t *b, zs_u8 *lits, zb_seq_t *seqs, zb_work_t *w, unsigned lane,
                      unsigned lanes)
 {
@@ -565,74 +618,63 @@ ZS_FN void zb_decode(const zs_u8 *p, zb_block_t *b, zs_u8 *lits, zb_seq_t *seqs,
     const zs_u8 *ls = p + b->lit_src;
     if (lane == 0)
         w->fail = 0;
-    if (b->lit_type == 0) {
-        for (zs_u32 i = lane; i < b->lit_len; i += lanes)
-            lo[i] = ls[i];
-    }
-    else if (b->lit_type == 1) {
-        for (zs_u32 i = lane; i < b->lit_len; i += lanes)
-            lo[i] = ls[0];
-    }
-    else {
-        zs_u32 skip = 0;
-        if (lane == 0) {
-            unsigned used = 0;
-            const zs_u8 *h = p + b->huf_at;
-            zs_u64 avail = b->lit_type == 2 ? b->lit_bytes : (zs_u64)(p + b->src + b->size - h);
-            if (zb_huf_table(h, avail, w->dt, &w->huf_bits, &used, &w->t[0]) < 0)
-                w->fail = 1;
-            else if (b->lit_type == 2) {
-                if (used >= b->lit_bytes)
-                    w->fail = 1;
-            }
-        }
-        ZB_WARP_SYNC();
-        if (b->lit_type == 2 && !w->fail) { /* the tree description's length, again on every lane */
-            unsigned hb = ls[0];
-            skip = hb >= 128 ? 1 + (hb - 127 + 1) / 2 : 1 + hb;
-        }
-        const zs_u8 *st = ls + skip;
-        zs_u32 sbytes = b->lit_bytes - skip;
-        if (!w->fail && b->streams == 1) {
-            if (lane == 0 && zb_huf_stream(st, sbytes, w->dt, w->huf_bits, lo, b->lit_len) < 0)
-                w->fail = 1;
-        }
-        else if (!w->fail) {
-            zs_u32 s1 = 0, s2 = 0, s3 = 0, s4 = 0, seg = (b->lit_len + 3) / 4;
-            int ok = sbytes > 6;
-            if (ok) {
-                s1 = zb_le(st, 2);
-                s2 = zb_le(st + 2, 2);
-                s3 = zb_le(st + 4, 2);
-                ok = (zs_u64)s1 + s2 + s3 + 6 < sbytes && 3 * seg <= b->lit_len;
-                s4 = sbytes - 6 - s1 - s2 - s3;
-            }
-            if (!ok) {
-                if (lane == 0)
-                    w->fail = 1;
-            }
-            else
-                for (unsigned k = lane; k < 4; k += lanes) {
-                    zs_u32 at = 6 + (k > 0 ? s1 : 0) + (k > 1 ? s2 : 0) + (k > 2 ? s3 : 0);
-                    zs_u32 len = k == 0 ? s1 : k == 1 ? s2 : k == 2 ? s3 : s4;
-                    zs_u32 cnt = k < 3 ? seg : b->lit_len - 3 * seg;
-                    if (zb_huf_stream(st + at, len, w->dt, w->huf_bits, lo + k * seg, cnt) < 0)
-                        w->fail = 1;
-                }
-        }
-    }
     ZB_WARP_SYNC();
-    /* the tables, a lane each, then the sequences on lane 0 */
-    if (b->nseq && !w->fail)
-        for (unsigned t = lane; t < 3; t += lanes) {
+    /* the tables: the Huffman tree (lane 0), the sequences' (lanes 4-6) */
+    int huf = b->lit_type >= 2;
+    if (huf && lane == 0) {
+        unsigned used = 0;
+        const zs_u8 *h = p + b->huf_at;
+        zs_u64 avail = b->lit_type == 2 ? b->lit_bytes : (zs_u64)(p + b->src + b->size - h);
+        if (zb_huf_table(h, avail, w->dt, &w->huf_bits, &used, &w->hw) < 0 || (b->lit_type == 2 && used >= b->lit_bytes))
+            w->fail = 1;
+    }
+    for (unsigned k = lane; b->nseq && k < 7; k += lanes)
+        if (k >= 4) {
+            unsigned t = k - 4;
             const zs_u8 *d = p + b->tab_at[t];
             zs_u64 avail = b->tab_mode[t] == ZS_MODE_PREDEFINED ? 0 : (zs_u64)(p + b->src + b->size - d);
             if (zb_seq_table(&w->t[t], (int)t, b->tab_mode[t], d, avail) < 0)
                 w->fail = 1;
         }
     ZB_WARP_SYNC();
-    if (lane == 0)
+    /* the literals (lanes 0-3) beside the sequences (lane 4) */
+    if (!w->fail && !huf)
+        for (zs_u32 i = lane; lane < 4 && i < b->lit_len; i += lanes < 4 ? lanes : 4)
+            lo[i] = b->lit_type == 0 ? ls[i] : ls[0];
+    else if (!w->fail && b->streams == 1) {
+        if (lane == 0) {
+            unsigned hb = ls[0];
+            zs_u32 skip = b->lit_type == 3 ? 0 : hb >= 128 ? 1 + (hb - 127 + 1) / 2 : 1 + hb;
+            if (zb_huf_stream(ls + skip, b->lit_bytes - skip, w->dt, w->huf_bits, lo, b->lit_len) < 0)
+                w->fail = 1;
+        }
+    }
+    else if (!w->fail) {
+        unsigned hb = ls[0];
+        zs_u32 skip = b->lit_type == 3 ? 0 : hb >= 128 ? 1 + (hb - 127 + 1) / 2 : 1 + hb;
+        const zs_u8 *st = ls + skip;
+        zs_u32 sbytes = b->lit_bytes - skip, s1 = 0, s2 = 0, s3 = 0, s4 = 0, seg = (b->lit_len + 3) / 4;
+        int ok = sbytes > 6;
+        if (ok) {
+            s1 = zb_le(st, 2);
+            s2 = zb_le(st + 2, 2);
+            s3 = zb_le(st + 4, 2);
+            ok = (zs_u64)s1 + s2 + s3 + 6 < sbytes && 3 * seg <= b->lit_len;
+            s4 = sbytes - 6 - s1 - s2 - s3;
+        }
+        for (unsigned k = lane; k < 4; k += lanes) {
+            zs_u32 at = 6 + (k > 0 ? s1 : 0) + (k > 1 ? s2 : 0) + (k > 2 ? s3 : 0);
+            zs_u32 len = k == 0 ? s1 : k == 1 ? s2 : k == 2 ? s3 : s4;
+            zs_u32 cnt = k < 3 ? seg : b->lit_len - 3 * seg;
+            if (!ok || zb_huf_stream(st + at, len, w->dt, w->huf_bits, lo + k * seg, cnt) < 0)
+                w->fail = 1;
+        }
+    }
+    if (lane == 4 % lanes)
         zb_sequences(p, b, seqs, w);
+    ZB_WARP_SYNC();
+    if (lane == 0 && w->fail)
+        b->bad = 1;
     ZB_WARP_SYNC(); /* every lane passes the same barriers, block after block */
 }
 
@@ -668,61 +710,158 @@ ZS_FN int zb_link(zb_block_t *blk, zb_chunk_t *ch, zs_u64 expect)
 
 /* ---- execute and resolve ---- */
 
+/* Across a warp's lanes (the kernels launch warps of 32; the host runs one
+ * lane): the sum over the lanes below, with the total; any; min; max. */
+#ifdef __CUDACC_RTC__
+ZS_FN zs_u32 zb_scan(zs_u32 v, zs_u32 *total, unsigned lane)
+{
+    zs_u32 x = v;
+    for (unsigned o = 1; o < 32; o <<= 1) {
+        zs_u32 y = __shfl_up_sync(0xFFFFFFFFu, x, o);
+        if (lane >= o)
+            x += y;
+    }
+    *total = __shfl_sync(0xFFFFFFFFu, x, 31);
+    return x - v;
+}
+ZS_FN int zb_any(int v) { return __any_sync(0xFFFFFFFFu, v); }
+ZS_FN zs_u32 zb_min(zs_u32 v)
+{
+    for (unsigned o = 16; o > 0; o >>= 1) {
+        zs_u32 y = __shfl_xor_sync(0xFFFFFFFFu, v, o);
+        v = y < v ? y : v;
+    }
+    return v;
+}
+ZS_FN zs_u32 zb_max(zs_u32 v)
+{
+    for (unsigned o = 16; o > 0; o >>= 1) {
+        zs_u32 y = __shfl_xor_sync(0xFFFFFFFFu, v, o);
+        v = y > v ? y : v;
+    }
+    return v;
+}
+#else
+ZS_FN zs_u32 zb_scan(zs_u32 v, zs_u32 *total, unsigned lane)
+{
+    (void)lane;
+    *total = v;
+    return 0;
+}
+ZS_FN int zb_any(int v) { return v; }
+ZS_FN zs_u32 zb_min(zs_u32 v) { return v; }
+ZS_FN zs_u32 zb_max(zs_u32 v) { return v; }
+#endif
+
+/* n bytes from src to dst, forward, in steps of at most `step` (<= 8)
+ * bytes held in registers: a step reads only bytes written before it. */
+ZS_FN void zb_copy(zs_u8 *dst, const zs_u8 *src, zs_u32 n, zs_u32 step)
+{
+    for (zs_u32 j = 0; j < n; j += step) {
+        zs_u8 t[8];
+        zs_u32 m = n - j < step ? n - j : step;
+        for (zs_u32 k = 0; k < 8; k++)
+            if (k < m)
+                t[k] = src[j + k];
+        for (zs_u32 k = 0; k < 8; k++)
+            if (k < m)
+                dst[j + k] = t[k];
+    }
+}
+
+/* One match of ml bytes at dm from src (chunk places): the bytes from the
+ * block itself, references for those before it (and for bytes copied from
+ * ones that hold a reference: below hi). Returns the end of what it wrote
+ * that holds references, 0 if none. */
+ZS_FN zs_u32 zb_match(zs_u8 *out, zs_u32 *refs, zs_u32 start, zs_u32 hi, zs_u32 src, zs_u32 dm, zs_u32 ml, zs_u32 off)
+{
+    if (src >= start && src >= hi) { /* nothing to refer to: a plain copy */
+        zb_copy(out + dm, out + src, ml, off < 8 ? off : 8);
+        return 0;
+    }
+    zs_u32 reach = 0;
+    for (zs_u32 j = 0; j < ml; j++) {
+        zs_u32 s = src + j, at = dm + j;
+        if (s < start) {
+            refs[at] = s + 1;
+            reach = dm + ml;
+        }
+        else {
+            out[at] = out[s];
+            if (s < hi || (reach && s >= dm)) {
+                zs_u32 r = refs[s];
+                if (r) {
+                    refs[at] = r;
+                    reach = dm + ml;
+                }
+            }
+        }
+    }
+    return reach;
+}
+
 /* Step 4: block b's bytes to out (the chunk's decoded bytes), refs[] set
  * for a compressed block's bytes: 0 for a byte known, else 1 + the place
- * of the byte before the block's start that it repeats. */
+ * of the byte before the block's start that it repeats. A warp takes 32
+ * sequences at a time: each lane its literals, then the matches in rounds,
+ * a match going once the bytes it reads are all written (the first
+ * pending one always can). */
 ZS_FN void zb_execute(const zs_u8 *p, zb_block_t *b, const zs_u8 *lits, const zb_seq_t *seqs, zs_u8 *out,
                       zs_u32 *refs, unsigned lane, unsigned lanes)
 {
     zs_u32 start = b->out_at;
-    if (b->type == 0) {
+    if (b->type != 2) {
         for (zs_u32 i = lane; i < b->out_len; i += lanes)
-            out[start + i] = p[b->src + i];
+            out[start + i] = p[b->src + (b->type == 0 ? i : 0)];
         return;
     }
-    if (b->type == 1) {
-        for (zs_u32 i = lane; i < b->out_len; i += lanes)
-            out[start + i] = p[b->src];
-        return;
-    }
+    for (zs_u32 i = lane; i < b->out_len; i += lanes)
+        refs[start + i] = 0;
+    ZB_WARP_SYNC();
     const zs_u8 *lo = lits + b->lit_at;
     const zb_seq_t *q = seqs + b->seq_at;
-    zs_u32 d = start, lp = 0;
+    zs_u32 d = start, lp = 0, hi = start; /* no byte at or past hi holds a reference */
     int bad = 0;
-    for (zs_u32 i = 0; i < b->nseq; i++) {
-        zs_u32 ll = q[i].ll, ml = q[i].ml, off = zb_value(q[i].off, b->in_rep);
-        for (zs_u32 j = lane; j < ll; j += lanes) {
-            out[d + j] = lo[lp + j];
-            refs[d + j] = 0;
+    for (zs_u32 g = 0; g < b->nseq; g += lanes) {
+        zs_u32 i = g + lane, ll = 0, ml = 0, off = 1, tl, to;
+        if (i < b->nseq) {
+            zb_seq_t e = q[i];
+            ll = e.ll;
+            ml = e.ml;
+            off = zb_value(e.off, b->in_rep);
         }
-        lp += ll;
-        d += ll;
-        ZB_WARP_SYNC();
-        if (off == 0 || off > d) { /* before the frame's first byte */
+        zs_u32 lit = lp + zb_scan(ll, &tl, lane), dl = d + zb_scan(ll + ml, &to, lane), dm = dl + ll;
+        zb_copy(out + dl, lo + lit, ll, 8);
+        if (zb_any(ml && (off == 0 || off > dm))) { /* before the frame's first byte */
             bad = 1;
             break;
         }
-        zs_u32 from = d - off;
-        for (zs_u32 j = lane; j < ml; j += lanes) {
-            zs_u32 s = from + (off >= ml ? j : j % off);
-            if (s < start) {
-                refs[d + j] = s + 1;
+        zs_u32 src = dm - off;
+        int pending = ml > 0;
+        for (;;) {
+            ZB_WARP_SYNC();
+            zs_u32 low = zb_min(pending ? dm : 0xFFFFFFFFu);
+            if (low == 0xFFFFFFFFu)
+                break;
+            zs_u32 reach = 0, reads_end = off >= ml ? src + ml : dm;
+            if (pending && (dm == low || reads_end <= low)) {
+                reach = zb_match(out, refs, start, hi, src, dm, ml, off);
+                pending = 0;
             }
-            else {
-                out[d + j] = out[s];
-                refs[d + j] = refs[s];
-            }
+            hi = zb_max(reach > hi ? reach : hi);
         }
-        d += ml;
-        ZB_WARP_SYNC();
+        d += to;
+        lp += tl;
     }
+    ZB_WARP_SYNC();
     if (!bad)
-        for (zs_u32 j = lane; j < b->lit_len - lp; j += lanes) {
+        for (zs_u32 j = lane; j < b->lit_len - lp; j += lanes)
             out[d + j] = lo[lp + j];
-            refs[d + j] = 0;
-        }
-    if (bad && lane == 0)
-        b->bad = 1;
+    if (lane == 0) {
+        if (bad)
+            b->bad = 1;
+        b->ref_end = hi;
+    }
     ZB_WARP_SYNC();
 }
 
@@ -732,7 +871,7 @@ ZS_FN void zb_resolve(const zb_block_t *b, zs_u8 *out, const zs_u32 *refs, unsig
 {
     if (b->type != 2)
         return;
-    for (zs_u32 i = b->out_at + lane; i < b->out_at + b->out_len; i += lanes) {
+    for (zs_u32 i = b->out_at + lane; i < b->ref_end; i += lanes) {
         zs_u32 r = refs[i];
         if (r)
             out[i] = out[r - 1];
