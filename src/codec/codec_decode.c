@@ -447,7 +447,7 @@ static size_t decode_temp(gds_codec_t *c, const void *plan, size_t m)
         else
             c->nv->deflate.DecompressGetTempSize(ne, block, dd, &temp, m * expect, NULL);
         temp += ne * (6 * 8 + sizeof(gds_kentry_t));
-        if (comp->kind == GDS_STEP_ZSTD && gds_codec_zstd_blocks_on(expect)) /* beside nvCOMP's, for its leftovers */
+        if (comp->kind == GDS_STEP_ZSTD && gds_codec_zstd_blocks_batch(m, expect)) /* beside nvCOMP's */
             temp += gds_codec_zstd_blocks_bytes(m, expect);
     }
     return temp;
@@ -479,7 +479,7 @@ static size_t decode_batch_size(gds_codec_t *c, decode_ctx_t *x, const size_t *s
     x->split = comp && comp->kind == GDS_STEP_DEFLATE && gds_codec_inflate_split_batch(m, x->max_stored, expect) &&
                m * per + decode_temp(c, x, m) + gds_codec_inflate_split_bytes(m, expect) <= gds_codec_budget(c);
     if (comp && comp->kind == GDS_STEP_ZSTD)
-        x->split = gds_codec_zstd_blocks_on(expect);
+        x->split = gds_codec_zstd_blocks_batch(m, expect);
     if (gds_codec_debug_on())
         fprintf(stderr, "h5gds codec: decode: %zu chunks in batches of %zu: arenas %zu B/chunk, nvCOMP %zu B\n", n, m,
                 per, temp);
@@ -580,9 +580,11 @@ size_t gds_codec_read_tail_chunks(const gds_codec_pipeline_t *p, size_t max_stor
     if (!p || !p->chunk_bytes || max_chunks < 2 || plan_unmasked(p, max_stored, &x, steps, forward, slot) < 0)
         return 0;
     const gds_codec_step_t *comp = compressor_of(&x, &expect);
-    if (!comp || comp->kind != GDS_STEP_DEFLATE || expect == GDS_SIZE_UNKNOWN ||
+    if (!comp || (comp->kind != GDS_STEP_DEFLATE && comp->kind != GDS_STEP_ZSTD) || expect == GDS_SIZE_UNKNOWN ||
         streams_per_chunk(comp, expect, &block) != 1)
         return 0;
+    if (comp->kind == GDS_STEP_ZSTD)
+        return gds_codec_zstd_tail_chunks(expect, mean_stored, stored_bytes_per_s, max_chunks);
     return gds_codec_inflate_tail_chunks(expect, max_stored, mean_stored, stored_bytes_per_s, max_chunks);
 }
 

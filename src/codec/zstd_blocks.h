@@ -413,11 +413,58 @@ ZS_FN zs_u32 zb_peek(zb_bits_t *r, unsigned n)
     return (zs_u32)((r->c & ((1ull << r->pos) - 1)) << (n - r->pos)); /* at is 0 here */
 }
 
+/* An FSE decoding table (its cells only: zs_table_t also keeps what an
+ * encoder needs, twice the shared memory). */
+typedef struct zb_fse {
+    zs_cell_t cell[1u << ZS_MAX_AL];
+    unsigned al;
+} zb_fse_t;
+
+/* The cells of a normalized distribution (RFC 8878 4.1.1), as zs_table_build. */
+ZS_FN int zb_fse_build(zb_fse_t *t, const short *norm, unsigned sym_end, unsigned al)
+{
+    unsigned size = 1u << al, high = size - 1, mask = size - 1;
+    zs_u16 next[53];
+    if (al > ZS_MAX_AL || sym_end == 0 || sym_end > 53)
+        return -1;
+    for (unsigned s = 0; s < sym_end; s++) {
+        if (norm[s] == -1) {
+            t->cell[high].sym = (zs_u8)s;
+            if (high == 0)
+                return -1;
+            high--;
+            next[s] = 1;
+        }
+        else
+            next[s] = (zs_u16)(norm[s] > 0 ? norm[s] : 0);
+    }
+    unsigned step = (size >> 1) + (size >> 3) + 3, pos = 0, placed = 0;
+    for (unsigned s = 0; s < sym_end; s++)
+        for (int i = 0; i < norm[s]; i++) {
+            if (placed++ > high)
+                return -1;
+            t->cell[pos].sym = (zs_u8)s;
+            do
+                pos = (pos + step) & mask;
+            while (pos > high);
+        }
+    if (pos != 0 || placed != high + 1)
+        return -1;
+    for (unsigned u = 0; u < size; u++) {
+        unsigned n = next[t->cell[u].sym]++;
+        unsigned nb = al - zs_hibit(n);
+        t->cell[u].nb = (zs_u8)nb;
+        t->cell[u].base = (zs_u16)((n << nb) - size);
+    }
+    t->al = al;
+    return 0;
+}
+
 /* ---- literals ---- */
 
 /* The Huffman tree description at p (avail bytes): the decode table
  * dt[1 << *bits] (symbol | bits << 8). t: room for the weights' FSE table. */
-ZS_FN int zb_huf_table(const zs_u8 *p, zs_u64 avail, zs_u16 *dt, unsigned *bits, unsigned *used, zs_table_t *t)
+ZS_FN int zb_huf_table(const zs_u8 *p, zs_u64 avail, zs_u16 *dt, unsigned *bits, unsigned *used, zb_fse_t *t)
 {
     zs_u8 w[256];
     unsigned nw = 0;
@@ -439,7 +486,7 @@ ZS_FN int zb_huf_table(const zs_u8 *p, zs_u64 avail, zs_u16 *dt, unsigned *bits,
         short norm[53];
         unsigned sym_end, al;
         int hdr = zs_read_counts(norm, &sym_end, &al, p + 1, hb, 6, 12);
-        if (hdr < 0 || (unsigned)hdr >= hb || zs_table_build(t, norm, sym_end, al) < 0)
+        if (hdr < 0 || (unsigned)hdr >= hb || zb_fse_build(t, norm, sym_end, al) < 0)
             return -1;
         zb_bits_t r;
         if (zb_bits_init(&r, p + 1 + hdr, hb - (unsigned)hdr) < 0)
@@ -524,10 +571,13 @@ ZS_FN int zb_huf_stream(const zs_u8 *p, zs_u64 len, const zs_u16 *dt, unsigned b
 
 /* ---- sequences ---- */
 
-ZS_FN int zb_seq_table(zs_table_t *t, int type, unsigned mode, const zs_u8 *p, zs_u64 len)
+ZS_FN int zb_seq_table(zb_fse_t *t, int type, unsigned mode, const zs_u8 *p, zs_u64 len)
 {
     if (mode == ZS_MODE_RLE) {
-        zs_table_rle(t, p[0]);
+        t->cell[0].sym = p[0];
+        t->cell[0].nb = 0;
+        t->cell[0].base = 0;
+        t->al = 0;
         return 0;
     }
     short read[53];
@@ -540,13 +590,13 @@ ZS_FN int zb_seq_table(zs_table_t *t, int type, unsigned mode, const zs_u8 *p, z
     }
     else if (zs_read_counts(read, &sym_end, &al, p, len, zs_max_al[type], zs_max_sym[type]) < 0)
         return -1;
-    return zs_table_build(t, norm, sym_end, al);
+    return zb_fse_build(t, norm, sym_end, al);
 }
 
 /* A warp's working memory for one block (the kernel's shared memory). */
 typedef struct zb_work {
-    zs_table_t t[3];  /* the sequences' tables */
-    zs_table_t hw;    /* the Huffman weights' */
+    zb_fse_t t[3]; /* the sequences' tables */
+    zb_fse_t hw;   /* the Huffman weights' */
     zs_u16 dt[1u << ZB_HUF_BITS];
     unsigned huf_bits;
     int fail;
@@ -758,7 +808,7 @@ ZS_FN zs_u32 zb_max(zs_u32 v) { return v; }
 ZS_FN void zb_copy(zs_u8 *dst, const zs_u8 *src, zs_u32 n, zs_u32 step)
 {
     for (zs_u32 j = 0; j < n; j += step) {
-        zs_u8 t[8];
+        zs_u8 t[8] = {0, 0, 0, 0, 0, 0, 0, 0};
         zs_u32 m = n - j < step ? n - j : step;
         for (zs_u32 k = 0; k < 8; k++)
             if (k < m)
