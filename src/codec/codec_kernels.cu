@@ -943,8 +943,9 @@ __global__ void codec_zstd_plan(const gds_kjob_t *jobs, u32 n, const u32 *err, u
         zb_plan((const u8 *)jb.in, jb.in_size, jb.out_size, (zb_block_t *)(base + zb_layout(expect).blocks), ch);
 }
 
-// Steps 2 and 4: grid (blocks, jobs), a warp each, taking the chunk's
-// blocks blockIdx.x, blockIdx.x + gridDim.x, ...
+// Steps 2 and 4: grid (blocks, jobs), two warps each (the decode: the
+// literals beside the sequences) or one (the execution), taking the
+// chunk's blocks blockIdx.x, blockIdx.x + gridDim.x, ...
 __global__ void codec_zstd_decode(const gds_kjob_t *jobs, u64 mem, u64 stride, u64 expect)
 {
     __shared__ zb_work_t w;

@@ -83,7 +83,7 @@ int gds_codec_zstd_blocks(gds_codec_t *c, CUdeviceptr jobs, size_t nj, size_t ex
     if (gds_codec_memset_async(c, made, sizeof(uint32_t), s, st) < 0 ||
         gds_codec_launch_threads(c, K_ZSTD_PLAN, (n32 + 63) / 64, 1, 64, s, ap, st) < 0 ||
         (debug && trace_wait(c, s, &t[1], st) < 0) ||
-        gds_codec_launch_threads(c, K_ZSTD_DECODE, gx, n32, 32, s, ad, st) < 0 ||
+        gds_codec_launch_threads(c, K_ZSTD_DECODE, gx, n32, 64, s, ad, st) < 0 ||
         (debug && trace_wait(c, s, &t[2], st) < 0) ||
         gds_codec_launch_threads(c, K_ZSTD_LINK, (n32 + 63) / 64, 1, 64, s, al, st) < 0 ||
         gds_codec_launch_threads(c, K_ZSTD_EXECUTE, gx, n32, 32, s, ad, st) < 0 ||

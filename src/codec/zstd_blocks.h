@@ -356,32 +356,40 @@ ZS_FN int zb_plan(const zs_u8 *p, zs_u64 n, zs_u64 expect, zb_block_t *blk, zb_c
  * end), so that a read touches memory once in several. */
 typedef struct zb_bits {
     const zs_u8 *p;
-    zs_u64 len, c;
-    long long at, pos;
+    zs_u64 c;
+    int len, at, pos;
     int overrun;
 } zb_bits_t;
 
 ZS_FN void zb_fill(zb_bits_t *r)
 {
-    long long at = (r->pos >> 3) - 7;
+    int at = (r->pos >> 3) - 7;
     if (at < 0)
         at = 0;
     zs_u64 c = 0;
-    for (unsigned k = 0; k < 8; k++) {
-        zs_u64 i = (zs_u64)at + k;
-        c |= (zs_u64)(i < r->len ? r->p[i] : 0) << (8 * k);
+#ifdef __CUDACC_RTC__
+    if (at + 8 <= r->len) { /* three aligned words that hold the eight bytes (none past the word of the last) */
+        zs_u64 a = (zs_u64)(r->p + at);
+        const zs_u32 *w = (const zs_u32 *)(a & ~(zs_u64)3);
+        unsigned sh = 8u * (unsigned)(a & 3);
+        zs_u64 lo = (zs_u64)w[0] | ((zs_u64)w[1] << 32), hi = sh ? w[2] : 0;
+        c = sh ? (lo >> sh) | (hi << (64 - sh)) : lo;
     }
+    else
+#endif
+        for (int k = 0; k < 8; k++)
+            c |= (zs_u64)(at + k < r->len ? r->p[at + k] : 0) << (8 * k);
     r->c = c;
     r->at = at;
 }
 
 ZS_FN int zb_bits_init(zb_bits_t *r, const zs_u8 *p, zs_u64 len)
 {
-    if (len == 0 || p[len - 1] == 0)
+    if (len == 0 || p[len - 1] == 0 || len >= (1u << 27))
         return -1;
     r->p = p;
-    r->len = len;
-    r->pos = (long long)((len - 1) * 8 + zs_hibit(p[len - 1]));
+    r->len = (int)len;
+    r->pos = (int)((len - 1) * 8 + zs_hibit(p[len - 1]));
     r->overrun = 0;
     zb_fill(r);
     return 0;
@@ -390,7 +398,7 @@ ZS_FN int zb_bits_init(zb_bits_t *r, const zs_u8 *p, zs_u64 len)
 /* n (<= 56) bits; past the stream's start: 0 and overrun set. */
 ZS_FN zs_u32 zb_read(zb_bits_t *r, unsigned n)
 {
-    long long lo = r->pos - n;
+    int lo = r->pos - (int)n;
     if (lo < 0) {
         r->overrun = 1;
         r->pos = 0;
@@ -405,12 +413,12 @@ ZS_FN zs_u32 zb_read(zb_bits_t *r, unsigned n)
 /* The next n (<= 56) bits without taking them, zeros below the start. */
 ZS_FN zs_u32 zb_peek(zb_bits_t *r, unsigned n)
 {
-    long long lo = r->pos - n;
+    int lo = r->pos - (int)n;
     if (lo < 8 * r->at)
         zb_fill(r);
     if (lo >= 0)
         return (zs_u32)((r->c >> (lo - 8 * r->at)) & ((1ull << n) - 1));
-    return (zs_u32)((r->c & ((1ull << r->pos) - 1)) << (n - r->pos)); /* at is 0 here */
+    return (zs_u32)((r->c & ((1ull << r->pos) - 1)) << (n - (unsigned)r->pos)); /* at is 0 here */
 }
 
 /* An FSE decoding table (its cells only: zs_table_t also keeps what an
@@ -560,7 +568,7 @@ ZS_FN int zb_huf_stream(const zs_u8 *p, zs_u64 len, const zs_u16 *dt, unsigned b
         return -1;
     for (zs_u32 i = 0; i < count; i++) {
         zs_u16 e = dt[zb_peek(&r, bits)];
-        long long nb = e >> 8;
+        int nb = e >> 8;
         if (nb > r.pos)
             return -1;
         r.pos -= nb;
@@ -655,10 +663,11 @@ ZS_FN void zb_sequences(const zs_u8 *p, zb_block_t *b, zb_seq_t *seqs, zb_work_t
 }
 
 /* Step 2: block k of a planned chunk, its literals to lits and its
- * sequences to seqs (the chunk's areas); `lane` of `lanes` threads, all
- * of which call it: lanes 0-3 the literals' streams, lanes 4-6 the
- * sequences' tables and lane 4 the sequences, side by side (one lane on
- * the host does all). Sets the block's out_len, end_rep, bad. */
+ * sequences to seqs (the chunk's areas); `lane` of `lanes` threads (a
+ * thread block of two warps), all of which call it: lanes 0-3 the
+ * literals' streams, lanes 32-34 the sequences' tables and lane 32 the
+ * sequences, side by side (one lane on the host does all). Sets the
+ * block's out_len, end_rep, bad. */
 ZS_FN void zb_decode(const zs_u8 *p, zb_block_t *b, zs_u8 *lits, zb_seq_t *seqs, zb_work_t *w, unsigned lane,
                      unsigned lanes)
 {
@@ -668,7 +677,7 @@ ZS_FN void zb_decode(const zs_u8 *p, zb_block_t *b, zs_u8 *lits, zb_seq_t *seqs,
     const zs_u8 *ls = p + b->lit_src;
     if (lane == 0)
         w->fail = 0;
-    ZB_WARP_SYNC();
+    ZS_SYNC();
     /* the tables: the Huffman tree (lane 0), the sequences' (lanes 4-6) */
     int huf = b->lit_type >= 2;
     if (huf && lane == 0) {
@@ -678,18 +687,18 @@ ZS_FN void zb_decode(const zs_u8 *p, zb_block_t *b, zs_u8 *lits, zb_seq_t *seqs,
         if (zb_huf_table(h, avail, w->dt, &w->huf_bits, &used, &w->hw) < 0 || (b->lit_type == 2 && used >= b->lit_bytes))
             w->fail = 1;
     }
-    for (unsigned k = lane; b->nseq && k < 7; k += lanes)
-        if (k >= 4) {
-            unsigned t = k - 4;
+    unsigned seq_lane = 32 % lanes;
+    for (unsigned t = 0; b->nseq && t < 3; t++)
+        if (lane == (seq_lane + t) % lanes) {
             const zs_u8 *d = p + b->tab_at[t];
             zs_u64 avail = b->tab_mode[t] == ZS_MODE_PREDEFINED ? 0 : (zs_u64)(p + b->src + b->size - d);
             if (zb_seq_table(&w->t[t], (int)t, b->tab_mode[t], d, avail) < 0)
                 w->fail = 1;
         }
-    ZB_WARP_SYNC();
+    ZS_SYNC();
     /* the literals (lanes 0-3) beside the sequences (lane 4) */
     if (!w->fail && !huf)
-        for (zs_u32 i = lane; lane < 4 && i < b->lit_len; i += lanes < 4 ? lanes : 4)
+        for (zs_u32 i = lane; lane < 32 && i < b->lit_len; i += lanes < 32 ? lanes : 32)
             lo[i] = b->lit_type == 0 ? ls[i] : ls[0];
     else if (!w->fail && b->streams == 1) {
         if (lane == 0) {
@@ -720,12 +729,12 @@ ZS_FN void zb_decode(const zs_u8 *p, zb_block_t *b, zs_u8 *lits, zb_seq_t *seqs,
                 w->fail = 1;
         }
     }
-    if (lane == 4 % lanes)
+    if (lane == seq_lane)
         zb_sequences(p, b, seqs, w);
-    ZB_WARP_SYNC();
+    ZS_SYNC();
     if (lane == 0 && w->fail)
         b->bad = 1;
-    ZB_WARP_SYNC(); /* every lane passes the same barriers, block after block */
+    ZS_SYNC(); /* every thread passes the same barriers, block after block */
 }
 
 /* ---- link ---- */
@@ -829,21 +838,32 @@ ZS_FN zs_u32 zb_match(zs_u8 *out, zs_u32 *refs, zs_u32 start, zs_u32 hi, zs_u32 
         zb_copy(out + dm, out + src, ml, off < 8 ? off : 8);
         return 0;
     }
-    zs_u32 reach = 0;
-    for (zs_u32 j = 0; j < ml; j++) {
-        zs_u32 s = src + j, at = dm + j;
-        if (s < start) {
-            refs[at] = s + 1;
-            reach = dm + ml;
+    /* in steps of at most min(off, 8) bytes, loaded together: a step reads
+     * only what the steps before it wrote */
+    zs_u32 reach = 0, step = off < 8 ? off : 8;
+    for (zs_u32 j = 0; j < ml; j += step) {
+        zs_u8 t[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        zs_u32 r[8] = {0, 0, 0, 0, 0, 0, 0, 0}, m = ml - j < step ? ml - j : step;
+        for (zs_u32 k = 0; k < 8; k++) {
+            zs_u32 s = src + j + k;
+            if (k >= m)
+                break;
+            if (s < start)
+                r[k] = s + 1;
+            else {
+                t[k] = out[s];
+                if (s < hi || (reach && s >= dm))
+                    r[k] = refs[s];
+            }
         }
-        else {
-            out[at] = out[s];
-            if (s < hi || (reach && s >= dm)) {
-                zs_u32 r = refs[s];
-                if (r) {
-                    refs[at] = r;
-                    reach = dm + ml;
-                }
+        for (zs_u32 k = 0; k < 8; k++) {
+            if (k >= m)
+                break;
+            if (src + j + k >= start)
+                out[dm + j + k] = t[k];
+            if (r[k]) {
+                refs[dm + j + k] = r[k];
+                reach = dm + ml;
             }
         }
     }
@@ -921,10 +941,17 @@ ZS_FN void zb_resolve(const zb_block_t *b, zs_u8 *out, const zs_u32 *refs, unsig
 {
     if (b->type != 2)
         return;
-    for (zs_u32 i = b->out_at + lane; i < b->ref_end; i += lanes) {
-        zs_u32 r = refs[i];
-        if (r)
-            out[i] = out[r - 1];
+    /* four places a lane at a time, their loads together */
+    for (zs_u32 i = b->out_at + lane; i < b->ref_end; i += 4 * lanes) {
+        zs_u32 r[4];
+        for (unsigned k = 0; k < 4; k++)
+            r[k] = i + k * lanes < b->ref_end ? refs[i + k * lanes] : 0;
+        zs_u8 v[4];
+        for (unsigned k = 0; k < 4; k++)
+            v[k] = r[k] ? out[r[k] - 1] : 0;
+        for (unsigned k = 0; k < 4; k++)
+            if (r[k])
+                out[i + k * lanes] = v[k];
     }
 }
 
