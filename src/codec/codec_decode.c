@@ -580,11 +580,9 @@ size_t gds_codec_read_tail_chunks(const gds_codec_pipeline_t *p, size_t max_stor
     if (!p || !p->chunk_bytes || max_chunks < 2 || plan_unmasked(p, max_stored, &x, steps, forward, slot) < 0)
         return 0;
     const gds_codec_step_t *comp = compressor_of(&x, &expect);
-    if (!comp || (comp->kind != GDS_STEP_DEFLATE && comp->kind != GDS_STEP_ZSTD) || expect == GDS_SIZE_UNKNOWN ||
+    if (!comp || comp->kind != GDS_STEP_DEFLATE || expect == GDS_SIZE_UNKNOWN ||
         streams_per_chunk(comp, expect, &block) != 1)
         return 0;
-    if (comp->kind == GDS_STEP_ZSTD)
-        return gds_codec_zstd_tail_chunks(expect, mean_stored, stored_bytes_per_s, max_chunks);
     return gds_codec_inflate_tail_chunks(expect, max_stored, mean_stored, stored_bytes_per_s, max_chunks);
 }
 

@@ -317,8 +317,6 @@ int gds_codec_inflate_split(gds_codec_t *c, CUdeviceptr jobs, size_t nj, size_t 
  * on nj jobs (codec_zstd_prep's) before nvCOMP's decode of the same
  * entries: chunks made up become dummies there. */
 bool gds_codec_zstd_blocks_batch(size_t n, size_t expect);
-size_t gds_codec_zstd_tail_chunks(size_t expect, double mean_stored, double bytes_per_s,
-                                  size_t max_chunks); /* gds_codec_read_tail_chunks */
 size_t gds_codec_zstd_blocks_bytes(size_t n, size_t expect);
 int gds_codec_zstd_blocks(gds_codec_t *c, CUdeviceptr jobs, size_t nj, size_t expect, CUdeviceptr mem,
                           const entries_mem_t *em, CUdeviceptr err, CUstream s, gds_status_t *st);

@@ -12,15 +12,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* nvCOMP decodes each frame serially: about 25 ms for a 1 MiB chunk,
- * whatever the batch's width (H100: bench/results/
- * 2026-11-27-h100-compressed-refresh). Block by block, a batch takes about
- * one block's serial decode while the GPU has room for its blocks, more
- * once it is full: it is taken for chunks of more than one block (128 KiB)
- * in batches of up to BLOCKS_BATCH_MIB decoded (bench/results/
+/* nvCOMP decodes each frame serially: 24-28 ms for a batch of 1 MiB
+ * chunks, whatever its width. Block by block, a batch takes about one
+ * block's serial decode while the GPU has room for its blocks (1 MiB
+ * chunks, H100: 16-22 ms for 32 to 128 of them), more once it is full
+ * (26-32 ms for 256): it is taken for chunks of more than one block
+ * (128 KiB) in batches of up to BLOCKS_BATCH_MIB decoded (bench/results/
  * 2026-11-28-h100-zstd-blocks). H5GDS_ZSTD_BLOCKS: 0 never, 1 every batch
  * (tuning, A/B). */
-#define NVCOMP_ZSTD_US_PER_MIB 25000u
 #define BLOCKS_BATCH_MIB 128u
 
 bool gds_codec_zstd_blocks_batch(size_t n, size_t expect)
@@ -31,22 +30,6 @@ bool gds_codec_zstd_blocks_batch(size_t n, size_t expect)
     if (e && strcmp(e, "1") == 0)
         return true;
     return expect > ZS_BLOCK_MAX && (double)n * (double)expect <= (double)BLOCKS_BATCH_MIB * 1048576.0;
-}
-
-/* A cold read ends one nvCOMP batch (about 25 ms for 1 MiB chunks) after
- * the disk's last byte. A last batch whose stored bytes take at least that
- * long to come, decoded block by block, ends it sooner (as
- * gds_codec_inflate_tail_chunks for Deflate). */
-size_t gds_codec_zstd_tail_chunks(size_t expect, double mean_stored, double bytes_per_s, size_t max_chunks)
-{
-    if (!(bytes_per_s > 0) || !(mean_stored > 0))
-        return 0;
-    double read_us = 1e6 * mean_stored / bytes_per_s; /* a chunk's stored bytes from the disk */
-    double n = NVCOMP_ZSTD_US_PER_MIB * ((double)expect / 1048576.0) / read_us;
-    if (!(n < (double)max_chunks))
-        return 0;
-    size_t chunks = (size_t)n + 1;
-    return chunks < max_chunks && gds_codec_zstd_blocks_batch(chunks, expect) ? chunks : 0;
 }
 
 /* The chunks' areas, then the count of chunks made up. */

@@ -1120,7 +1120,7 @@ static void test_read_batch_goal(void)
  * decode of the batch before them, where the segments decode them quicker
  * than nvCOMP; none from a fast disk (page cache), where the segments are
  * slower (small stored chunks), with the segments off, or where it would
- * hold every chunk left. zstd chunks the same way, decoded block by block. */
+ * hold every chunk left; none for other compressors. */
 static void test_read_tail(void)
 {
     const size_t MB = 1 << 20;
@@ -1152,30 +1152,11 @@ static void test_read_tail(void)
     setenv("H5GDS_INFLATE_SPLIT", "0", 1);
     CHECK(gds_codec_read_tail_chunks(&defl, 500000, stored, 1.2e9, 512) == 0);
     unsetenv("H5GDS_INFLATE_SPLIT");
-    /* zstd (ratio 3.2): nvCOMP 25 ms a batch; a chunk comes in 275 us at 1.2 GB/s: 91 chunks, decoded
-     * block by block where the batch holds at most 128 MiB */
+    /* zstd: none (block by block, a last batch of its own measured no quicker: bench/results/
+     * 2026-11-28-h100-zstd-blocks) */
     gds_codec_pipeline_t zstd = pipeline(MB, 4);
     pipe_add(&zstd, GDS_FILTER_ZSTD, 1, 1, CD_ZSTD3);
-    unsetenv("H5GDS_ZSTD_BLOCKS");
-    const double zstored = 0.33e6;
-    size_t zn = gds_codec_read_tail_chunks(&zstd, 400000, zstored, 1.2e9, 512);
-    CHECK_MSG(zn == 91, "zstd, 1.2 GB/s: a last batch of %zu chunks, expected 91", zn);
-    for (double gbps = 0.2; gbps < 3.0; gbps += 0.1) {
-        size_t n = gds_codec_read_tail_chunks(&zstd, 400000, zstored, gbps * 1e9, 512);
-        double read_ms = 1e3 * (double)n * zstored / (gbps * 1e9), per_ms = 1e3 * zstored / (gbps * 1e9);
-        CHECK_MSG(n == 0 || (n <= 128 && read_ms >= 25.0 && read_ms < 25.0 + per_ms + 1e-9),
-                  "zstd, %.1f GB/s: a last batch of %zu chunks, read in %.1f ms", gbps, n, read_ms);
-        if (gbps < 1.6)
-            CHECK_MSG(n > 0, "zstd, %.1f GB/s: no last batch", gbps);
-    }
-    CHECK(gds_codec_read_tail_chunks(&zstd, 400000, zstored, 25e9, 512) == 0); /* the page cache */
-    CHECK(gds_codec_read_tail_chunks(&zstd, 400000, zstored, 1.2e9, 91) == 0);  /* every chunk left */
-    setenv("H5GDS_ZSTD_BLOCKS", "0", 1);
-    CHECK(gds_codec_read_tail_chunks(&zstd, 400000, zstored, 1.2e9, 512) == 0);
-    unsetenv("H5GDS_ZSTD_BLOCKS");
-    gds_codec_pipeline_t small = pipeline(MB / 8, 4); /* one block a chunk: nvCOMP's */
-    pipe_add(&small, GDS_FILTER_ZSTD, 1, 1, CD_ZSTD3);
-    CHECK(gds_codec_read_tail_chunks(&small, 60000, 40000, 0.3e9, 4096) == 0);
+    CHECK(gds_codec_read_tail_chunks(&zstd, 400000, 0.33e6, 1.2e9, 512) == 0);
     CHECK(gds_codec_read_tail_chunks(NULL, 500000, stored, 1.2e9, 512) == 0);
 }
 
