@@ -141,6 +141,19 @@ int gds_codec_memset_async(gds_codec_t *c, CUdeviceptr p, size_t bytes, CUstream
     return rc == CUDA_SUCCESS ? 0 : gds_codec_cuda_fail(st, "cuMemsetD8Async", rc);
 }
 
+int gds_codec_trace_wait(gds_codec_t *c, CUstream s, double *when, gds_status_t *st)
+{
+    CUresult rc = c->cu->StreamSynchronize(s);
+    *when = 1e-9 * (double)gds_now_ns();
+    return rc == CUDA_SUCCESS ? 0 : gds_codec_cuda_fail(st, "waiting for the stream", rc);
+}
+
+int gds_codec_read_count(gds_codec_t *c, CUdeviceptr p, uint32_t *count, gds_status_t *st)
+{
+    CUresult rc = c->cu->MemcpyDtoH(count, p, sizeof *count);
+    return rc == CUDA_SUCCESS ? 0 : gds_codec_cuda_fail(st, "reading a count back", rc);
+}
+
 /* Waits for the stream, at most c->timeout_s: nvCOMP's decoders may never
  * finish on garbage inside a compressed block (seen with Zstd), and a
  * caller is better served by an error than by a process that hangs. The

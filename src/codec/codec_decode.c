@@ -447,8 +447,8 @@ static size_t decode_temp(gds_codec_t *c, const void *plan, size_t m)
         else
             c->nv->deflate.DecompressGetTempSize(ne, block, dd, &temp, m * expect, NULL);
         temp += ne * (6 * 8 + sizeof(gds_kentry_t));
-        if (comp->kind == GDS_STEP_ZSTD && gds_codec_zstd_blocks_batch(m, expect)) /* beside nvCOMP's */
-            temp += gds_codec_zstd_blocks_bytes(m, expect);
+        if (comp->kind == GDS_STEP_ZSTD) /* beside nvCOMP's */
+            temp += gds_codec_zstd_blocks_reserve(m, expect);
     }
     return temp;
 }
@@ -473,13 +473,13 @@ static size_t decode_batch_size(gds_codec_t *c, decode_ctx_t *x, const size_t *s
     m = (n + nb - 1) / nb;
     /* Deflate in segments, decided once for this width (every sub-batch
      * is as wide or narrower) and only where its scratch fits too; zstd
-     * block by block (its scratch is counted in decode_temp) */
+     * block by block the same (its scratch is counted in decode_temp) */
     size_t expect;
     const gds_codec_step_t *comp = compressor_of(x, &expect);
     x->split = comp && comp->kind == GDS_STEP_DEFLATE && gds_codec_inflate_split_batch(m, x->max_stored, expect) &&
                m * per + decode_temp(c, x, m) + gds_codec_inflate_split_bytes(m, expect) <= gds_codec_budget(c);
     if (comp && comp->kind == GDS_STEP_ZSTD)
-        x->split = gds_codec_zstd_blocks_batch(m, expect);
+        x->split = gds_codec_zstd_blocks_batch(m, expect) && m * per + decode_temp(c, x, m) <= gds_codec_budget(c);
     if (gds_codec_debug_on())
         fprintf(stderr, "h5gds codec: decode: %zu chunks in batches of %zu: arenas %zu B/chunk, nvCOMP %zu B\n", n, m,
                 per, temp);

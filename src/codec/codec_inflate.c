@@ -20,14 +20,6 @@ static size_t segment_bytes(void)
     return kib > 0 && kib <= 65536 ? (size_t)kib << 10 : IS_SEGMENT_BYTES;
 }
 
-/* Waits for the stream (the trace's timing): *when, the time it ended. */
-static int trace_wait(gds_codec_t *c, CUstream s, double *when, gds_status_t *st)
-{
-    CUresult rc = c->cu->StreamSynchronize(s);
-    *when = 1e-9 * (double)gds_now_ns();
-    return rc == CUDA_SUCCESS ? 0 : gds_codec_cuda_fail(st, "waiting for the stream", rc);
-}
-
 typedef struct split_mem {
     size_t segs, next, made, pool, lists, total;
     uint32_t npages;
@@ -113,7 +105,7 @@ int gds_codec_inflate_split(gds_codec_t *c, CUdeviceptr jobs, size_t nj, size_t 
     bool debug = gds_codec_debug_on();
     /* the trace times each kernel alone: it waits for the stream before and after each */
     double t[4] = {0, 0, 0, 0};
-    if (debug && trace_wait(c, s, &t[0], st) < 0)
+    if (debug && gds_codec_trace_wait(c, s, &t[0], st) < 0)
         return -1;
     void *af[] = {&jobs, &segs, &next, &per};
     void *ad[] = {&jobs, &segs, &next, &pool, &lists, &npages, &per};
@@ -121,18 +113,18 @@ int gds_codec_inflate_split(gds_codec_t *c, CUdeviceptr jobs, size_t nj, size_t 
     if (gds_codec_memset_async(c, made, sizeof(uint32_t), s, st) < 0 ||
         gds_codec_launch_threads(c, K_INFLATE_FIND, IS_MAX_SEGMENTS / GDS_INFLATE_WARPS, n32,
                                  32 * GDS_INFLATE_WARPS, s, af, st) < 0 ||
-        (debug && trace_wait(c, s, &t[1], st) < 0) ||
+        (debug && gds_codec_trace_wait(c, s, &t[1], st) < 0) ||
         gds_codec_launch_threads(c, K_INFLATE_SEGMENTS, IS_MAX_SEGMENTS / GDS_INFLATE_WARPS, n32,
                                  32 * GDS_INFLATE_WARPS, s, ad, st) < 0 ||
         gds_codec_launch_threads(c, K_INFLATE_MEND, n32, 1, 32, s, ad, st) < 0 ||
-        (debug && trace_wait(c, s, &t[2], st) < 0) ||
-        gds_codec_launch(c, K_INFLATE_RESOLVE, n32, 1, s, ar, st) < 0 || (debug && trace_wait(c, s, &t[3], st) < 0))
+        (debug && gds_codec_trace_wait(c, s, &t[2], st) < 0) ||
+        gds_codec_launch(c, K_INFLATE_RESOLVE, n32, 1, s, ar, st) < 0 ||
+        (debug && gds_codec_trace_wait(c, s, &t[3], st) < 0))
         return -1;
     if (debug) {
         uint32_t done = 0;
-        CUresult rc = c->cu->MemcpyDtoH(&done, made, sizeof done);
-        if (rc != CUDA_SUCCESS)
-            return gds_codec_cuda_fail(st, "reading the segments' result", rc);
+        if (gds_codec_read_count(c, made, &done, st) < 0)
+            return -1;
         fprintf(stderr,
                 "h5gds codec: Deflate in segments: %u of %zu chunks made up (%zu KiB a segment): find %.1f ms, "
                 "decode and mend %.1f ms, resolve %.1f ms\n",

@@ -302,6 +302,10 @@ int gds_codec_upload_jobs(gds_codec_t *c, const batch_mem_t *bm, size_t a, size_
 /* Job array `a` in pinned memory. */
 gds_kjob_t *gds_codec_pinned_jobs(gds_codec_t *c, const batch_mem_t *bm, size_t a);
 int gds_codec_memset_async(gds_codec_t *c, CUdeviceptr p, size_t bytes, CUstream s, gds_status_t *st);
+/* The traces' timing (H5GDS_CODEC_DEBUG): waits for the stream, *when the
+ * time it ended; and a count the kernels kept, read back. */
+int gds_codec_trace_wait(gds_codec_t *c, CUstream s, double *when, gds_status_t *st);
+int gds_codec_read_count(gds_codec_t *c, CUdeviceptr p, uint32_t *count, gds_status_t *st);
 /* Deflate in segments (codec_inflate.c): whether a batch is, the device
  * memory it takes for n chunks of `expect` decoded bytes, and its launch
  * on nj jobs (raw streams in their mid, codec_zlib_prep's) before nvCOMP's
@@ -317,6 +321,7 @@ int gds_codec_inflate_split(gds_codec_t *c, CUdeviceptr jobs, size_t nj, size_t 
  * on nj jobs (codec_zstd_prep's) before nvCOMP's decode of the same
  * entries: chunks made up become dummies there. */
 bool gds_codec_zstd_blocks_batch(size_t n, size_t expect);
+size_t gds_codec_zstd_blocks_reserve(size_t n, size_t expect); /* counted in a sub-batch of n, growing with n */
 size_t gds_codec_zstd_blocks_bytes(size_t n, size_t expect);
 int gds_codec_zstd_blocks(gds_codec_t *c, CUdeviceptr jobs, size_t nj, size_t expect, CUdeviceptr mem,
                           const entries_mem_t *em, CUdeviceptr err, CUstream s, gds_status_t *st);

@@ -32,16 +32,22 @@ bool gds_codec_zstd_blocks_batch(size_t n, size_t expect)
     return expect > ZS_BLOCK_MAX && (double)n * (double)expect <= (double)BLOCKS_BATCH_MIB * 1048576.0;
 }
 
+/* The device memory a sub-batch of n chunks counts for it: as for the
+ * widest batch taken up to n, so that it grows with n (the codec's search
+ * for the widest batch that fits relies on that). */
+size_t gds_codec_zstd_blocks_reserve(size_t n, size_t expect)
+{
+    if (!gds_codec_zstd_blocks_batch(1, expect))
+        return 0;
+    size_t most = expect ? (size_t)BLOCKS_BATCH_MIB * 1048576 / expect : n;
+    const char *e = getenv("H5GDS_ZSTD_BLOCKS");
+    if (e && strcmp(e, "1") == 0)
+        most = n;
+    return gds_codec_zstd_blocks_bytes(n < most ? n : most, expect);
+}
+
 /* The chunks' areas, then the count of chunks made up. */
 size_t gds_codec_zstd_blocks_bytes(size_t n, size_t expect) { return n ? n * zb_layout(expect).total + 256 : 0; }
-
-/* Waits for the stream (the trace's timing): the time it ended. */
-static int trace_wait(gds_codec_t *c, CUstream s, double *when, gds_status_t *st)
-{
-    CUresult rc = c->cu->StreamSynchronize(s);
-    *when = 1e-9 * (double)gds_now_ns();
-    return rc == CUDA_SUCCESS ? 0 : gds_codec_cuda_fail(st, "waiting for the stream", rc);
-}
 
 int gds_codec_zstd_blocks(gds_codec_t *c, CUdeviceptr jobs, size_t nj, size_t expect, CUdeviceptr mem,
                           const entries_mem_t *em, CUdeviceptr err, CUstream s, gds_status_t *st)
@@ -57,7 +63,7 @@ int gds_codec_zstd_blocks(gds_codec_t *c, CUdeviceptr jobs, size_t nj, size_t ex
     gds_kentries_t e = em->e;
     bool debug = gds_codec_debug_on();
     double t[6] = {0, 0, 0, 0, 0, 0};
-    if (debug && trace_wait(c, s, &t[0], st) < 0)
+    if (debug && gds_codec_trace_wait(c, s, &t[0], st) < 0)
         return -1;
     void *ap[] = {&jobs, &n32, &err, &mem, &stride, &ex};
     void *ad[] = {&jobs, &mem, &stride, &ex};
@@ -65,19 +71,19 @@ int gds_codec_zstd_blocks(gds_codec_t *c, CUdeviceptr jobs, size_t nj, size_t ex
     void *ar[] = {&jobs, &e, &mem, &stride, &ex, &err, &din, &dlen, &scratch, &made};
     if (gds_codec_memset_async(c, made, sizeof(uint32_t), s, st) < 0 ||
         gds_codec_launch_threads(c, K_ZSTD_PLAN, (n32 + 63) / 64, 1, 64, s, ap, st) < 0 ||
-        (debug && trace_wait(c, s, &t[1], st) < 0) ||
+        (debug && gds_codec_trace_wait(c, s, &t[1], st) < 0) ||
         gds_codec_launch_threads(c, K_ZSTD_DECODE, gx, n32, 64, s, ad, st) < 0 ||
-        (debug && trace_wait(c, s, &t[2], st) < 0) ||
+        (debug && gds_codec_trace_wait(c, s, &t[2], st) < 0) ||
         gds_codec_launch_threads(c, K_ZSTD_LINK, (n32 + 63) / 64, 1, 64, s, al, st) < 0 ||
         gds_codec_launch_threads(c, K_ZSTD_EXECUTE, gx, n32, 32, s, ad, st) < 0 ||
-        (debug && trace_wait(c, s, &t[3], st) < 0) ||
-        gds_codec_launch(c, K_ZSTD_RESOLVE, n32, 1, s, ar, st) < 0 || (debug && trace_wait(c, s, &t[4], st) < 0))
+        (debug && gds_codec_trace_wait(c, s, &t[3], st) < 0) ||
+        gds_codec_launch(c, K_ZSTD_RESOLVE, n32, 1, s, ar, st) < 0 ||
+        (debug && gds_codec_trace_wait(c, s, &t[4], st) < 0))
         return -1;
     if (debug) {
         uint32_t done = 0;
-        CUresult rc = c->cu->MemcpyDtoH(&done, made, sizeof done);
-        if (rc != CUDA_SUCCESS)
-            return gds_codec_cuda_fail(st, "reading the zstd blocks' result", rc);
+        if (gds_codec_read_count(c, made, &done, st) < 0)
+            return -1;
         fprintf(stderr,
                 "h5gds codec: zstd block by block: %u of %zu chunks made up: plan %.1f ms, decode %.1f ms, "
                 "execute %.1f ms, resolve %.1f ms\n",

@@ -201,10 +201,11 @@ ZS_FN int zb_plan(const zs_u8 *p, zs_u64 n, zs_u64 expect, zb_block_t *blk, zb_c
             ZB_REFUSE();
     }
     pos += fbytes;
-    if (!single) { /* the window: a block is never larger than it */
+    if (!single) { /* the window: a block is never larger than it; libzstd's one-shot decode takes
+                      up to 2^31, its streaming one 2^27 (more: refused here) */
         zs_u32 wd = p[5];
         zs_u64 base = 1ull << (10 + (wd >> 3));
-        if (base + (base >> 3) * (wd & 7u) < ZS_BLOCK_MAX)
+        if (base + (base >> 3) * (wd & 7u) < ZS_BLOCK_MAX || (wd >> 3) > 17)
             ZB_REFUSE();
     }
     zs_u32 nb = 0, lits = 0, seqs = 0, huf = ZB_NONE, tab_at[3] = {ZB_NONE, ZB_NONE, ZB_NONE};
@@ -216,8 +217,8 @@ ZS_FN int zb_plan(const zs_u8 *p, zs_u64 n, zs_u64 expect, zb_block_t *blk, zb_c
         zs_u32 bh = zb_le(p + pos, 3), last = bh & 1u, type = (bh >> 1) & 3u, size = bh >> 3;
         pos += 3;
         zs_u64 content = type == 1 ? 1 : size;
-        if (type == 3 || content > n - pos || size > bmax || (type == 2 && size >= bmax))
-            ZB_REFUSE();
+        if (type == 3 || content > n - pos || size > bmax || (type == 2 && (size >= bmax || size < 2)))
+            ZB_REFUSE(); /* a compressed block holds a literals header and a sequences one at least */
         zb_block_t *b = &blk[nb];
         b->src = (zs_u32)pos;
         b->size = size;
@@ -302,7 +303,7 @@ ZS_FN int zb_plan(const zs_u8 *p, zs_u64 n, zs_u64 expect, zb_block_t *blk, zb_c
             if (seqs > expect / 3 + 1)
                 ZB_REFUSE();
             if (nseq == 0) {
-                if (sh != left)
+                if (sh != 1 || left != 1) /* only a 0 byte ends the section (RFC 8878 3.1.1.3.2.1) */
                     ZB_REFUSE();
                 b->bits_at = b->bits_len = 0;
             }
@@ -368,7 +369,11 @@ ZS_FN void zb_fill(zb_bits_t *r)
         at = 0;
     zs_u64 c = 0;
 #ifdef __CUDACC_RTC__
-    if (at + 8 <= r->len) { /* three aligned words that hold the eight bytes (none past the word of the last) */
+    /* three aligned words that hold the eight bytes: up to 3 bytes before
+     * them (inside the frame: a stream never opens it) and after them
+     * (inside the aligned word of a byte of the frame: they never fault,
+     * though a memory checker may name them) */
+    if (at + 8 <= r->len) {
         zs_u64 a = (zs_u64)(r->p + at);
         const zs_u32 *w = (const zs_u32 *)(a & ~(zs_u64)3);
         unsigned sh = 8u * (unsigned)(a & 3);
@@ -684,7 +689,8 @@ ZS_FN void zb_decode(const zs_u8 *p, zb_block_t *b, zs_u8 *lits, zb_seq_t *seqs,
         unsigned used = 0;
         const zs_u8 *h = p + b->huf_at;
         zs_u64 avail = b->lit_type == 2 ? b->lit_bytes : (zs_u64)(p + b->src + b->size - h);
-        if (zb_huf_table(h, avail, w->dt, &w->huf_bits, &used, &w->hw) < 0 || (b->lit_type == 2 && used >= b->lit_bytes))
+        if (zb_huf_table(h, avail, w->dt, &w->huf_bits, &used, &w->hw) < 0 ||
+            (b->lit_type == 2 && used >= b->lit_bytes))
             w->fail = 1;
     }
     unsigned seq_lane = 32 % lanes;

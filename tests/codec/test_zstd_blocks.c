@@ -208,6 +208,31 @@ int main(void)
         uint8_t out[2];
         CHECK(decode(f, sizeof f, 1, out, NULL) != 0, "a frame with a content checksum was taken");
     }
+    /* frames libzstd refuses (found by a review's fuzzing), each in a buffer of its exact size */
+    {
+        static const uint8_t empty_block_at_end[] = {0x28, 0xB5, 0x2F, 0xFD, 0x00, 0x50, 0x05, 0x00, 0x00};
+        static const uint8_t window_2_to_32[] = {0x28, 0xB5, 0x2F, 0xFD, 0x00, 0xB0, 0x21,
+                                                 0x00, 0x00, 'a',  'b',  'c',  'd'};
+        static const uint8_t no_sequences_in_two_bytes[] = {0x28, 0xB5, 0x2F, 0xFD, 0x20, 0x04, 0x1C, 0x00, 0x00, 0x00,
+                                                            0x80, 0x00, 0x21, 0x00, 0x00, 'a', 'b', 'c', 'd'};
+        static const struct {
+            const uint8_t *p;
+            size_t n, expect;
+            const char *what;
+        } bad[] = {{empty_block_at_end, sizeof empty_block_at_end, 16, "a compressed block of 0 bytes ending it"},
+                   {window_2_to_32, sizeof window_2_to_32, 4, "a window of 2^32"},
+                   {no_sequences_in_two_bytes, sizeof no_sequences_in_two_bytes, 4, "no sequences in the 2-byte form"}};
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+            uint8_t *f = malloc(bad[i].n), out[16];
+            memcpy(f, bad[i].p, bad[i].n);
+            bytes_t b = {f, bad[i].n}, back = {0};
+            bool libzstd_reads = ref_unzstd(&b, &back);
+            CHECK(decode(f, bad[i].n, bad[i].expect, out, NULL) != 0, "%s was taken (libzstd %s it)", bad[i].what,
+                  libzstd_reads ? "reads" : "refuses");
+            free(back.p);
+            free(f);
+        }
+    }
     size_t taken = 0, refused = 0;
     for (int kind = 0; kind < NKINDS; kind++) {
         damaged(kind, 300000, 3, 200, &taken, &refused);
