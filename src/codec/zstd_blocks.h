@@ -433,44 +433,10 @@ typedef struct zb_fse {
     unsigned al;
 } zb_fse_t;
 
-/* The cells of a normalized distribution (RFC 8878 4.1.1), as zs_table_build. */
 ZS_FN int zb_fse_build(zb_fse_t *t, const short *norm, unsigned sym_end, unsigned al)
 {
-    unsigned size = 1u << al, high = size - 1, mask = size - 1;
-    zs_u16 next[53];
-    if (al > ZS_MAX_AL || sym_end == 0 || sym_end > 53)
-        return -1;
-    for (unsigned s = 0; s < sym_end; s++) {
-        if (norm[s] == -1) {
-            t->cell[high].sym = (zs_u8)s;
-            if (high == 0)
-                return -1;
-            high--;
-            next[s] = 1;
-        }
-        else
-            next[s] = (zs_u16)(norm[s] > 0 ? norm[s] : 0);
-    }
-    unsigned step = (size >> 1) + (size >> 3) + 3, pos = 0, placed = 0;
-    for (unsigned s = 0; s < sym_end; s++)
-        for (int i = 0; i < norm[s]; i++) {
-            if (placed++ > high)
-                return -1;
-            t->cell[pos].sym = (zs_u8)s;
-            do
-                pos = (pos + step) & mask;
-            while (pos > high);
-        }
-    if (pos != 0 || placed != high + 1)
-        return -1;
-    for (unsigned u = 0; u < size; u++) {
-        unsigned n = next[t->cell[u].sym]++;
-        unsigned nb = al - zs_hibit(n);
-        t->cell[u].nb = (zs_u8)nb;
-        t->cell[u].base = (zs_u16)((n << nb) - size);
-    }
     t->al = al;
-    return 0;
+    return zs_cells_build(t->cell, norm, sym_end, al);
 }
 
 /* ---- literals ---- */

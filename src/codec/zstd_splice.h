@@ -201,9 +201,9 @@ ZS_FN zs_u32 zs_bits_at(const zs_u8 *p, zs_u64 len, zs_u64 lo, unsigned n)
 
 /* ---- FSE tables ---- */
 
-/* Builds t's decoder cells and the encoder's order from a normalized
- * distribution (RFC 8878 4.1.1); -1 when the counts do not fill the table. */
-ZS_FN int zs_table_build(zs_table_t *t, const short *norm, unsigned sym_end, unsigned al)
+/* The decoder's cells of a normalized distribution (RFC 8878 4.1.1):
+ * cell[1 << al]; -1 when the counts do not fill the table. */
+ZS_FN int zs_cells_build(zs_cell_t *cell, const short *norm, unsigned sym_end, unsigned al)
 {
     unsigned size = 1u << al, high = size - 1, mask = size - 1;
     zs_u16 next[53];
@@ -211,7 +211,7 @@ ZS_FN int zs_table_build(zs_table_t *t, const short *norm, unsigned sym_end, uns
         return -1;
     for (unsigned s = 0; s < sym_end; s++) {
         if (norm[s] == -1) {
-            t->cell[high].sym = (zs_u8)s;
+            cell[high].sym = (zs_u8)s;
             if (high == 0)
                 return -1;
             high--;
@@ -225,24 +225,34 @@ ZS_FN int zs_table_build(zs_table_t *t, const short *norm, unsigned sym_end, uns
         for (int i = 0; i < norm[s]; i++) {
             if (placed++ > high)
                 return -1;
-            t->cell[pos].sym = (zs_u8)s;
+            cell[pos].sym = (zs_u8)s;
             do
                 pos = (pos + step) & mask;
             while (pos > high);
         }
     if (pos != 0 || placed != high + 1)
         return -1;
+    for (unsigned u = 0; u < size; u++) {
+        unsigned n = next[cell[u].sym]++;
+        unsigned nb = al - zs_hibit(n);
+        cell[u].nb = (zs_u8)nb;
+        cell[u].base = (zs_u16)((n << nb) - size);
+    }
+    return 0;
+}
+
+/* Builds t's decoder cells and the encoder's order from a normalized
+ * distribution; -1 when the counts do not fill the table. */
+ZS_FN int zs_table_build(zs_table_t *t, const short *norm, unsigned sym_end, unsigned al)
+{
+    if (zs_cells_build(t->cell, norm, sym_end, al) < 0)
+        return -1;
+    unsigned size = 1u << al;
     zs_u16 fill[54];
     for (unsigned s = 0; s <= sym_end; s++)
         fill[s] = 0;
-    for (unsigned u = 0; u < size; u++) {
-        unsigned s = t->cell[u].sym;
-        unsigned n = next[s]++;
-        unsigned nb = al - zs_hibit(n);
-        t->cell[u].nb = (zs_u8)nb;
-        t->cell[u].base = (zs_u16)((n << nb) - size);
-        fill[s + 1]++;
-    }
+    for (unsigned u = 0; u < size; u++)
+        fill[t->cell[u].sym + 1]++;
     t->start[0] = 0;
     for (unsigned s = 0; s < 53; s++)
         t->start[s + 1] = (zs_u16)(t->start[s] + (s < sym_end ? fill[s + 1] : 0));
