@@ -163,19 +163,6 @@ ZS_FN zs_u32 zb_le(const zs_u8 *p, unsigned n)
     return v;
 }
 
-/* The bytes of an FSE table description of a sequence symbol type at p,
- * -1 when malformed. */
-ZS_FN int zb_desc_bytes(int type, unsigned mode, const zs_u8 *p, zs_u64 len)
-{
-    if (mode == ZS_MODE_PREDEFINED || mode == ZS_MODE_REPEAT)
-        return 0;
-    if (mode == ZS_MODE_RLE)
-        return len >= 1 && p[0] <= zs_max_sym[type] ? 1 : -1;
-    short norm[53];
-    unsigned sym_end, al;
-    return zs_read_counts(norm, &sym_end, &al, p, len, zs_max_al[type], zs_max_sym[type]);
-}
-
 /* Reads the frame p[0 .. n) (a chunk's bytes, expect decoded): 0 and its
  * blocks in blk[] when the chunk can be decoded here, else -1. */
 ZS_FN int zb_plan(const zs_u8 *p, zs_u64 n, zs_u64 expect, zb_block_t *blk, zb_chunk_t *ch)
@@ -233,30 +220,9 @@ ZS_FN int zb_plan(const zs_u8 *p, zs_u64 n, zs_u64 expect, zb_block_t *blk, zb_c
         fixed += b->out_len;
         if (type == 2) {
             const zs_u8 *q = p + pos;
-            zs_u32 lt = q[0] & 3u, sf = (q[0] >> 2) & 3u, hs, regen, csize, streams = 1;
-            if (lt < 2) {
-                hs = sf == 1 ? 2 : sf == 3 ? 3 : 1;
-                if (hs > size)
-                    ZB_REFUSE();
-                regen = hs == 1 ? q[0] >> 3 : hs == 2 ? (q[0] >> 4) + ((zs_u32)q[1] << 4)
-                                                        : (q[0] >> 4) + ((zs_u32)q[1] << 4) + ((zs_u32)q[2] << 12);
-                csize = lt == 0 ? regen : 1;
-            }
-            else {
-                hs = sf < 2 ? 3 : sf == 2 ? 4 : 5;
-                if (hs > size)
-                    ZB_REFUSE();
-                zs_u64 v = 0;
-                for (zs_u32 k = 0; k < hs; k++)
-                    v |= (zs_u64)q[k] << (8 * k);
-                unsigned bits = sf < 2 ? 10 : sf == 2 ? 14 : 18;
-                regen = (zs_u32)((v >> 4) & ((1u << bits) - 1));
-                csize = (zs_u32)((v >> (4 + bits)) & ((1u << bits) - 1));
-                streams = sf == 0 ? 1 : 4;
-                if (streams == 4 && regen < 6)
-                    ZB_REFUSE();
-            }
-            if ((zs_u64)hs + csize > size || regen > ZS_BLOCK_MAX || (lt >= 2 && csize == 0))
+            zs_u32 lt = q[0] & 3u, hs, regen, csize, streams = lt >= 2 && ((q[0] >> 2) & 3u) ? 4 : 1;
+            if (zs_literals_header(q, size, &hs, &regen, &csize) < 0 || regen > ZS_BLOCK_MAX ||
+                (lt >= 2 && csize == 0) || (streams == 4 && regen < 6))
                 ZB_REFUSE();
             b->lit_type = (zs_u8)lt;
             b->streams = (zs_u8)streams;
@@ -277,26 +243,12 @@ ZS_FN int zb_plan(const zs_u8 *p, zs_u64 n, zs_u64 expect, zb_block_t *blk, zb_c
             if (lits > expect)
                 ZB_REFUSE();
             /* the sequences section */
-            zs_u32 at = hs + csize, left = size - at, nseq, sh;
-            if (left < 1)
-                ZB_REFUSE();
+            zs_u32 at = hs + csize, left = size - at, nseq;
             const zs_u8 *s = q + at;
-            if (s[0] < 128) {
-                nseq = s[0];
-                sh = 1;
-            }
-            else if (s[0] < 255) {
-                if (left < 2)
-                    ZB_REFUSE();
-                nseq = ((zs_u32)(s[0] - 128) << 8) + s[1];
-                sh = 2;
-            }
-            else {
-                if (left < 3)
-                    ZB_REFUSE();
-                nseq = s[1] + ((zs_u32)s[2] << 8) + 0x7F00u;
-                sh = 3;
-            }
+            int head = zs_seq_count(s, left, &nseq);
+            if (head < 0)
+                ZB_REFUSE();
+            zs_u32 sh = (zs_u32)head;
             b->nseq = nseq;
             b->seq_at = seqs;
             seqs += nseq;
@@ -322,7 +274,10 @@ ZS_FN int zb_plan(const zs_u8 *p, zs_u64 n, zs_u64 expect, zb_block_t *blk, zb_c
                         b->reused |= (zs_u8)(2u << t);
                     }
                     else {
-                        int used = zb_desc_bytes(t, mode, s + d, left - d);
+                        short read[53];
+                        const short *norm;
+                        unsigned sym_end, al;
+                        int used = zs_read_desc(t, mode, s + d, left - d, read, &norm, &sym_end, &al);
                         if (used < 0)
                             ZB_REFUSE();
                         tab_mode[t] = (zs_u8)mode;
@@ -552,23 +507,18 @@ ZS_FN int zb_huf_stream(const zs_u8 *p, zs_u64 len, const zs_u16 *dt, unsigned b
 
 ZS_FN int zb_seq_table(zb_fse_t *t, int type, unsigned mode, const zs_u8 *p, zs_u64 len)
 {
-    if (mode == ZS_MODE_RLE) {
-        t->cell[0].sym = p[0];
+    short read[53];
+    const short *norm;
+    unsigned sym_end, al;
+    if (zs_read_desc(type, mode, p, len, read, &norm, &sym_end, &al) < 0)
+        return -1;
+    if (!norm) { /* RLE_Mode: one symbol, no state bits */
+        t->cell[0].sym = (zs_u8)sym_end;
         t->cell[0].nb = 0;
         t->cell[0].base = 0;
         t->al = 0;
         return 0;
     }
-    short read[53];
-    const short *norm = read;
-    unsigned sym_end, al;
-    if (mode == ZS_MODE_PREDEFINED) {
-        norm = type == ZS_LL ? zs_ll_default : type == ZS_ML ? zs_ml_default : zs_of_default;
-        sym_end = type == ZS_LL ? 36 : type == ZS_ML ? 53 : 29;
-        al = type == ZS_OF ? 5 : 6;
-    }
-    else if (zs_read_counts(read, &sym_end, &al, p, len, zs_max_al[type], zs_max_sym[type]) < 0)
-        return -1;
     return zb_fse_build(t, norm, sym_end, al);
 }
 

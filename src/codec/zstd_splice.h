@@ -341,33 +341,52 @@ ZS_FN int zs_read_counts(short *norm, unsigned *sym_end, unsigned *al, const zs_
     return (int)((bit + 7) / 8);
 }
 
-/* The sequences section's table of one symbol type (RFC 8878 3.1.1.3.2.1):
- * sets w->t[type] unless Repeat_Mode; the bytes the description takes, or -1. */
+/* A sequence symbol type's table description at p (RFC 8878
+ * 3.1.1.3.2.1; mode not Repeat_Mode): *norm the distribution (read[],
+ * room for 53, or the predefined one) of *sym_end symbols and accuracy
+ * *al; RLE_Mode: *norm NULL and *sym_end its symbol. The bytes it takes,
+ * or -1 when malformed. */
+ZS_FN int zs_read_desc(int type, unsigned mode, const zs_u8 *p, zs_u64 len, short *read, const short **norm,
+                       unsigned *sym_end, unsigned *al)
+{
+    if (mode == ZS_MODE_RLE) {
+        if (len < 1 || p[0] > zs_max_sym[type])
+            return -1;
+        *norm = 0;
+        *sym_end = p[0];
+        *al = 0;
+        return 1;
+    }
+    if (mode == ZS_MODE_PREDEFINED) {
+        *norm = type == ZS_LL ? zs_ll_default : type == ZS_ML ? zs_ml_default : zs_of_default;
+        *sym_end = type == ZS_LL ? 36 : type == ZS_ML ? 53 : 29;
+        *al = type == ZS_OF ? 5 : 6;
+        return 0;
+    }
+    *norm = read;
+    return zs_read_counts(read, sym_end, al, p, len, zs_max_al[type], zs_max_sym[type]);
+}
+
+/* The sequences section's table of one symbol type: sets w->t[type]
+ * unless Repeat_Mode; the bytes the description takes, or -1. */
 ZS_FN int zs_read_table(zs_work_t *w, int type, unsigned mode, const zs_u8 *p, zs_u64 len)
 {
     zs_table_t *t = &w->t[type];
     if (mode == ZS_MODE_REPEAT)
         return w->have[type] ? 0 : -1;
     w->have[type] = 0;
-    if (mode == ZS_MODE_RLE) {
-        if (len < 1 || p[0] > zs_max_sym[type])
-            return -1;
-        zs_table_rle(t, p[0]);
+    short read[53];
+    const short *norm;
+    unsigned sym_end, al;
+    int used = zs_read_desc(type, mode, p, len, read, &norm, &sym_end, &al);
+    if (used < 0)
+        return -1;
+    if (!norm) {
+        zs_table_rle(t, sym_end);
         t->mode = ZS_MODE_RLE;
         w->have[type] = 1;
         return 1;
     }
-    short read[53];
-    const short *norm = read;
-    unsigned sym_end, al;
-    int used = 0;
-    if (mode == ZS_MODE_PREDEFINED) {
-        norm = type == ZS_LL ? zs_ll_default : type == ZS_ML ? zs_ml_default : zs_of_default;
-        sym_end = type == ZS_LL ? 36 : type == ZS_ML ? 53 : 29;
-        al = type == ZS_OF ? 5 : 6;
-    }
-    else if ((used = zs_read_counts(read, &sym_end, &al, p, len, zs_max_al[type], zs_max_sym[type])) < 0)
-        return -1;
     if (zs_table_build(t, norm, sym_end, al) < 0)
         return -1;
     t->mode = (zs_u8)mode;
@@ -639,33 +658,65 @@ ZS_FN int zs_put_table(const zs_table_t *t, zs_u8 *out, zs_u64 cap, zs_u64 *o)
 
 /* ---- blocks ---- */
 
-/* Bytes of a literals section (RFC 8878 3.1.1.3.1) and its regenerated size; -1 if malformed. */
-ZS_FN zs_u64 zs_literals_size(const zs_u8 *p, zs_u64 len, zs_u32 *regen)
+/* A literals section's header (RFC 8878 3.1.1.3.1) at p (len bytes
+ * left): its bytes *hdr, the regenerated size, and the bytes after it
+ * (*body: the raw literals, 1 for RLE, else the compressed ones); -1 if it
+ * runs past len. */
+ZS_FN int zs_literals_header(const zs_u8 *p, zs_u64 len, zs_u32 *hdr, zs_u32 *regen, zs_u32 *body)
 {
     if (len < 1)
-        return (zs_u64)-1;
+        return -1;
     unsigned type = p[0] & 3u, sf = (p[0] >> 2) & 3u;
-    zs_u64 hdr, body;
     if (type < 2) {
-        hdr = sf == 1 ? 2 : sf == 3 ? 3 : 1;
-        if (len < hdr)
-            return (zs_u64)-1;
-        *regen = hdr == 1 ? p[0] >> 3 : hdr == 2 ? (p[0] >> 4) + ((zs_u32)p[1] << 4)
-                                                 : (p[0] >> 4) + ((zs_u32)p[1] << 4) + ((zs_u32)p[2] << 12);
-        body = type == 0 ? *regen : 1;
+        *hdr = sf == 1 ? 2 : sf == 3 ? 3 : 1;
+        if (len < *hdr)
+            return -1;
+        *regen = *hdr == 1 ? p[0] >> 3 : *hdr == 2 ? (p[0] >> 4) + ((zs_u32)p[1] << 4)
+                                                   : (p[0] >> 4) + ((zs_u32)p[1] << 4) + ((zs_u32)p[2] << 12);
+        *body = type == 0 ? *regen : 1;
     }
     else {
-        hdr = sf < 2 ? 3 : sf == 2 ? 4 : 5;
-        if (len < hdr)
-            return (zs_u64)-1;
+        *hdr = sf < 2 ? 3 : sf == 2 ? 4 : 5;
+        if (len < *hdr)
+            return -1;
         zs_u64 v = 0;
-        for (unsigned k = 0; k < hdr; k++)
+        for (unsigned k = 0; k < *hdr; k++)
             v |= (zs_u64)p[k] << (8 * k);
         unsigned bits = sf < 2 ? 10 : sf == 2 ? 14 : 18;
         *regen = (zs_u32)((v >> 4) & ((1u << bits) - 1));
-        body = (v >> (4 + bits)) & ((1u << bits) - 1);
+        *body = (zs_u32)((v >> (4 + bits)) & ((1u << bits) - 1));
     }
-    return hdr + body <= len ? hdr + body : (zs_u64)-1;
+    return (zs_u64)*hdr + *body <= len ? 0 : -1;
+}
+
+/* Bytes of a literals section and its regenerated size; -1 if malformed. */
+ZS_FN zs_u64 zs_literals_size(const zs_u8 *p, zs_u64 len, zs_u32 *regen)
+{
+    zs_u32 hdr, body;
+    return zs_literals_header(p, len, &hdr, regen, &body) < 0 ? (zs_u64)-1 : (zs_u64)hdr + body;
+}
+
+/* A sequences section's Number_of_Sequences (RFC 8878 3.1.1.3.2.1): the
+ * bytes it takes, or -1 if they run past len. */
+ZS_FN int zs_seq_count(const zs_u8 *seq, zs_u64 len, zs_u32 *nseq)
+{
+    if (len < 1)
+        return -1;
+    zs_u8 b0 = seq[0];
+    if (b0 < 128) {
+        *nseq = b0;
+        return 1;
+    }
+    if (b0 < 255) {
+        if (len < 2)
+            return -1;
+        *nseq = ((zs_u32)(b0 - 128) << 8) + seq[1];
+        return 2;
+    }
+    if (len < 3)
+        return -1;
+    *nseq = seq[1] + ((zs_u32)seq[2] << 8) + 0x7F00u;
+    return 3;
 }
 
 ZS_FN void zs_put_block_header(zs_u8 *p, int last, unsigned type, zs_u32 size)
@@ -797,26 +848,11 @@ ZS_FN int zs_block(zs_work_t *w, const zs_u8 *lit, zs_u64 lit_len, zs_u32 regen,
 {
     *recoded = 0;
     *patched = 0;
-    if (len < 1)
+    zs_u32 count;
+    int head = zs_seq_count(seq, len, &count);
+    if (head < 0)
         return -1;
-    zs_u64 p = 0, nseq;
-    zs_u8 b0 = seq[0];
-    if (b0 < 128) {
-        nseq = b0;
-        p = 1;
-    }
-    else if (b0 < 255) {
-        if (len < 2)
-            return -1;
-        nseq = ((zs_u64)(b0 - 128) << 8) + seq[1];
-        p = 2;
-    }
-    else {
-        if (len < 3)
-            return -1;
-        nseq = seq[1] + ((zs_u64)seq[2] << 8) + 0x7F00;
-        p = 3;
-    }
+    zs_u64 p = (zs_u64)head, nseq = count;
     if (nseq == 0) { /* literals only: nothing to re-code, no table or history changes */
         if (p != len)
             return -1;
