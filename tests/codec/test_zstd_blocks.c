@@ -14,20 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../check.h"
 #include "codec_ref.h"
 #include "zstd_blocks.h"
-
-static int failures, checks;
-
-#define CHECK(cond, ...)                                                                                               \
-    do {                                                                                                               \
-        checks++;                                                                                                      \
-        if (!(cond)) {                                                                                                 \
-            failures++;                                                                                                \
-            printf("FAIL  " __VA_ARGS__);                                                                              \
-            printf("\n");                                                                                              \
-        }                                                                                                              \
-    } while (0)
 
 enum { KIND_FIELD, KIND_IMAGE, KIND_SPARSE, KIND_RANDOM, KIND_DOUBLE, KIND_MIXED, KIND_RECORDS, KIND_CONSTANT, NKINDS };
 static const char *const kind_names[NKINDS] = {"float field", "image u8", "sparse int32", "random",
@@ -107,7 +96,7 @@ static void roundtrip(int kind, size_t len, int level, counts_t *total)
     fill(src, len, kind, (unsigned)(len + level));
     bytes_t in = {src, len}, frame;
     if (!ref_zstd(&in, &frame, level)) {
-        CHECK(0, "libzstd failed to compress %zu B", len);
+        CHECK_MSG(0, "libzstd failed to compress %zu B", len);
         free(src);
         free(out);
         return;
@@ -115,10 +104,10 @@ static void roundtrip(int kind, size_t len, int level, counts_t *total)
     memset(out, 0xC3, len + 1);
     counts_t c = {0};
     int r = decode(frame.p, frame.n, len, out, &c);
-    CHECK(r == 0, "%s %zu B, level %d: frame of %zu B not taken", kind_names[kind], len, level, frame.n);
-    CHECK(r != 0 || memcmp(out, src, len) == 0, "%s %zu B, level %d: decoded bytes differ", kind_names[kind], len,
+    CHECK_MSG(r == 0, "%s %zu B, level %d: frame of %zu B not taken", kind_names[kind], len, level, frame.n);
+    CHECK_MSG(r != 0 || memcmp(out, src, len) == 0, "%s %zu B, level %d: decoded bytes differ", kind_names[kind], len,
           level);
-    CHECK(out[len] == 0xC3, "%s %zu B, level %d: a byte written past the end", kind_names[kind], len, level);
+    CHECK_MSG(out[len] == 0xC3, "%s %zu B, level %d: a byte written past the end", kind_names[kind], len, level);
     total->blocks += c.blocks;
     total->treeless += c.treeless;
     total->repeat += c.repeat;
@@ -164,7 +153,7 @@ static void damaged(int kind, size_t len, int level, int rounds, size_t *taken, 
             (*taken)++;
             bytes_t b = {bad, n}, back = {0};
             bool ok = ref_unzstd(&b, &back) && back.n == len && memcmp(back.p, out, len) == 0;
-            CHECK(ok, "%s %zu B, level %d, damage %d (%d): taken here, but libzstd %s", kind_names[kind], len, level,
+            CHECK_MSG(ok, "%s %zu B, level %d, damage %d (%d): taken here, but libzstd %s", kind_names[kind], len, level,
                   k, how, back.p ? "decodes other bytes" : "refuses it");
             free(back.p);
         }
@@ -197,16 +186,16 @@ int main(void)
     printf("%zu chunks, %zu blocks: %zu with Treeless literals, %zu with a table in Repeat_Mode, %zu raw, %zu RLE, "
            "%zu copying from blocks before them\n",
            total.chunks, total.blocks, total.treeless, total.repeat, total.raw, total.rle, total.refs);
-    CHECK(total.treeless > 0, "no block with Treeless literals: that path was not taken");
-    CHECK(total.repeat > 0, "no block with a table in Repeat_Mode: that path was not taken");
-    CHECK(total.raw > 0, "no raw block");
-    CHECK(total.refs > 0, "no block copying from the blocks before it");
+    CHECK_MSG(total.treeless > 0, "no block with Treeless literals: that path was not taken");
+    CHECK_MSG(total.repeat > 0, "no block with a table in Repeat_Mode: that path was not taken");
+    CHECK_MSG(total.raw > 0, "no raw block");
+    CHECK_MSG(total.refs > 0, "no block copying from the blocks before it");
 
     /* a frame with a content checksum is left to nvCOMP */
     {
         uint8_t f[] = {0x28, 0xB5, 0x2F, 0xFD, 0x24, 0x01, 0x09, 0x00, 0x00, 0x41, 0, 0, 0, 0};
         uint8_t out[2];
-        CHECK(decode(f, sizeof f, 1, out, NULL) != 0, "a frame with a content checksum was taken");
+        CHECK_MSG(decode(f, sizeof f, 1, out, NULL) != 0, "a frame with a content checksum was taken");
     }
     /* frames libzstd refuses (found by a review's fuzzing), each in a buffer of its exact size */
     {
@@ -227,7 +216,7 @@ int main(void)
             memcpy(f, bad[i].p, bad[i].n);
             bytes_t b = {f, bad[i].n}, back = {0};
             bool libzstd_reads = ref_unzstd(&b, &back);
-            CHECK(decode(f, bad[i].n, bad[i].expect, out, NULL) != 0, "%s was taken (libzstd %s it)", bad[i].what,
+            CHECK_MSG(decode(f, bad[i].n, bad[i].expect, out, NULL) != 0, "%s was taken (libzstd %s it)", bad[i].what,
                   libzstd_reads ? "reads" : "refuses");
             free(back.p);
             free(f);
@@ -239,7 +228,6 @@ int main(void)
         damaged(kind, 65536, 19, 100, &taken, &refused);
     }
     printf("damaged frames: %zu taken (each equal to libzstd's), %zu left to nvCOMP\n", taken, refused);
-    CHECK(refused > 0, "no damaged frame refused");
-    printf("%d checks, %d failed\n", checks, failures);
-    return failures ? 1 : 0;
+    CHECK_MSG(refused > 0, "no damaged frame refused");
+    return test_finish("test_zstd_blocks");
 }
