@@ -9,19 +9,20 @@
  * decoded before it. So the decode runs in five steps:
  *  1. plan (a thread a chunk): the block headers, each block's literal and
  *     sequence counts, and where the descriptions of the tables in force lie;
- *  2. decode (a warp a block): the literals (Huffman streams side by side)
- *     and the sequences, their offsets kept in terms of the repeat offsets
- *     the block starts from (zb_sym);
+ *  2. decode (two warps a block): the literals (Huffman streams side by
+ *     side) on one, the sequences on the other, their offsets kept in terms
+ *     of the repeat offsets the block starts from (ZB_SYM);
  *  3. link (a thread a chunk): where each block's bytes go, and the repeat
  *     offsets each block starts from;
- *  4. execute (a warp a block): literals and matches written out; a byte
- *     that a match takes from before the block's start gets a reference to
- *     that byte instead (refs[]);
+ *  4. execute (a warp a block, 32 sequences at a time): literals and
+ *     matches written out; a byte that a match takes from before the
+ *     block's start gets a reference to that byte instead (refs[]);
  *  5. resolve (a thread block a chunk): block after block, the referenced
  *     bytes filled in (the bytes they name are final by then).
- * What this decoder does not take (a content checksum, a dictionary, more
- * blocks than planned, anything malformed) leaves the chunk to nvCOMP,
- * which decodes it or reports its error as before. Where libzstd might
+ * What this decoder does not take (a content checksum, a dictionary, a
+ * window over 2^27, more blocks than planned, anything malformed) leaves
+ * the chunk to nvCOMP, which decodes it or reports its error as before.
+ * Where libzstd might
  * accept what is refused here, the chunk goes to nvCOMP too: this decoder
  * only ever returns what libzstd returns.
  *
