@@ -22,9 +22,8 @@
  * What this decoder does not take (a content checksum, a dictionary, a
  * window over 2^27, more blocks than planned, anything malformed) leaves
  * the chunk to nvCOMP, which decodes it or reports its error as before.
- * Where libzstd might
- * accept what is refused here, the chunk goes to nvCOMP too: this decoder
- * only ever returns what libzstd returns.
+ * Where libzstd might accept what is refused here, the chunk goes to
+ * nvCOMP too: this decoder only ever returns what libzstd returns.
  *
  * Plain C that CUDA C++ (NVRTC) compiles too: the codec's kernels run it,
  * the unit tests on the host against libzstd (lane 0 of 1). Written from
