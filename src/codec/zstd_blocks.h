@@ -51,6 +51,13 @@
 #define ZB_HUF_BITS 11u      /* a Huffman code's bits at most (what is longer goes to nvCOMP) */
 #define ZB_SYM 0x80000000u   /* an offset in terms of the block's starting repeat offsets */
 
+/* A sequence whose bits fit this many is cut from the bit window at once
+ * (after one refill the window holds 56); longer ones a field at a time
+ * (a test builds with 0: every sequence that way). */
+#ifndef ZB_WINDOW_BITS
+#define ZB_WINDOW_BITS 56
+#endif
+
 /* Blocks planned per chunk: libzstd's block splitter (its high levels)
  * cuts blocks of a few KiB; a frame of more is left to nvCOMP. */
 ZS_FN zs_u32 zb_max_blocks(zs_u64 expect) { return (zs_u32)(expect / 2048 + 16); }
@@ -125,7 +132,8 @@ ZS_FN zs_u32 zb_value(zs_u32 v, const zs_u32 *in)
     return base > d ? base - d : 0;
 }
 
-/* The offset an offset value stands for (RFC 8878 3.1.2.5), rep[] updated. */
+/* The offset an offset value stands for (RFC 8878 3.1.2.5), rep[] updated
+ * (constant indices only: rep stays in registers on the GPU). */
 ZS_FN int zb_offset(zs_u32 *rep, zs_u64 ofv, zs_u32 ll, zs_u32 *off)
 {
     zs_u32 o;
@@ -142,7 +150,7 @@ ZS_FN int zb_offset(zs_u32 *rep, zs_u64 ofv, zs_u32 ll, zs_u32 *off)
         if (idx == 0)
             o = rep[0];
         else {
-            o = idx == 3 ? zb_minus1(rep[0]) : rep[idx];
+            o = idx == 1 ? rep[1] : idx == 2 ? rep[2] : zb_minus1(rep[0]);
             if (idx != 1)
                 rep[2] = rep[1];
             rep[1] = rep[0];
@@ -522,17 +530,58 @@ ZS_FN int zb_seq_table(zb_fse_t *t, int type, unsigned mode, const zs_u8 *p, zs_
     return zb_fse_build(t, norm, sym_end, al);
 }
 
+/* A sequences table's cell with all a sequence needs of it, in one load:
+ * bits 0-31 the base of the value the code's extra bits add to (LL, ML:
+ * the length's; OF: 1 << code), 32-47 the next state's base, 48-55 its
+ * bits, 56-63 the code's extra bits. */
+typedef zs_u64 zb_scell_t;
+
+/* Where table t's cells start in zb_work_t.sc (LL, OF, ML: 512, 256, 512). */
+ZS_FN zs_u32 zb_sc_at(int t) { return t == ZS_LL ? 0u : t == ZS_OF ? 512u : 768u; }
+
 /* A warp's working memory for one block (the kernel's shared memory). */
 typedef struct zb_work {
     zb_fse_t t[3]; /* the sequences' tables */
     zb_fse_t hw;   /* the Huffman weights' */
+    zb_scell_t sc[1280];
     zs_u16 dt[1u << ZB_HUF_BITS];
     unsigned huf_bits;
     int fail;
 } zb_work_t;
 
+/* Table t's cells as zb_scell_t (the decode's inner loop reads those). */
+ZS_FN void zb_seq_cells(zb_work_t *w, int t)
+{
+    const zb_fse_t *f = &w->t[t];
+    zb_scell_t *sc = w->sc + zb_sc_at(t);
+    for (zs_u32 s = 0; s < (1u << f->al); s++) {
+        zs_cell_t c = f->cell[s];
+        unsigned code = c.sym, extra;
+        zs_u32 value;
+        if (t == ZS_LL) {
+            extra = code < 16 ? 0 : zs_ll_bits[code - 16];
+            value = code < 16 ? code : zs_ll_base[code - 16];
+        }
+        else if (t == ZS_ML) {
+            extra = code < 32 ? 0 : zs_ml_bits[code - 32];
+            value = code < 32 ? code + 3 : zs_ml_base[code - 32];
+        }
+        else {
+            extra = code; /* 31 at most (zs_max_sym) */
+            value = 1u << code;
+        }
+        sc[s] = value | (zs_u64)c.base << 32 | (zs_u64)c.nb << 48 | (zs_u64)extra << 56;
+    }
+}
+
+/* The low n bits of v >> at. */
+ZS_FN zs_u32 zb_field(zs_u64 v, int at, unsigned n) { return (zs_u32)((v >> at) & (((zs_u64)1 << n) - 1)); }
+
 /* Step 2's sequences (one lane): decoded into seqs, the block's out_len,
- * end_rep and bad set. */
+ * end_rep and bad set. The lane's serial loop bounds a block's decode:
+ * each sequence takes one load of each table and, where its bits fit the
+ * window (56 bits: nearly always), one refill at most and its six fields
+ * cut from the window with no check between them. */
 ZS_FN void zb_sequences(const zs_u8 *p, zb_block_t *b, zb_seq_t *seqs, zb_work_t *w)
 {
     zs_u32 rep[3] = {b->end_rep[0], b->end_rep[1], b->end_rep[2]};
@@ -546,21 +595,56 @@ ZS_FN void zb_sequences(const zs_u8 *p, zb_block_t *b, zb_seq_t *seqs, zb_work_t
             sll = zb_read(&r, w->t[ZS_LL].al);
             sof = zb_read(&r, w->t[ZS_OF].al);
             sml = zb_read(&r, w->t[ZS_ML].al);
+            fail = r.overrun;
         }
+        const zb_scell_t *tll = w->sc + zb_sc_at(ZS_LL), *tof = w->sc + zb_sc_at(ZS_OF),
+                         *tml = w->sc + zb_sc_at(ZS_ML);
         zb_seq_t *q = seqs + b->seq_at;
         for (zs_u32 i = 0; i < b->nseq && !fail; i++) {
-            zs_cell_t cll = w->t[ZS_LL].cell[sll], cof = w->t[ZS_OF].cell[sof], cml = w->t[ZS_ML].cell[sml];
-            unsigned ofc = cof.sym, mlc = cml.sym, llc = cll.sym;
-            zs_u64 ofv = ((zs_u64)1 << ofc) + zb_read(&r, ofc);
-            zs_u32 ml = mlc < 32 ? mlc + 3 : zs_ml_base[mlc - 32] + zb_read(&r, zs_ml_bits[mlc - 32]);
-            zs_u32 ll = llc < 16 ? llc : zs_ll_base[llc - 16] + zb_read(&r, zs_ll_bits[llc - 16]);
-            if (i + 1 < b->nseq) {
-                sll = cll.base + zb_read(&r, cll.nb);
-                sml = cml.base + zb_read(&r, cml.nb);
-                sof = cof.base + zb_read(&r, cof.nb);
+            zb_scell_t cll = tll[sll], cof = tof[sof], cml = tml[sml];
+            unsigned lle = (unsigned)(cll >> 56), mle = (unsigned)(cml >> 56), ole = (unsigned)(cof >> 56);
+            unsigned lnb = (unsigned)(cll >> 48) & 255u, mnb = (unsigned)(cml >> 48) & 255u,
+                     onb = (unsigned)(cof >> 48) & 255u;
+            int more = i + 1 < b->nseq;
+            unsigned need = ole + mle + lle + (more ? lnb + mnb + onb : 0u);
+            zs_u32 ofx, mlx, llx;
+            if ((int)need > r.pos) { /* past the stream's start */
+                fail = 1;
+                break;
             }
-            zs_u32 off;
-            if (zb_offset(rep, ofv, ll, &off) < 0 || off == 0) {
+            if (need <= ZB_WINDOW_BITS) {
+                if (r.pos - (int)need < 8 * r.at)
+                    zb_fill(&r); /* the window then holds 56 bits below pos, or all that are left */
+                zs_u64 c = r.c;
+                int at = r.pos - 8 * r.at;
+                at -= (int)ole;
+                ofx = zb_field(c, at, ole);
+                at -= (int)mle;
+                mlx = zb_field(c, at, mle);
+                at -= (int)lle;
+                llx = zb_field(c, at, lle);
+                if (more) {
+                    at -= (int)lnb;
+                    sll = (zs_u32)(cll >> 32 & 0xFFFFu) + zb_field(c, at, lnb);
+                    at -= (int)mnb;
+                    sml = (zs_u32)(cml >> 32 & 0xFFFFu) + zb_field(c, at, mnb);
+                    at -= (int)onb;
+                    sof = (zs_u32)(cof >> 32 & 0xFFFFu) + zb_field(c, at, onb);
+                }
+                r.pos = 8 * r.at + at;
+            }
+            else { /* long extra bits: a field at a time */
+                ofx = zb_read(&r, ole);
+                mlx = zb_read(&r, mle);
+                llx = zb_read(&r, lle);
+                if (more) {
+                    sll = (zs_u32)(cll >> 32 & 0xFFFFu) + zb_read(&r, lnb);
+                    sml = (zs_u32)(cml >> 32 & 0xFFFFu) + zb_read(&r, mnb);
+                    sof = (zs_u32)(cof >> 32 & 0xFFFFu) + zb_read(&r, onb);
+                }
+            }
+            zs_u32 ll = (zs_u32)cll + llx, ml = (zs_u32)cml + mlx, off;
+            if (zb_offset(rep, (zs_u64)(zs_u32)cof + ofx, ll, &off) < 0 || off == 0) {
                 fail = 1;
                 break;
             }
@@ -616,6 +700,8 @@ ZS_FN void zb_decode(const zs_u8 *p, zb_block_t *b, zs_u8 *lits, zb_seq_t *seqs,
             zs_u64 avail = b->tab_mode[t] == ZS_MODE_PREDEFINED ? 0 : (zs_u64)(p + b->src + b->size - d);
             if (zb_seq_table(&w->t[t], (int)t, b->tab_mode[t], d, avail) < 0)
                 w->fail = 1;
+            else
+                zb_seq_cells(w, (int)t);
         }
     ZS_SYNC();
     /* the literals (lanes 0-3) beside the sequences (lane 4) */
@@ -692,7 +778,8 @@ ZS_FN int zb_link(zb_block_t *blk, zb_chunk_t *ch, zs_u64 expect)
 /* ---- execute and resolve ---- */
 
 /* Across a warp's lanes (the kernels launch warps of 32; the host runs one
- * lane): the sum over the lanes below, with the total; any; min; max. */
+ * lane): the sum over the lanes below, with the total; any; max; the lanes
+ * where v is set (a bit each); v of lane `from`; the highest bit set. */
 #ifdef __CUDACC_RTC__
 ZS_FN zs_u32 zb_scan(zs_u32 v, zs_u32 *total, unsigned lane)
 {
@@ -706,22 +793,21 @@ ZS_FN zs_u32 zb_scan(zs_u32 v, zs_u32 *total, unsigned lane)
     return x - v;
 }
 ZS_FN int zb_any(int v) { return __any_sync(0xFFFFFFFFu, v); }
-ZS_FN zs_u32 zb_min(zs_u32 v)
-{
-    for (unsigned o = 16; o > 0; o >>= 1) {
-        zs_u32 y = __shfl_xor_sync(0xFFFFFFFFu, v, o);
-        v = y < v ? y : v;
-    }
-    return v;
-}
 ZS_FN zs_u32 zb_max(zs_u32 v)
 {
+#if __CUDA_ARCH__ >= 800
+    return __reduce_max_sync(0xFFFFFFFFu, v);
+#else
     for (unsigned o = 16; o > 0; o >>= 1) {
         zs_u32 y = __shfl_xor_sync(0xFFFFFFFFu, v, o);
         v = y > v ? y : v;
     }
     return v;
+#endif
 }
+ZS_FN zs_u32 zb_ballot(int v) { return __ballot_sync(0xFFFFFFFFu, v); }
+ZS_FN zs_u32 zb_from(zs_u32 v, unsigned from) { return __shfl_sync(0xFFFFFFFFu, v, from); }
+ZS_FN unsigned zb_top(zs_u32 v) { return 31u - (unsigned)__clz(v); }
 #else
 ZS_FN zs_u32 zb_scan(zs_u32 v, zs_u32 *total, unsigned lane)
 {
@@ -730,8 +816,14 @@ ZS_FN zs_u32 zb_scan(zs_u32 v, zs_u32 *total, unsigned lane)
     return 0;
 }
 ZS_FN int zb_any(int v) { return v; }
-ZS_FN zs_u32 zb_min(zs_u32 v) { return v; }
 ZS_FN zs_u32 zb_max(zs_u32 v) { return v; }
+ZS_FN zs_u32 zb_ballot(int v) { return v ? 1u : 0u; }
+ZS_FN zs_u32 zb_from(zs_u32 v, unsigned from)
+{
+    (void)from;
+    return v;
+}
+ZS_FN unsigned zb_top(zs_u32 v) { return zs_hibit(v); }
 #endif
 
 /* n bytes from src to dst, forward, in steps of at most `step` (<= 8)
@@ -828,15 +920,22 @@ ZS_FN void zb_execute(const zs_u8 *p, zb_block_t *b, const zs_u8 *lits, const zb
             bad = 1;
             break;
         }
-        zs_u32 src = dm - off;
+        /* a match goes once no match still pending writes what it reads:
+         * its reads start at or past the end of the last one pending in
+         * the lanes below (their bytes come in order), or end before the
+         * first one pending (the lowest pending always goes) */
+        zs_u32 src = dm - off, reads_end = off >= ml ? src + ml : dm, end = dm + ml;
         int pending = ml > 0;
         for (;;) {
             ZB_WARP_SYNC();
-            zs_u32 low = zb_min(pending ? dm : 0xFFFFFFFFu);
-            if (low == 0xFFFFFFFFu)
+            zs_u32 waiting = zb_ballot(pending);
+            if (!waiting)
                 break;
-            zs_u32 reach = 0, reads_end = off >= ml ? src + ml : dm;
-            if (pending && (dm == low || reads_end <= low)) {
+            zs_u32 below = waiting & ((1u << lane) - 1u);
+            zs_u32 low = zb_from(dm, zb_top(waiting & (0u - waiting)));
+            zs_u32 last_end = zb_from(end, below ? zb_top(below) : lane);
+            zs_u32 reach = 0;
+            if (pending && (!below || src >= last_end || reads_end <= low)) {
                 reach = zb_match(out, refs, start, hi, src, dm, ml, off);
                 pending = 0;
             }
