@@ -15,11 +15,11 @@
 /* nvCOMP decodes each frame serially: 24-28 ms for a batch of 1 MiB
  * chunks, whatever its width. Block by block, a batch takes about one
  * block's serial decode while the GPU has room for its blocks (1 MiB
- * chunks, H100: 16-22 ms for 32 to 128 of them), more once it is full
- * (26-32 ms for 256): it is taken for chunks of more than one block
- * (128 KiB) in batches of up to BLOCKS_BATCH_MIB decoded (bench/results/
- * 2026-11-28-h100-zstd-blocks). H5GDS_ZSTD_BLOCKS: 0 never, 1 every batch
- * (tuning, A/B). */
+ * chunks, H100: 13-17 ms for 32 to 128 of them), more once it is full
+ * (22-25 ms for 256, reads no quicker than nvCOMP's; 36-41 ms for 512):
+ * it is taken for chunks of more than one block (128 KiB) in batches of
+ * up to BLOCKS_BATCH_MIB decoded (bench/results/2026-11-28-h100-zstd-
+ * blocks). H5GDS_ZSTD_BLOCKS: 0 never, 1 every batch (tuning, A/B). */
 #define BLOCKS_BATCH_MIB 128u
 
 bool gds_codec_zstd_blocks_batch(size_t n, size_t expect)
