@@ -36,31 +36,6 @@ def nvrtc():
 
 PROBE = r'''
 extern "C" __global__ void probe_layout(u64 expect, u64 *v) { *v = zb_layout(expect).total; }
-extern "C" __global__ void probe_resolve(const gds_kjob_t *jobs, u64 mem, u64 stride, u64 expect, u32 *made)
-{
-    __shared__ int ok;
-    u32 j = blockIdx.x;
-    u8 *base = zb_base(mem, stride, j);
-    const zb_chunk_t *ch = (const zb_chunk_t *)base;
-    zb_layout_t l = zb_layout(expect);
-    const zb_block_t *blk = (const zb_block_t *)(base + l.blocks);
-    const gds_kjob_t jb = jobs[j];
-    int bad = 0;
-    if (ch->ok)
-        for (u32 k = threadIdx.x; k < ch->nblocks; k += blockDim.x)
-            bad |= blk[k].bad;
-    if (threadIdx.x == 0)
-        ok = ch->ok;
-    __syncthreads();
-    if (__syncthreads_or(bad) || !ok)
-        return;
-    for (u32 k = 0; k < ch->nblocks; k++) {
-        zb_resolve(&blk[k], (u8 *)jb.out, (const u32 *)(base + l.refs), threadIdx.x, blockDim.x);
-        __syncthreads();
-    }
-    if (threadIdx.x == 0)
-        atomicAdd(made, 1u);
-}
 '''
 
 def probe_decode_src(hdr):
@@ -75,26 +50,29 @@ def probe_decode_src(hdr):
     f = f.replace("    if (lane == seq_lane)\n        zb_sequences(p, b, seqs, w);",
                   "    if (lane == 0) st[1] = clock64() - c0;\n    if (lane == seq_lane) {\n        zb_sequences(p, b, seqs, w);\n        st[2] = clock64() - c0;\n        st[3] = b->nseq;\n    }")
     assert "st[2]" in f and "st[0]" in f
-    return f + """
-extern "C" __global__ void probe_decode(const gds_kjob_t *jobs, u64 mem, u64 stride, u64 expect, long long *st)
-{
-    __shared__ zb_work_t w;
-    u8 *base = zb_base(mem, stride, blockIdx.y);
-    const zb_chunk_t *ch = (const zb_chunk_t *)base;
-    if (!ch->ok)
-        return;
-    zb_layout_t l = zb_layout(expect);
-    const u8 *in = (const u8 *)jobs[blockIdx.y].in;
-    zb_block_t *blk = (zb_block_t *)(base + l.blocks);
-    for (u32 k = blockIdx.x; k < ch->nblocks; k += gridDim.x)
-        probe_zb_decode(st + ((u64)blockIdx.y * 64 + k) * 4, in, &blk[k], base + l.lits, (zb_seq_t *)(base + l.seqs), &w, threadIdx.x, blockDim.x);
-}
-"""
+    return f
+
+def probe_kernel_src(kernels, name, probe, args, body):
+    """Kernel `name` of codec_kernels.cu itself, renamed `probe`, with its
+    parameters and body rewritten by (old, new) pairs."""
+    t = kernels.decode()
+    a = t.index("__global__ void %s(" % name)
+    f = t[a:t.index("\n}\n", a) + 3].replace(name + "(", probe + "(", 1)
+    for old, new in args + body:
+        assert old in f, (name, old)
+        f = f.replace(old, new, 1)
+    return 'extern "C" ' + f
 
 def compile_dir(lib, d):
     names = ["codec_shared.h", "zstd_splice.h", "deflate_splice.h", "inflate_split.h", "zstd_blocks.h"]
     hdrs = [open(os.path.join(d, n), "rb").read() for n in names]
-    src = open(os.path.join(d, "codec_kernels.cu"), "rb").read() + PROBE.encode() + probe_decode_src(hdrs[4]).encode()
+    kernels = open(os.path.join(d, "codec_kernels.cu"), "rb").read()
+    # the decode with each block's stamps; the resolve with nvCOMP's entries by pointer (CuPy passes no structs)
+    decode = probe_kernel_src(kernels, "codec_zstd_decode", "probe_decode", [("u64 expect)", "u64 expect, long long *st)")],
+                              [("zb_decode(in,", "probe_zb_decode(st + ((u64)blockIdx.y * zb_max_blocks(expect) + k) * 4, in,")])
+    resolve = probe_kernel_src(kernels, "codec_zstd_resolve", "probe_resolve",
+                               [("gds_kentries_t e,", "const gds_kentries_t *ep,")], [("{\n", "{\n    const gds_kentries_t e = *ep;\n")])
+    src = kernels + PROBE.encode() + (probe_decode_src(hdrs[4]) + decode + resolve).encode()
     arr = lambda xs: (ctypes.c_char_p * len(xs))(*xs)
     prog = ctypes.c_void_p()
     assert lib.nvrtcCreateProgram(ctypes.byref(prog), src, b"codec_kernels.cu", len(names), arr(hdrs), arr([n.encode() for n in names])) == 0
@@ -137,13 +115,20 @@ for spec in a.src:
                 jobs[j]["in"] = dblob.data.ptr + off; jobs[j]["in_size"] = size
                 jobs[j]["out"] = out.data.ptr + j * expect; jobs[j]["out_size"] = raw; jobs[j]["chunk"] = j
             djobs = cp.asarray(jobs.view(np.uint8)); err = cp.zeros(width, dtype=cp.uint32); made = cp.zeros(1, dtype=cp.uint32)
+            for j in range(width):
+                jobs[j]["entry0"] = j
+            djobs = cp.asarray(jobs.view(np.uint8))
+            # nvCOMP's entries (7 arrays of width; the aux records 32 bytes each) and a dummy input
+            ent = [cp.zeros(width * 4, dtype=cp.uint64) for _ in range(7)]
+            dent = cp.asarray(np.array([x.data.ptr for x in ent], dtype=np.uint64))
+            dummy = cp.zeros(64, dtype=cp.uint8); dp = np.uint64(dummy.data.ptr)
             n = np.uint32(width); memp = np.uint64(mem.data.ptr); st = np.uint64(total); ex = np.uint64(expect)
             gx = (expect + ZS_BLOCK_MAX - 1) // ZS_BLOCK_MAX + 2
             steps = [("plan", lambda: fn["codec_zstd_plan"](((width + 63) // 64,), (64,), (djobs, n, err, memp, st, ex))),
                      ("decode", lambda: fn["codec_zstd_decode"]((gx, width), (64,), (djobs, memp, st, ex))),
                      ("link", lambda: fn["codec_zstd_link"](((width + 63) // 64,), (64,), (djobs, n, memp, st, ex))),
                      ("execute", lambda: fn["codec_zstd_execute"]((gx, width), (32,), (djobs, memp, st, ex))),
-                     ("resolve", lambda: fn["probe_resolve"]((width,), (256,), (djobs, memp, st, ex, made)))]
+                     ("resolve", lambda: fn["probe_resolve"]((width,), (256,), (djobs, dent, memp, st, ex, err, dp, np.uint64(16), dp, made)))]
             times = {k: [] for k, _ in steps}
             for rep in range(a.repeat + 1):
                 made[...] = 0; out[...] = 0
@@ -155,7 +140,7 @@ for spec in a.src:
                 if rep:
                     for i, (k, f) in enumerate(steps):
                         times[k].append(cp.cuda.get_elapsed_time(ev[i], ev[i + 1]))
-            stamps = cp.zeros(width * 64 * 4, dtype=cp.int64)
+            stamps = cp.zeros(width * (expect // 2048 + 16) * 4, dtype=cp.int64)  # zb_max_blocks(expect) a chunk
             fn["codec_zstd_plan"](((width + 63) // 64,), (64,), (djobs, n, err, memp, st, ex))
             e0 = cp.cuda.Event(); e1 = cp.cuda.Event(); e0.record()
             fn["probe_decode"]((gx, width), (64,), (djobs, memp, st, ex, stamps)); e1.record(); e1.synchronize()
