@@ -36,6 +36,9 @@
 
 #ifdef __CUDACC_RTC__
 #define ZB_WARP_SYNC() __syncwarp()
+#elif defined(ZB_SIMULATED_LANES) /* a test runs a warp's lanes on the host (it defines these) */
+void zb_sim_sync(void);
+#define ZB_WARP_SYNC() zb_sim_sync()
 #else
 #define ZB_WARP_SYNC() ((void)0)
 #endif
@@ -778,8 +781,9 @@ ZS_FN int zb_link(zb_block_t *blk, zb_chunk_t *ch, zs_u64 expect)
 /* ---- execute and resolve ---- */
 
 /* Across a warp's lanes (the kernels launch warps of 32; the host runs one
- * lane): the sum over the lanes below, with the total; any; max; the lanes
- * where v is set (a bit each); v of lane `from`; the highest bit set. */
+ * lane, or a test 32 simulated ones): the sum over the lanes below, with the
+ * total; any; max; the lanes where v is set (a bit each); v of lane `from`;
+ * the highest bit set. */
 #ifdef __CUDACC_RTC__
 ZS_FN zs_u32 zb_scan(zs_u32 v, zs_u32 *total, unsigned lane)
 {
@@ -808,6 +812,13 @@ ZS_FN zs_u32 zb_max(zs_u32 v)
 ZS_FN zs_u32 zb_ballot(int v) { return __ballot_sync(0xFFFFFFFFu, v); }
 ZS_FN zs_u32 zb_from(zs_u32 v, unsigned from) { return __shfl_sync(0xFFFFFFFFu, v, from); }
 ZS_FN unsigned zb_top(zs_u32 v) { return 31u - (unsigned)__clz(v); }
+#elif defined(ZB_SIMULATED_LANES)
+zs_u32 zb_scan(zs_u32 v, zs_u32 *total, unsigned lane);
+int zb_any(int v);
+zs_u32 zb_max(zs_u32 v);
+zs_u32 zb_ballot(int v);
+zs_u32 zb_from(zs_u32 v, unsigned from);
+ZS_FN unsigned zb_top(zs_u32 v) { return zs_hibit(v); }
 #else
 ZS_FN zs_u32 zb_scan(zs_u32 v, zs_u32 *total, unsigned lane)
 {

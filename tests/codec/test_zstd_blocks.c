@@ -8,6 +8,10 @@
  * changed, a frame cut short, bytes added. Where this decoder accepts one,
  * libzstd must accept it too and decode the same bytes (what it refuses goes
  * to nvCOMP). Skipped (77) without libzstd.
+ *
+ * Built with ZB_SIMULATED_LANES (test_zstd_blocks_lanes), the execution
+ * step runs on a warp of 32 simulated lanes (zb_lanes.h), as in the kernel,
+ * on fewer frames.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -17,6 +21,24 @@
 #include "../check.h"
 #include "codec_ref.h"
 #include "zstd_blocks.h"
+#ifdef ZB_SIMULATED_LANES
+#include "zb_lanes.h"
+
+typedef struct execute_args {
+    const uint8_t *frame;
+    zb_block_t *b;
+    const uint8_t *lits;
+    const zb_seq_t *seqs;
+    uint8_t *out;
+    uint32_t *refs;
+} execute_args_t;
+
+static void execute_lane(unsigned lane, void *arg)
+{
+    execute_args_t *a = arg;
+    zb_execute(a->frame, a->b, a->lits, a->seqs, a->out, a->refs, lane, ZB_SIM_LANES);
+}
+#endif
 
 enum { KIND_FIELD, KIND_IMAGE, KIND_SPARSE, KIND_RANDOM, KIND_DOUBLE, KIND_MIXED, KIND_RECORDS, KIND_CONSTANT, NKINDS };
 static const char *const kind_names[NKINDS] = {"float field", "image u8", "sparse int32", "random",
@@ -62,8 +84,14 @@ static int decode(const uint8_t *frame, size_t n, size_t expect, uint8_t *out, c
         r = zb_link(blk, ch, expect);
     }
     if (r == 0) {
-        for (uint32_t k = 0; k < ch->nblocks; k++)
+        for (uint32_t k = 0; k < ch->nblocks; k++) {
+#ifdef ZB_SIMULATED_LANES
+            execute_args_t a = {frame, &blk[k], lits, seqs, out, refs};
+            CHECK_MSG(zb_sim_run(execute_lane, &a) == 0, "block %u: the lanes did not pass the same barriers", k);
+#else
             zb_execute(frame, &blk[k], lits, seqs, out, refs, 0, 1);
+#endif
+        }
         for (uint32_t k = 0; k < ch->nblocks; k++)
             r |= blk[k].bad ? -1 : 0;
     }
@@ -173,8 +201,15 @@ int main(void)
         printf("libzstd.so.1 not found: skipped\n");
         return 77;
     }
+#ifdef ZB_SIMULATED_LANES /* each sequence's lanes in turn: slower, so fewer frames */
+    static const size_t sizes[] = {0, 100, 4096, 131073, 300000};
+    static const int levels[] = {-5, 3, 19};
+    const int damage_rounds = 20;
+#else
     static const size_t sizes[] = {0, 1, 100, 4096, 65536, 131072, 131073, 300000, 1048576, 2621440};
     static const int levels[] = {-5, 1, 3, 9, 19};
+    const int damage_rounds = 200;
+#endif
     counts_t total = {0};
     for (int kind = 0; kind < NKINDS; kind++)
         for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
@@ -224,8 +259,8 @@ int main(void)
     }
     size_t taken = 0, refused = 0;
     for (int kind = 0; kind < NKINDS; kind++) {
-        damaged(kind, 300000, 3, 200, &taken, &refused);
-        damaged(kind, 65536, 19, 100, &taken, &refused);
+        damaged(kind, 300000, 3, damage_rounds, &taken, &refused);
+        damaged(kind, 65536, 19, damage_rounds / 2, &taken, &refused);
     }
     printf("damaged frames: %zu taken (each equal to libzstd's), %zu left to nvCOMP\n", taken, refused);
     CHECK_MSG(refused > 0, "no damaged frame refused");
