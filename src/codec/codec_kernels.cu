@@ -944,8 +944,9 @@ __global__ void codec_zstd_plan(const gds_kjob_t *jobs, u32 n, const u32 *err, u
 }
 
 // Steps 2 and 4: grid (blocks, jobs), two warps each (the decode: the
-// literals beside the sequences) or one (the execution), taking the
-// chunk's blocks blockIdx.x, blockIdx.x + gridDim.x, ...
+// literals beside the sequences, then the offsets on the second warp) or
+// one (the execution), taking the chunk's blocks blockIdx.x,
+// blockIdx.x + gridDim.x, ...
 __global__ void codec_zstd_decode(const gds_kjob_t *jobs, u64 mem, u64 stride, u64 expect)
 {
     __shared__ zb_work_t w;
@@ -956,8 +957,11 @@ __global__ void codec_zstd_decode(const gds_kjob_t *jobs, u64 mem, u64 stride, u
     zb_layout_t l = zb_layout(expect);
     const u8 *in = (const u8 *)jobs[blockIdx.y].in;
     zb_block_t *blk = (zb_block_t *)(base + l.blocks);
-    for (u32 k = blockIdx.x; k < ch->nblocks; k += gridDim.x)
+    for (u32 k = blockIdx.x; k < ch->nblocks; k += gridDim.x) {
         zb_decode(in, &blk[k], base + l.lits, (zb_seq_t *)(base + l.seqs), &w, threadIdx.x, blockDim.x);
+        if (threadIdx.x >= 32) // the offsets on the sequences' warp (the next block's decode waits for it)
+            zb_offsets(&blk[k], (zb_seq_t *)(base + l.seqs), threadIdx.x - 32, 32);
+    }
 }
 
 __global__ void codec_zstd_execute(const gds_kjob_t *jobs, u64 mem, u64 stride, u64 expect)

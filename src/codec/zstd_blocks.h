@@ -119,49 +119,34 @@ ZS_FN zb_layout_t zb_layout(zs_u64 expect)
 
 /* ---- offsets in terms of the starting repeat offsets ---- */
 
-/* ZB_SYM | i << 29 | d: starting repeat offset i, minus d; else a value (0: not valid). */
-ZS_FN zs_u32 zb_minus1(zs_u32 v)
-{
-    if (v & ZB_SYM)
-        return (v & 0x1FFFFFFFu) == 0x1FFFFFFFu ? 0 : v + 1;
-    return v > 1 ? v - 1 : 0;
-}
-
-ZS_FN zs_u32 zb_value(zs_u32 v, const zs_u32 *in)
+/* An offset or repeat offset: ZB_SYM | i << 29 | d, starting repeat offset
+ * i minus d; else a value (0: not valid). zb_subst(v, s): v with the
+ * starting repeat offsets replaced by s[0..2] (values, or themselves in
+ * terms of earlier ones: updates compose). */
+#define ZB_SYM_D 0x1FFFFFFFu
+ZS_FN zs_u32 zb_subst(zs_u32 v, const zs_u32 *s)
 {
     if (!(v & ZB_SYM))
         return v;
-    zs_u32 base = in[(v >> 29) & 3u], d = v & 0x1FFFFFFFu;
-    return base > d ? base - d : 0;
+    zs_u32 base = s[(v >> 29) & 3u], d = v & ZB_SYM_D;
+    if (!(base & ZB_SYM))
+        return base > d ? base - d : 0;
+    zs_u32 sum = (base & ZB_SYM_D) + d;
+    return sum >= ZB_SYM_D ? 0 : (base & ~ZB_SYM_D) | sum;
 }
 
-/* The offset an offset value stands for (RFC 8878 3.1.2.5), rep[] updated
- * (constant indices only: rep stays in registers on the GPU). */
-ZS_FN int zb_offset(zs_u32 *rep, zs_u64 ofv, zs_u32 ll, zs_u32 *off)
+/* What one sequence does to the repeat offsets (RFC 8878 3.1.2.5), from
+ * its Offset_Value ofv and literals length: t[] the repeat offsets after it
+ * in terms of those before it, *off its offset (0: not valid). */
+ZS_FN void zb_seq_rep(zs_u32 ofv, zs_u32 ll, zs_u32 *t, zs_u32 *off)
 {
-    zs_u32 o;
-    if (ofv > 3) {
-        if (ofv - 3 >= ZB_SYM)
-            return -1;
-        o = (zs_u32)(ofv - 3);
-        rep[2] = rep[1];
-        rep[1] = rep[0];
-        rep[0] = o;
-    }
-    else {
-        unsigned idx = (unsigned)ofv - 1 + (ll == 0);
-        if (idx == 0)
-            o = rep[0];
-        else {
-            o = idx == 1 ? rep[1] : idx == 2 ? rep[2] : zb_minus1(rep[0]);
-            if (idx != 1)
-                rep[2] = rep[1];
-            rep[1] = rep[0];
-            rep[0] = o;
-        }
-    }
+    const zs_u32 r0 = ZB_SYM, r1 = ZB_SYM | 1u << 29, r2 = ZB_SYM | 2u << 29;
+    unsigned idx = ofv - 1 + (ll == 0); /* a repeat offset: 0-3 (ofv is 1 at least) */
+    zs_u32 o = ofv > 3 ? (ofv - 3 < ZB_SYM ? ofv - 3 : 0) : idx == 0 ? r0 : idx == 1 ? r1 : idx == 2 ? r2 : r0 + 1;
+    t[0] = o;
+    t[1] = ofv > 3 || idx != 0 ? r0 : r1;
+    t[2] = ofv > 3 || idx >= 2 ? r1 : r2;
     *off = o;
-    return 0;
 }
 
 /* ---- the plan ---- */
@@ -580,15 +565,15 @@ ZS_FN void zb_seq_cells(zb_work_t *w, int t)
 /* The low n bits of v >> at. */
 ZS_FN zs_u32 zb_field(zs_u64 v, int at, unsigned n) { return (zs_u32)((v >> at) & (((zs_u64)1 << n) - 1)); }
 
-/* Step 2's sequences (one lane): decoded into seqs, the block's out_len,
- * end_rep and bad set. The lane's serial loop bounds a block's decode:
- * each sequence takes one load of each table and, where its bits fit the
- * window (56 bits: nearly always), one refill at most and its six fields
- * cut from the window with no check between them. */
+/* Step 2's sequences (one lane): their lengths and raw offset values
+ * (Offset_Value, RFC 8878 3.1.1.3.2.1.1) into seqs, bad set where the
+ * bitstream does not hold them exactly; zb_offsets then turns the values
+ * into offsets on a warp. This lane's serial loop bounds a block's decode,
+ * so it does nothing else: each sequence takes one load of each table and,
+ * where its bits fit the window (56 bits: nearly always), one refill at
+ * most and its six fields cut from the window with no check between them. */
 ZS_FN void zb_sequences(const zs_u8 *p, zb_block_t *b, zb_seq_t *seqs, zb_work_t *w)
 {
-    zs_u32 rep[3] = {b->end_rep[0], b->end_rep[1], b->end_rep[2]};
-    zs_u64 out = b->lit_len, lit_used = 0;
     int fail = w->fail;
     if (b->nseq && !fail) {
         zb_bits_t r;
@@ -646,27 +631,15 @@ ZS_FN void zb_sequences(const zs_u8 *p, zb_block_t *b, zb_seq_t *seqs, zb_work_t
                     sof = (zs_u32)(cof >> 32 & 0xFFFFu) + zb_read(&r, onb);
                 }
             }
-            zs_u32 ll = (zs_u32)cll + llx, ml = (zs_u32)cml + mlx, off;
-            if (zb_offset(rep, (zs_u64)(zs_u32)cof + ofx, ll, &off) < 0 || off == 0) {
-                fail = 1;
-                break;
-            }
-            lit_used += ll;
-            out += ml;
             zb_seq_t e;
-            e.ll = ll;
-            e.ml = ml;
-            e.off = off;
+            e.ll = (zs_u32)cll + llx;
+            e.ml = (zs_u32)cml + mlx;
+            e.off = (zs_u32)cof + ofx; /* (1 << code) + extra bits: 2^32 - 1 at most */
             q[i] = e;
         }
         if (!fail && (r.overrun || r.pos != 0))
             fail = 1;
     }
-    if (lit_used > b->lit_len || out > ZS_BLOCK_MAX)
-        fail = 1;
-    b->out_len = (zs_u32)out;
-    for (int k = 0; k < 3; k++)
-        b->end_rep[k] = rep[k];
     b->bad = (zs_u8)fail;
 }
 
@@ -765,7 +738,7 @@ ZS_FN int zb_link(zb_block_t *blk, zb_chunk_t *ch, zs_u64 expect)
         zs_u32 next[3];
         for (int i = 0; i < 3; i++) {
             b->in_rep[i] = rep[i];
-            next[i] = zb_value(b->end_rep[i], rep);
+            next[i] = zb_subst(b->end_rep[i], rep);
         }
         for (int i = 0; i < 3; i++)
             rep[i] = next[i];
@@ -783,7 +756,7 @@ ZS_FN int zb_link(zb_block_t *blk, zb_chunk_t *ch, zs_u64 expect)
 /* Across a warp's lanes (the kernels launch warps of 32; the host runs one
  * lane, or a test 32 simulated ones): the sum over the lanes below, with the
  * total; any; max; the lanes where v is set (a bit each); v of lane `from`;
- * the highest bit set. */
+ * v of the lane `by` below (its own below lane `by`); the highest bit set. */
 #ifdef __CUDACC_RTC__
 ZS_FN zs_u32 zb_scan(zs_u32 v, zs_u32 *total, unsigned lane)
 {
@@ -811,6 +784,7 @@ ZS_FN zs_u32 zb_max(zs_u32 v)
 }
 ZS_FN zs_u32 zb_ballot(int v) { return __ballot_sync(0xFFFFFFFFu, v); }
 ZS_FN zs_u32 zb_from(zs_u32 v, unsigned from) { return __shfl_sync(0xFFFFFFFFu, v, from); }
+ZS_FN zs_u32 zb_up(zs_u32 v, unsigned by) { return __shfl_up_sync(0xFFFFFFFFu, v, by); }
 ZS_FN unsigned zb_top(zs_u32 v) { return 31u - (unsigned)__clz(v); }
 #elif defined(ZB_SIMULATED_LANES)
 zs_u32 zb_scan(zs_u32 v, zs_u32 *total, unsigned lane);
@@ -818,6 +792,7 @@ int zb_any(int v);
 zs_u32 zb_max(zs_u32 v);
 zs_u32 zb_ballot(int v);
 zs_u32 zb_from(zs_u32 v, unsigned from);
+zs_u32 zb_up(zs_u32 v, unsigned by);
 ZS_FN unsigned zb_top(zs_u32 v) { return zs_hibit(v); }
 #else
 ZS_FN zs_u32 zb_scan(zs_u32 v, zs_u32 *total, unsigned lane)
@@ -834,8 +809,73 @@ ZS_FN zs_u32 zb_from(zs_u32 v, unsigned from)
     (void)from;
     return v;
 }
+ZS_FN zs_u32 zb_up(zs_u32 v, unsigned by)
+{
+    (void)by;
+    return v;
+}
 ZS_FN unsigned zb_top(zs_u32 v) { return zs_hibit(v); }
 #endif
+
+/* Step 2's offsets (a warp, after zb_sequences; the host: one lane): each
+ * sequence's Offset_Value turned into its offset in terms of the block's
+ * starting repeat offsets (ZB_SYM). What a sequence does to the repeat
+ * offsets (zb_seq_rep) composes with what the ones before it did, so a
+ * scan over 32 sequences at a time gives each the repeat offsets before
+ * it. Sets the block's out_len and end_rep; bad where an offset is not
+ * valid or the lengths overrun the literals or the block. */
+ZS_FN void zb_offsets(zb_block_t *b, zb_seq_t *seqs, unsigned lane, unsigned lanes)
+{
+    if (b->type != 2 || b->bad)
+        return;
+    const zs_u32 same[3] = {ZB_SYM, ZB_SYM | 1u << 29, ZB_SYM | 2u << 29};
+    zs_u32 c[3] = {same[0], same[1], same[2]}; /* the repeat offsets before the 32 */
+    zs_u64 lits = 0, out = b->lit_len;
+    int bad = 0;
+    zb_seq_t *q = seqs + b->seq_at;
+    for (zs_u32 g = 0; g < b->nseq; g += lanes) {
+        zs_u32 i = g + lane, x[3] = {same[0], same[1], same[2]}, off = same[0], ll = 0, ml = 0;
+        if (i < b->nseq) {
+            ll = q[i].ll;
+            ml = q[i].ml;
+            zb_seq_rep(q[i].off, ll, x, &off);
+        }
+        for (unsigned by = 1; by < lanes; by <<= 1) { /* x: this lane's update after those below it */
+            zs_u32 y[3] = {zb_up(x[0], by), zb_up(x[1], by), zb_up(x[2], by)};
+            if (lane >= by)
+                for (int k = 0; k < 3; k++)
+                    x[k] = zb_subst(x[k], y);
+        }
+        zs_u32 e[3] = {zb_up(x[0], 1), zb_up(x[1], 1), zb_up(x[2], 1)}, before[3], after[3];
+        for (int k = 0; k < 3; k++) {
+            before[k] = zb_subst(lane ? e[k] : same[k], c);
+            after[k] = zb_from(x[k], lanes - 1);
+        }
+        if (i < b->nseq) {
+            off = zb_subst(off, before);
+            bad |= off == 0;
+            q[i].off = off;
+        }
+        for (int k = 0; k < 3; k++)
+            after[k] = zb_subst(after[k], c);
+        for (int k = 0; k < 3; k++)
+            c[k] = after[k];
+        zs_u32 tl, tm;
+        (void)zb_scan(ll, &tl, lane);
+        (void)zb_scan(ml, &tm, lane);
+        lits += tl;
+        out += tm;
+    }
+    bad = zb_any(bad);
+    if (lane == 0) {
+        if (bad || lits > b->lit_len || out > ZS_BLOCK_MAX)
+            b->bad = 1;
+        b->out_len = (zs_u32)out;
+        for (int k = 0; k < 3; k++)
+            b->end_rep[k] = c[k];
+    }
+    ZB_WARP_SYNC();
+}
 
 /* n bytes from src to dst, forward, in steps of at most `step` (<= 8)
  * bytes held in registers: a step reads only bytes written before it. */
@@ -923,7 +963,7 @@ ZS_FN void zb_execute(const zs_u8 *p, zb_block_t *b, const zs_u8 *lits, const zb
             zb_seq_t e = q[i];
             ll = e.ll;
             ml = e.ml;
-            off = zb_value(e.off, b->in_rep);
+            off = zb_subst(e.off, b->in_rep);
         }
         zs_u32 lit = lp + zb_scan(ll, &tl, lane), dl = d + zb_scan(ll + ml, &to, lane), dm = dl + ll;
         zb_copy(out + dl, lo + lit, ll, 8);

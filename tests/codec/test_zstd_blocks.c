@@ -9,9 +9,9 @@
  * libzstd must accept it too and decode the same bytes (what it refuses goes
  * to nvCOMP). Skipped (77) without libzstd.
  *
- * Built with ZB_SIMULATED_LANES (test_zstd_blocks_lanes), the execution
- * step runs on a warp of 32 simulated lanes (zb_lanes.h), as in the kernel,
- * on fewer frames.
+ * Built with ZB_SIMULATED_LANES (test_zstd_blocks_lanes), the offsets and
+ * the execution run on a warp of 32 simulated lanes (zb_lanes.h), as in
+ * the kernels, on fewer frames.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -37,6 +37,17 @@ static void execute_lane(unsigned lane, void *arg)
 {
     execute_args_t *a = arg;
     zb_execute(a->frame, a->b, a->lits, a->seqs, a->out, a->refs, lane, ZB_SIM_LANES);
+}
+
+typedef struct offsets_args {
+    zb_block_t *b;
+    zb_seq_t *seqs;
+} offsets_args_t;
+
+static void offsets_lane(unsigned lane, void *arg)
+{
+    offsets_args_t *a = arg;
+    zb_offsets(a->b, a->seqs, lane, ZB_SIM_LANES);
 }
 #endif
 
@@ -79,8 +90,16 @@ static int decode(const uint8_t *frame, size_t n, size_t expect, uint8_t *out, c
     static zb_work_t w;
     int r = zb_plan(frame, n, expect, blk, ch);
     if (r == 0) {
-        for (uint32_t k = 0; k < ch->nblocks; k++)
+        for (uint32_t k = 0; k < ch->nblocks; k++) {
             zb_decode(frame, &blk[k], lits, seqs, &w, 0, 1);
+#ifdef ZB_SIMULATED_LANES
+            offsets_args_t a = {&blk[k], seqs};
+            CHECK_MSG(zb_sim_run(offsets_lane, &a) == 0, "block %u: the offsets' lanes did not pass the same barriers",
+                      k);
+#else
+            zb_offsets(&blk[k], seqs, 0, 1);
+#endif
+        }
         r = zb_link(blk, ch, expect);
     }
     if (r == 0) {

@@ -1,8 +1,9 @@
 /*
- * A warp's 32 lanes on the host, for the execution step of zstd_blocks.h
- * (test_zstd_blocks.c built with ZB_SIMULATED_LANES): each lane is a
- * coroutine (ucontext) running the kernel's code with its lane number; the
- * warp's exchanges (zb_scan, zb_any, zb_max, zb_ballot, zb_from) and
+ * A warp's 32 lanes on the host, for the warp steps of zstd_blocks.h (the
+ * offsets, the execution; test_zstd_blocks.c built with ZB_SIMULATED_LANES):
+ * each lane is a coroutine (ucontext) running the kernel's code with its
+ * lane number; the warp's exchanges (zb_scan, zb_any, zb_max, zb_ballot,
+ * zb_from, zb_up) and
  * ZB_WARP_SYNC are barriers where every lane must arrive. Between barriers
  * the lanes run one after another in a random order, so code that reads
  * what another lane writes without a barrier between them gives other bytes
@@ -88,6 +89,13 @@ zs_u32 zb_ballot(int v)
 }
 
 zs_u32 zb_from(zs_u32 v, unsigned from) { return zb_sim_exchange(5, v)[from % ZB_SIM_LANES]; }
+
+zs_u32 zb_up(zs_u32 v, unsigned by)
+{
+    unsigned me = zb_sim.current;
+    const uint32_t *all = zb_sim_exchange(6, v);
+    return me >= by ? all[me - by] : v;
+}
 
 static void zb_sim_entry(unsigned lane)
 {
