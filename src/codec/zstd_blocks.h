@@ -10,8 +10,9 @@
  *  1. plan (a thread a chunk): the block headers, each block's literal and
  *     sequence counts, and where the descriptions of the tables in force lie;
  *  2. decode (two warps a block): the literals (Huffman streams side by
- *     side) on one, the sequences on the other, their offsets kept in terms
- *     of the repeat offsets the block starts from (ZB_SYM);
+ *     side) on one, the sequences' bitstream on a lane of the other; then
+ *     that warp turns their offset values into offsets, kept in terms of
+ *     the repeat offsets the block starts from (ZB_SYM), with a scan;
  *  3. link (a thread a chunk): where each block's bytes go, and the repeat
  *     offsets each block starts from;
  *  4. execute (a warp a block, 32 sequences at a time): literals and
@@ -26,8 +27,9 @@
  * nvCOMP too: this decoder only ever returns what libzstd returns.
  *
  * Plain C that CUDA C++ (NVRTC) compiles too: the codec's kernels run it,
- * the unit tests on the host against libzstd (lane 0 of 1). Written from
- * the format's specification (RFC 8878).
+ * the unit tests on the host against libzstd (lane 0 of 1, and the warp
+ * steps on 32 simulated lanes). Written from the format's specification
+ * (RFC 8878).
  */
 #ifndef H5GDS_ZSTD_BLOCKS_H
 #define H5GDS_ZSTD_BLOCKS_H
