@@ -39,8 +39,8 @@
 #ifdef __CUDACC_RTC__
 #define ZB_WARP_SYNC() __syncwarp()
 #elif defined(ZB_SIMULATED_LANES) /* a test runs a warp's lanes on the host (it defines these) */
-void zb_sim_sync(void);
-#define ZB_WARP_SYNC() zb_sim_sync()
+void zb_sim_sync(int line);
+#define ZB_WARP_SYNC() zb_sim_sync(__LINE__)
 #else
 #define ZB_WARP_SYNC() ((void)0)
 #endif
@@ -650,7 +650,7 @@ ZS_FN void zb_sequences(const zs_u8 *p, zb_block_t *b, zb_seq_t *seqs, zb_work_t
  * thread block of two warps), all of which call it: lanes 0-3 the
  * literals' streams, lanes 32-34 the sequences' tables and lane 32 the
  * sequences, side by side (one lane on the host does all). Sets the
- * block's out_len, end_rep, bad. */
+ * block's bad; zb_offsets, after it, its out_len and end_rep. */
 ZS_FN void zb_decode(const zs_u8 *p, zb_block_t *b, zs_u8 *lits, zb_seq_t *seqs, zb_work_t *w, unsigned lane,
                      unsigned lanes)
 {
@@ -661,7 +661,7 @@ ZS_FN void zb_decode(const zs_u8 *p, zb_block_t *b, zs_u8 *lits, zb_seq_t *seqs,
     if (lane == 0)
         w->fail = 0;
     ZS_SYNC();
-    /* the tables: the Huffman tree (lane 0), the sequences' (lanes 4-6) */
+    /* the tables: the Huffman tree (lane 0), the sequences' (lanes 32-34) */
     int huf = b->lit_type >= 2;
     if (huf && lane == 0) {
         unsigned used = 0;
@@ -682,7 +682,7 @@ ZS_FN void zb_decode(const zs_u8 *p, zb_block_t *b, zs_u8 *lits, zb_seq_t *seqs,
                 zb_seq_cells(w, (int)t);
         }
     ZS_SYNC();
-    /* the literals (lanes 0-3) beside the sequences (lane 4) */
+    /* the literals (lanes 0-3) beside the sequences (lane 32) */
     if (!w->fail && !huf)
         for (zs_u32 i = lane; lane < 32 && i < b->lit_len; i += lanes < 32 ? lanes : 32)
             lo[i] = b->lit_type == 0 ? ls[i] : ls[0];
@@ -788,13 +788,19 @@ ZS_FN zs_u32 zb_ballot(int v) { return __ballot_sync(0xFFFFFFFFu, v); }
 ZS_FN zs_u32 zb_from(zs_u32 v, unsigned from) { return __shfl_sync(0xFFFFFFFFu, v, from); }
 ZS_FN zs_u32 zb_up(zs_u32 v, unsigned by) { return __shfl_up_sync(0xFFFFFFFFu, v, by); }
 ZS_FN unsigned zb_top(zs_u32 v) { return 31u - (unsigned)__clz(v); }
-#elif defined(ZB_SIMULATED_LANES)
-zs_u32 zb_scan(zs_u32 v, zs_u32 *total, unsigned lane);
-int zb_any(int v);
-zs_u32 zb_max(zs_u32 v);
-zs_u32 zb_ballot(int v);
-zs_u32 zb_from(zs_u32 v, unsigned from);
-zs_u32 zb_up(zs_u32 v, unsigned by);
+#elif defined(ZB_SIMULATED_LANES) /* each call names its line: lanes at different calls diverge */
+zs_u32 zb_sim_scan(zs_u32 v, zs_u32 *total, unsigned lane, int line);
+int zb_sim_any(int v, int line);
+zs_u32 zb_sim_max(zs_u32 v, int line);
+zs_u32 zb_sim_ballot(int v, int line);
+zs_u32 zb_sim_from(zs_u32 v, unsigned from, int line);
+zs_u32 zb_sim_up(zs_u32 v, unsigned by, int line);
+#define zb_scan(v, total, lane) zb_sim_scan(v, total, lane, __LINE__)
+#define zb_any(v) zb_sim_any(v, __LINE__)
+#define zb_max(v) zb_sim_max(v, __LINE__)
+#define zb_ballot(v) zb_sim_ballot(v, __LINE__)
+#define zb_from(v, from) zb_sim_from(v, from, __LINE__)
+#define zb_up(v, by) zb_sim_up(v, by, __LINE__)
 ZS_FN unsigned zb_top(zs_u32 v) { return zs_hibit(v); }
 #else
 ZS_FN zs_u32 zb_scan(zs_u32 v, zs_u32 *total, unsigned lane)

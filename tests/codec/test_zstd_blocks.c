@@ -7,7 +7,8 @@
  * counted, so the paths are known to be taken. Then damaged frames: a byte
  * changed, a frame cut short, bytes added. Where this decoder accepts one,
  * libzstd must accept it too and decode the same bytes (what it refuses goes
- * to nvCOMP). Skipped (77) without libzstd.
+ * to nvCOMP). The offsets' scan is also checked against the serial rule on
+ * made-up sequences (offsets_made_up). Skipped (77) without libzstd.
  *
  * Built with ZB_SIMULATED_LANES (test_zstd_blocks_lanes), the offsets and
  * the execution run on a warp of 32 simulated lanes (zb_lanes.h), as in
@@ -213,6 +214,86 @@ static void damaged(int kind, size_t len, int level, int rounds, size_t *taken, 
     free(out);
 }
 
+/* The offsets' scan (zb_offsets) against the serial rule it replaces (RFC
+ * 8878 3.1.2.5, offsets in terms of the block's starting repeat offsets) on
+ * made-up sequences: repeat offsets taken every way, "the first one minus
+ * 1" many times in a row (down to 0: not valid), offset values too large,
+ * literal lengths overrunning the block's literals, 0 to 100 sequences
+ * (groups of 32 and the carry between them). libzstd's frames seldom hold
+ * two "minus 1" in a row. */
+static zs_u32 serial_minus1(zs_u32 v)
+{
+    if (v & ZB_SYM)
+        return (v & ZB_SYM_D) == ZB_SYM_D ? 0 : v + 1;
+    return v > 1 ? v - 1 : 0;
+}
+
+static void offsets_made_up(int blocks)
+{
+    static zb_seq_t seqs[100];
+    zs_u32 want[100];
+    size_t valid = 0;
+    for (int k = 0; k < blocks; k++) {
+        zs_u32 n = (zs_u32)(rng() % 101), rep[3] = {ZB_SYM, ZB_SYM | 1u << 29, ZB_SYM | 2u << 29};
+        zs_u64 lits = 0, mls = 0;
+        int bad = 0;
+        for (zs_u32 i = 0; i < n; i++) {
+            zs_u32 pick = (zs_u32)(rng() % 16), ll = rng() % 3 ? 0 : (zs_u32)(rng() % 20), ofv;
+            ofv = pick < 9 ? 1 + pick % 3 : pick < 15 ? 4 + (zs_u32)(rng() % (pick < 12 ? 8 : 5000)) : 0x80000003u + (zs_u32)(rng() % 4);
+            seqs[i].ll = ll;
+            seqs[i].ml = 3 + (zs_u32)(rng() % 40);
+            seqs[i].off = ofv;
+            lits += ll;
+            mls += seqs[i].ml;
+            zs_u32 o; /* the serial rule, as zb_sequences applied it before the scan */
+            if (ofv > 3) {
+                bad |= ofv - 3 >= ZB_SYM;
+                o = ofv - 3;
+                rep[2] = rep[1];
+                rep[1] = rep[0];
+                rep[0] = o;
+            }
+            else {
+                unsigned idx = ofv - 1 + (ll == 0);
+                o = idx == 0 ? rep[0] : idx == 3 ? serial_minus1(rep[0]) : rep[idx];
+                if (idx) {
+                    if (idx != 1)
+                        rep[2] = rep[1];
+                    rep[1] = rep[0];
+                    rep[0] = o;
+                }
+            }
+            bad |= o == 0;
+            want[i] = o;
+        }
+        zb_block_t b;
+        memset(&b, 0, sizeof b);
+        b.type = 2;
+        b.nseq = n;
+        b.lit_len = (zs_u32)(rng() % 8 ? lits + rng() % 5 : lits / 2);
+        bad |= lits > b.lit_len || b.lit_len + mls > ZS_BLOCK_MAX;
+#ifdef ZB_SIMULATED_LANES
+        offsets_args_t a = {&b, seqs};
+        CHECK_MSG(zb_sim_run(offsets_lane, &a) == 0, "made-up block %d: the offsets' lanes diverged", k);
+#else
+        zb_offsets(&b, seqs, 0, 1);
+#endif
+        CHECK_MSG(b.bad == bad, "made-up block %d (%u sequences): bad %d, the serial rule %d", k, n, b.bad, bad);
+        if (bad || b.bad)
+            continue;
+        valid++;
+        for (zs_u32 i = 0; i < n; i++)
+            CHECK_MSG(seqs[i].off == want[i], "made-up block %d, sequence %u: offset %#x, the serial rule %#x", k, i,
+                      seqs[i].off, want[i]);
+        for (int r = 0; r < 3; r++)
+            CHECK_MSG(b.end_rep[r] == rep[r], "made-up block %d: repeat offset %d after it %#x, the serial rule %#x", k,
+                      r, b.end_rep[r], rep[r]);
+        CHECK_MSG(b.out_len == b.lit_len + mls, "made-up block %d: out_len %u, expected %llu", k, b.out_len,
+                  (unsigned long long)(b.lit_len + mls));
+    }
+    CHECK_MSG(valid > (size_t)blocks / 10, "only %zu of %d made-up blocks valid", valid, blocks);
+}
+
 int main(void)
 {
     ref_load();
@@ -276,6 +357,11 @@ int main(void)
             free(f);
         }
     }
+#ifdef ZB_SIMULATED_LANES
+    offsets_made_up(500);
+#else
+    offsets_made_up(5000);
+#endif
     size_t taken = 0, refused = 0;
     for (int kind = 0; kind < NKINDS; kind++) {
         damaged(kind, 300000, 3, damage_rounds, &taken, &refused);

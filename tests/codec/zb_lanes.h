@@ -3,12 +3,15 @@
  * offsets, the execution; test_zstd_blocks.c built with ZB_SIMULATED_LANES):
  * each lane is a coroutine (ucontext) running the kernel's code with its
  * lane number; the warp's exchanges (zb_scan, zb_any, zb_max, zb_ballot,
- * zb_from, zb_up) and
- * ZB_WARP_SYNC are barriers where every lane must arrive. Between barriers
- * the lanes run one after another in a random order, so code that reads
- * what another lane writes without a barrier between them gives other bytes
- * from one run to the next, and lanes that miss a barrier the others reach
- * (a divergent exchange, a hang on the GPU) fail the test.
+ * zb_from, zb_up) and ZB_WARP_SYNC are barriers where every lane must
+ * arrive, at the same call. Between barriers the lanes run one after
+ * another in a random order, so code that reads what another lane writes
+ * without a barrier between them gives other bytes from one run to the
+ * next, and lanes that reach different exchanges or none (a divergent
+ * exchange: undefined, or a hang, on the GPU) fail the test.
+ * What it cannot see: on the GPU only __syncwarp orders lanes' memory, not
+ * the shuffles and votes; here every exchange does, so a missing
+ * ZB_WARP_SYNC before reads of another lane's writes goes unnoticed.
  */
 #ifndef H5GDS_ZB_LANES_H
 #define H5GDS_ZB_LANES_H
@@ -27,7 +30,7 @@ static struct {
     char *stack[ZB_SIM_LANES];
     uint32_t slot[2][ZB_SIM_LANES]; /* by barrier parity: a lane writes the next while others read this one */
     unsigned barriers[ZB_SIM_LANES]; /* barriers each lane has passed */
-    int kind[ZB_SIM_LANES];          /* the exchange each lane waits in */
+    int site[ZB_SIM_LANES];          /* the line of the call each lane waits in (zstd_blocks.h) */
     int done[ZB_SIM_LANES];
     unsigned current;
     zb_lane_fn fn;
@@ -35,23 +38,24 @@ static struct {
     size_t diverged; /* runs where lanes did not all reach the same barrier */
 } zb_sim;
 
-/* Lane `current` leaves v for the others in exchange `kind` and waits for
- * every lane. */
-static const uint32_t *zb_sim_exchange(int kind, uint32_t v)
+/* Lane `current` leaves v for the others at the exchange called on line
+ * `site` and waits for every lane. */
+static const uint32_t *zb_sim_exchange(int site, uint32_t v)
 {
     unsigned me = zb_sim.current, parity = zb_sim.barriers[me] & 1u;
     zb_sim.slot[parity][me] = v;
-    zb_sim.kind[me] = kind;
+    zb_sim.site[me] = site;
     swapcontext(&zb_sim.lane[me], &zb_sim.main);
     zb_sim.barriers[me]++;
     return zb_sim.slot[parity];
 }
 
-void zb_sim_sync(void) { (void)zb_sim_exchange(0, 0); }
 
-zs_u32 zb_scan(zs_u32 v, zs_u32 *total, unsigned lane)
+void zb_sim_sync(int line) { (void)zb_sim_exchange(line, 0); }
+
+zs_u32 zb_sim_scan(zs_u32 v, zs_u32 *total, unsigned lane, int line)
 {
-    const uint32_t *all = zb_sim_exchange(1, v);
+    const uint32_t *all = zb_sim_exchange(line, v);
     zs_u32 below = 0, sum = 0;
     for (unsigned k = 0; k < ZB_SIM_LANES; k++) {
         below += k < lane ? all[k] : 0;
@@ -61,39 +65,39 @@ zs_u32 zb_scan(zs_u32 v, zs_u32 *total, unsigned lane)
     return below;
 }
 
-int zb_any(int v)
+int zb_sim_any(int v, int line)
 {
-    const uint32_t *all = zb_sim_exchange(2, v != 0);
+    const uint32_t *all = zb_sim_exchange(line, v != 0);
     for (unsigned k = 0; k < ZB_SIM_LANES; k++)
         if (all[k])
             return 1;
     return 0;
 }
 
-zs_u32 zb_max(zs_u32 v)
+zs_u32 zb_sim_max(zs_u32 v, int line)
 {
-    const uint32_t *all = zb_sim_exchange(3, v);
+    const uint32_t *all = zb_sim_exchange(line, v);
     zs_u32 m = 0;
     for (unsigned k = 0; k < ZB_SIM_LANES; k++)
         m = all[k] > m ? all[k] : m;
     return m;
 }
 
-zs_u32 zb_ballot(int v)
+zs_u32 zb_sim_ballot(int v, int line)
 {
-    const uint32_t *all = zb_sim_exchange(4, v != 0);
+    const uint32_t *all = zb_sim_exchange(line, v != 0);
     zs_u32 bits = 0;
     for (unsigned k = 0; k < ZB_SIM_LANES; k++)
         bits |= all[k] ? 1u << k : 0u;
     return bits;
 }
 
-zs_u32 zb_from(zs_u32 v, unsigned from) { return zb_sim_exchange(5, v)[from % ZB_SIM_LANES]; }
+zs_u32 zb_sim_from(zs_u32 v, unsigned from, int line) { return zb_sim_exchange(line, v)[from % ZB_SIM_LANES]; }
 
-zs_u32 zb_up(zs_u32 v, unsigned by)
+zs_u32 zb_sim_up(zs_u32 v, unsigned by, int line)
 {
     unsigned me = zb_sim.current;
-    const uint32_t *all = zb_sim_exchange(6, v);
+    const uint32_t *all = zb_sim_exchange(line, v);
     return me >= by ? all[me - by] : v;
 }
 
@@ -147,7 +151,7 @@ static int zb_sim_run(zb_lane_fn fn, void *arg)
             return -1;
         }
         for (unsigned l = 1; l < ZB_SIM_LANES; l++)
-            if (zb_sim.barriers[l] != zb_sim.barriers[0] || zb_sim.kind[l] != zb_sim.kind[0]) {
+            if (zb_sim.site[l] != zb_sim.site[0]) { /* lanes at different exchanges */
                 zb_sim.diverged++;
                 return -1;
             }
