@@ -12,6 +12,7 @@
 #include "blosc_chunks.h"
 #include "blosc_encode_model.h"
 #include "codec_plan.h"
+#include "codec_internal.h"
 #include "codec_ref.h"
 #include "codec_shared.h"
 #include "codec_test.h"
@@ -1160,6 +1161,36 @@ static void test_read_tail(void)
     CHECK(gds_codec_read_tail_chunks(NULL, 500000, stored, 1.2e9, 512) == 0);
 }
 
+/* Which zstd batches are decoded block by block (chunks of more than one
+ * block, batches of up to 128 MiB; H5GDS_ZSTD_BLOCKS 0 never, 1 always),
+ * and the scratch a sub-batch counts: that of the widest batch taken up to
+ * its width, so it never shrinks as the width grows. */
+static void test_zstd_blocks_batches(void)
+{
+    const size_t MB = 1 << 20, KB = 1 << 10;
+    unsetenv("H5GDS_ZSTD_BLOCKS");
+    CHECK(gds_codec_zstd_blocks_batch(128, MB) && !gds_codec_zstd_blocks_batch(129, MB));
+    CHECK(gds_codec_zstd_blocks_batch(1, 128 * KB + 1) && !gds_codec_zstd_blocks_batch(1, 128 * KB));
+    CHECK(gds_codec_zstd_blocks_batch(32, 4 * MB) && !gds_codec_zstd_blocks_batch(33, 4 * MB));
+    CHECK(!gds_codec_zstd_blocks_batch(1, 129 * MB) && !gds_codec_zstd_blocks_batch(1, (size_t)1 << 31));
+    size_t prev = 0;
+    for (size_t n = 1; n <= 300; n++) {
+        size_t r = gds_codec_zstd_blocks_reserve(n, MB);
+        CHECK_MSG(r == gds_codec_zstd_blocks_bytes(n < 128 ? n : 128, MB) && r >= prev,
+                  "%zu chunks of 1 MiB: %zu B of scratch counted", n, r);
+        prev = r;
+    }
+    CHECK(gds_codec_zstd_blocks_reserve(64, 64 * KB) == 0 && gds_codec_zstd_blocks_reserve(1, 129 * MB) == 0);
+    setenv("H5GDS_ZSTD_BLOCKS", "0", 1);
+    CHECK(!gds_codec_zstd_blocks_batch(1, MB) && gds_codec_zstd_blocks_reserve(8, MB) == 0);
+    setenv("H5GDS_ZSTD_BLOCKS", "1", 1);
+    CHECK(gds_codec_zstd_blocks_batch(1000, MB) && gds_codec_zstd_blocks_batch(1, 64 * KB));
+    CHECK(!gds_codec_zstd_blocks_batch(1, (size_t)1 << 31));
+    CHECK(gds_codec_zstd_blocks_reserve(300, MB) == gds_codec_zstd_blocks_bytes(300, MB));
+    CHECK(gds_codec_zstd_blocks_reserve(5, 64 * KB) == gds_codec_zstd_blocks_bytes(5, 64 * KB));
+    unsetenv("H5GDS_ZSTD_BLOCKS");
+}
+
 int main(void)
 {
     ref_load();
@@ -1177,6 +1208,7 @@ int main(void)
     test_encodes_slowly();
     test_read_batch_goal();
     test_read_tail();
+    test_zstd_blocks_batches();
     test_widest_fitting();
     test_blosc_shuffle_units();
     test_blosc_encode_frames();
