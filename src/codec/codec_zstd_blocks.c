@@ -8,6 +8,7 @@
 #include "codec_internal.h"
 #include "zstd_blocks.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,14 +23,22 @@
  * blocks). H5GDS_ZSTD_BLOCKS: 0 never, 1 every batch (tuning, A/B). */
 #define BLOCKS_BATCH_MIB 128u
 
-bool gds_codec_zstd_blocks_batch(size_t n, size_t expect)
+/* The most chunks of `expect` decoded bytes a batch decoded block by block
+ * holds: 0 where none is, SIZE_MAX where every one is (H5GDS_ZSTD_BLOCKS). */
+static size_t widest_batch(size_t expect)
 {
     const char *e = getenv("H5GDS_ZSTD_BLOCKS");
     if (expect >= ZB_SYM || (e && strcmp(e, "0") == 0))
-        return false;
+        return 0;
     if (e && strcmp(e, "1") == 0)
-        return true;
-    return expect > ZS_BLOCK_MAX && (double)n * (double)expect <= (double)BLOCKS_BATCH_MIB * 1048576.0;
+        return SIZE_MAX;
+    return expect > ZS_BLOCK_MAX ? (size_t)BLOCKS_BATCH_MIB * 1048576 / expect : 0;
+}
+
+bool gds_codec_zstd_blocks_batch(size_t n, size_t expect)
+{
+    size_t most = widest_batch(expect);
+    return most && n <= most;
 }
 
 /* The device memory a sub-batch of n chunks counts for it: as for the
@@ -37,12 +46,7 @@ bool gds_codec_zstd_blocks_batch(size_t n, size_t expect)
  * for the widest batch that fits relies on that). */
 size_t gds_codec_zstd_blocks_reserve(size_t n, size_t expect)
 {
-    if (!gds_codec_zstd_blocks_batch(1, expect))
-        return 0;
-    size_t most = expect ? (size_t)BLOCKS_BATCH_MIB * 1048576 / expect : n;
-    const char *e = getenv("H5GDS_ZSTD_BLOCKS");
-    if (e && strcmp(e, "1") == 0)
-        most = n;
+    size_t most = widest_batch(expect);
     return gds_codec_zstd_blocks_bytes(n < most ? n : most, expect);
 }
 
