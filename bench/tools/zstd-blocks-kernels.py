@@ -38,41 +38,38 @@ PROBE = r'''
 extern "C" __global__ void probe_layout(u64 expect, u64 *v) { *v = zb_layout(expect).total; }
 '''
 
-def probe_decode_src(hdr):
-    t = hdr.decode()
-    a = t.index("ZS_FN void zb_decode(")
-    b = t.index("\n}\n", a) + 3
-    f = t[a:b]
-    f = f.replace("ZS_FN void zb_decode(", "ZS_FN void probe_zb_decode(long long *st, ")
-    f = f.replace("{\n    if (b->type != 2)", "{\n    long long c0 = clock64();\n    if (b->type != 2)", 1)
-    k = f.index("    ZS_SYNC();\n    /* the literals")
-    f = f[:k] + "    ZS_SYNC();\n    if (lane == 0) st[0] = clock64() - c0;\n" + f[k + len("    ZS_SYNC();\n"):]
-    f = f.replace("    if (lane == seq_lane)\n        zb_sequences(p, b, seqs, w);",
-                  "    if (lane == 0) st[1] = clock64() - c0;\n    if (lane == seq_lane) {\n        zb_sequences(p, b, seqs, w);\n        st[2] = clock64() - c0;\n        st[3] = b->nseq;\n    }")
-    assert "st[2]" in f and "st[0]" in f
-    return f
-
-def probe_kernel_src(kernels, name, probe, args, body):
-    """Kernel `name` of codec_kernels.cu itself, renamed `probe`, with its
-    parameters and body rewritten by (old, new) pairs."""
-    t = kernels.decode()
-    a = t.index("__global__ void %s(" % name)
-    f = t[a:t.index("\n}\n", a) + 3].replace(name + "(", probe + "(", 1)
-    for old, new in args + body:
-        assert old in f, (name, old)
+def rewritten(source, head, pairs):
+    """The function of `source` (bytes) that opens with `head`, to its
+    closing brace, with each (old, new) pair replaced once (each must be
+    there: the library's code is patched, not copied)."""
+    t = source.decode()
+    a = t.index(head)
+    f = t[a:t.index("\n}\n", a) + 3]
+    for old, new in pairs:
+        assert old in f, (head, old)
         f = f.replace(old, new, 1)
-    return 'extern "C" ' + f
+    return f
 
 def compile_dir(lib, d):
     names = ["codec_shared.h", "zstd_splice.h", "deflate_splice.h", "inflate_split.h", "zstd_blocks.h"]
     hdrs = [open(os.path.join(d, n), "rb").read() for n in names]
     kernels = open(os.path.join(d, "codec_kernels.cu"), "rb").read()
-    # the decode with each block's stamps; the resolve with nvCOMP's entries by pointer (CuPy passes no structs)
-    decode = probe_kernel_src(kernels, "codec_zstd_decode", "probe_decode", [("u64 expect)", "u64 expect, long long *st)")],
-                              [("zb_decode(in,", "probe_zb_decode(st + ((u64)blockIdx.y * zb_max_blocks(expect) + k) * 4, in,")])
-    resolve = probe_kernel_src(kernels, "codec_zstd_resolve", "probe_resolve",
-                               [("gds_kentries_t e,", "const gds_kentries_t *ep,")], [("{\n", "{\n    const gds_kentries_t e = *ep;\n")])
-    src = kernels + PROBE.encode() + (probe_decode_src(hdrs[4]) + decode + resolve).encode()
+    # zb_decode with clock64 stamps: the tables built, the literals decoded, the sequences walked
+    stamped = rewritten(hdrs[4], "ZS_FN void zb_decode(", [
+        ("zb_decode(", "probe_zb_decode(long long *st, "),
+        ("{\n    if (b->type != 2)", "{\n    long long c0 = clock64();\n    if (b->type != 2)"),
+        ("    ZS_SYNC();\n    /* the literals", "    ZS_SYNC();\n    if (lane == 0) st[0] = clock64() - c0;\n    /* the literals"),
+        ("    if (lane == seq_lane)\n        zb_sequences(p, b, seqs, w);",
+         "    if (lane == 0) st[1] = clock64() - c0;\n    if (lane == seq_lane) {\n        zb_sequences(p, b, seqs, w);\n"
+         "        st[2] = clock64() - c0;\n        st[3] = b->nseq;\n    }")])
+    # the decode kernel calling it; the resolve with nvCOMP's entries by pointer (CuPy passes no structs)
+    decode = 'extern "C" ' + rewritten(kernels, "__global__ void codec_zstd_decode(", [
+        ("codec_zstd_decode(", "probe_decode("), ("u64 expect)", "u64 expect, long long *st)"),
+        ("zb_decode(in,", "probe_zb_decode(st + ((u64)blockIdx.y * zb_max_blocks(expect) + k) * 4, in,")])
+    resolve = 'extern "C" ' + rewritten(kernels, "__global__ void codec_zstd_resolve(", [
+        ("codec_zstd_resolve(", "probe_resolve("), ("gds_kentries_t e,", "const gds_kentries_t *ep,"),
+        ("{\n", "{\n    const gds_kentries_t e = *ep;\n")])
+    src = kernels + PROBE.encode() + (stamped + decode + resolve).encode()
     arr = lambda xs: (ctypes.c_char_p * len(xs))(*xs)
     prog = ctypes.c_void_p()
     assert lib.nvrtcCreateProgram(ctypes.byref(prog), src, b"codec_kernels.cu", len(names), arr(hdrs), arr([n.encode() for n in names])) == 0
