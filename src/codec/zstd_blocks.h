@@ -379,24 +379,14 @@ ZS_FN zs_u32 zb_peek(zb_bits_t *r, unsigned n)
     return (zs_u32)((r->c & ((1ull << r->pos) - 1)) << (n - (unsigned)r->pos)); /* at is 0 here */
 }
 
-/* An FSE decoding table (its cells only: zs_table_t also keeps what an
- * encoder needs, twice the shared memory). */
-typedef struct zb_fse {
-    zs_cell_t cell[1u << ZS_MAX_AL];
-    unsigned al;
-} zb_fse_t;
-
-ZS_FN int zb_fse_build(zb_fse_t *t, const short *norm, unsigned sym_end, unsigned al)
-{
-    t->al = al;
-    return zs_cells_build(t->cell, norm, sym_end, al);
-}
+#define ZB_HUF_WEIGHTS_AL 6u /* the Huffman weights' FSE accuracy at most (RFC 8878 4.2.1.2) */
 
 /* ---- literals ---- */
 
 /* The Huffman tree description at p (avail bytes): the decode table
- * dt[1 << *bits] (symbol | bits << 8). t: room for the weights' FSE table. */
-ZS_FN int zb_huf_table(const zs_u8 *p, zs_u64 avail, zs_u16 *dt, unsigned *bits, unsigned *used, zb_fse_t *t)
+ * dt[1 << *bits] (symbol | bits << 8). cell: room for the weights' FSE
+ * table (1 << ZB_HUF_WEIGHTS_AL cells). */
+ZS_FN int zb_huf_table(const zs_u8 *p, zs_u64 avail, zs_u16 *dt, unsigned *bits, unsigned *used, zs_cell_t *cell)
 {
     zs_u8 w[256];
     unsigned nw = 0;
@@ -417,8 +407,8 @@ ZS_FN int zb_huf_table(const zs_u8 *p, zs_u64 avail, zs_u16 *dt, unsigned *bits,
             return -1;
         short norm[53];
         unsigned sym_end, al;
-        int hdr = zs_read_counts(norm, &sym_end, &al, p + 1, hb, 6, 12);
-        if (hdr < 0 || (unsigned)hdr >= hb || zb_fse_build(t, norm, sym_end, al) < 0)
+        int hdr = zs_read_counts(norm, &sym_end, &al, p + 1, hb, ZB_HUF_WEIGHTS_AL, 12);
+        if (hdr < 0 || (unsigned)hdr >= hb || zs_cells_build(cell, norm, sym_end, al) < 0)
             return -1;
         zb_bits_t r;
         if (zb_bits_init(&r, p + 1 + hdr, hb - (unsigned)hdr) < 0)
@@ -429,16 +419,16 @@ ZS_FN int zb_huf_table(const zs_u8 *p, zs_u64 avail, zs_u16 *dt, unsigned *bits,
         for (;;) { /* two states in turn, until the bits run out (RFC 8878 4.2.1.2) */
             if (nw > 253)
                 return -1;
-            w[nw++] = t->cell[s1].sym;
-            s1 = t->cell[s1].base + zb_read(&r, t->cell[s1].nb);
+            w[nw++] = cell[s1].sym;
+            s1 = cell[s1].base + zb_read(&r, cell[s1].nb);
             if (r.overrun) {
-                w[nw++] = t->cell[s2].sym;
+                w[nw++] = cell[s2].sym;
                 break;
             }
-            w[nw++] = t->cell[s2].sym;
-            s2 = t->cell[s2].base + zb_read(&r, t->cell[s2].nb);
+            w[nw++] = cell[s2].sym;
+            s2 = cell[s2].base + zb_read(&r, cell[s2].nb);
             if (r.overrun) {
-                w[nw++] = t->cell[s1].sym;
+                w[nw++] = cell[s1].sym;
                 break;
             }
         }
@@ -503,21 +493,23 @@ ZS_FN int zb_huf_stream(const zs_u8 *p, zs_u64 len, const zs_u16 *dt, unsigned b
 
 /* ---- sequences ---- */
 
-ZS_FN int zb_seq_table(zb_fse_t *t, int type, unsigned mode, const zs_u8 *p, zs_u64 len)
+/* A sequences table (of `type`) from its description: its cells into
+ * cell[1 << *al]. */
+ZS_FN int zb_seq_table(zs_cell_t *cell, unsigned *al, int type, unsigned mode, const zs_u8 *p, zs_u64 len)
 {
     short read[53];
     const short *norm;
-    unsigned sym_end, al;
-    if (zs_read_desc(type, mode, p, len, read, &norm, &sym_end, &al) < 0)
+    unsigned sym_end;
+    if (zs_read_desc(type, mode, p, len, read, &norm, &sym_end, al) < 0)
         return -1;
     if (!norm) { /* RLE_Mode: one symbol, no state bits */
-        t->cell[0].sym = (zs_u8)sym_end;
-        t->cell[0].nb = 0;
-        t->cell[0].base = 0;
-        t->al = 0;
+        cell[0].sym = (zs_u8)sym_end;
+        cell[0].nb = 0;
+        cell[0].base = 0;
+        *al = 0;
         return 0;
     }
-    return zb_fse_build(t, norm, sym_end, al);
+    return zs_cells_build(cell, norm, sym_end, *al);
 }
 
 /* A sequences table's cell with all a sequence needs of it, in one load:
@@ -526,41 +518,43 @@ ZS_FN int zb_seq_table(zb_fse_t *t, int type, unsigned mode, const zs_u8 *p, zs_
  * bits, 56-63 the code's extra bits. */
 typedef zs_u64 zb_scell_t;
 
-/* Where table t's cells start in zb_work_t.sc (LL, OF, ML: 512, 256, 512). */
+/* Where table t's cells start in zb_work_t's sc (LL, OF, ML: 512, 256
+ * and 512 of them, 1 << zs_max_al[t]). */
 ZS_FN zs_u32 zb_sc_at(int t) { return t == ZS_LL ? 0u : t == ZS_OF ? 512u : 768u; }
 
-/* A warp's working memory for one block (the kernel's shared memory). */
+/* A warp's working memory for one block (the kernel's shared memory: 14.5
+ * KiB, so that 14 blocks' thread blocks fit an SM). A sequences table is
+ * built as 4-byte cells in the upper half of its packed cells' room, which
+ * zb_seq_cells then fills from the bottom up: packed cell s covers 4-byte
+ * cells 2s - n and 2s - n + 1 (n = the room's cells), read by then. */
 typedef struct zb_work {
-    zb_fse_t t[3]; /* the sequences' tables */
-    zb_fse_t hw;   /* the Huffman weights' */
-    zb_scell_t sc[1280];
+    union {
+        zb_scell_t sc[1280];
+        zs_cell_t cell[2560];
+    } seq;
     zs_u16 dt[1u << ZB_HUF_BITS];
+    zs_cell_t hw[1u << ZB_HUF_WEIGHTS_AL]; /* the Huffman weights' FSE table */
+    unsigned al[3];                        /* the sequences' tables' accuracy */
     unsigned huf_bits;
     int fail;
 } zb_work_t;
 
-/* Table t's cells as zb_scell_t (the decode's inner loop reads those). */
+/* Where table t's 4-byte cells are built (zb_seq_cells). */
+ZS_FN zs_cell_t *zb_seq_built(zb_work_t *w, int t)
+{
+    return w->seq.cell + 2u * zb_sc_at(t) + (1u << zs_max_al[t]);
+}
+
+/* Table t's cells packed as zb_scell_t in place (the decode's inner loop
+ * reads those). */
 ZS_FN void zb_seq_cells(zb_work_t *w, int t)
 {
-    const zb_fse_t *f = &w->t[t];
-    zb_scell_t *sc = w->sc + zb_sc_at(t);
-    for (zs_u32 s = 0; s < (1u << f->al); s++) {
-        zs_cell_t c = f->cell[s];
-        unsigned code = c.sym, extra;
-        zs_u32 value;
-        if (t == ZS_LL) {
-            extra = code < 16 ? 0 : zs_ll_bits[code - 16];
-            value = code < 16 ? code : zs_ll_base[code - 16];
-        }
-        else if (t == ZS_ML) {
-            extra = code < 32 ? 0 : zs_ml_bits[code - 32];
-            value = code < 32 ? code + 3 : zs_ml_base[code - 32];
-        }
-        else {
-            extra = code; /* 31 at most (zs_max_sym) */
-            value = 1u << code;
-        }
-        sc[s] = value | (zs_u64)c.base << 32 | (zs_u64)c.nb << 48 | (zs_u64)extra << 56;
+    zs_u32 sc_at = zb_sc_at(t), built_at = 2u * sc_at + (1u << zs_max_al[t]);
+    for (zs_u32 s = 0; s < (1u << w->al[t]); s++) {
+        zs_cell_t c = w->seq.cell[built_at + s];
+        zs_u32 value = zs_code_base(t, c.sym); /* OF: codes up to 31 (zs_max_sym) */
+        unsigned extra = zs_code_bits(t, c.sym);
+        w->seq.sc[sc_at + s] = value | (zs_u64)c.base << 32 | (zs_u64)c.nb << 48 | (zs_u64)extra << 56;
     }
 }
 
@@ -582,13 +576,13 @@ ZS_FN void zb_sequences(const zs_u8 *p, zb_block_t *b, zb_seq_t *seqs, zb_work_t
         zs_u32 sll = 0, sof = 0, sml = 0;
         fail = zb_bits_init(&r, p + b->bits_at, b->bits_len) < 0;
         if (!fail) {
-            sll = zb_read(&r, w->t[ZS_LL].al);
-            sof = zb_read(&r, w->t[ZS_OF].al);
-            sml = zb_read(&r, w->t[ZS_ML].al);
+            sll = zb_read(&r, w->al[ZS_LL]);
+            sof = zb_read(&r, w->al[ZS_OF]);
+            sml = zb_read(&r, w->al[ZS_ML]);
             fail = r.overrun;
         }
-        const zb_scell_t *tll = w->sc + zb_sc_at(ZS_LL), *tof = w->sc + zb_sc_at(ZS_OF),
-                         *tml = w->sc + zb_sc_at(ZS_ML);
+        const zb_scell_t *tll = w->seq.sc + zb_sc_at(ZS_LL), *tof = w->seq.sc + zb_sc_at(ZS_OF),
+                         *tml = w->seq.sc + zb_sc_at(ZS_ML);
         zb_seq_t *q = seqs + b->seq_at;
         for (zs_u32 i = 0; i < b->nseq && !fail; i++) {
             zb_scell_t cll = tll[sll], cof = tof[sof], cml = tml[sml];
@@ -667,7 +661,7 @@ ZS_FN void zb_decode(const zs_u8 *p, zb_block_t *b, zs_u8 *lits, zb_seq_t *seqs,
         unsigned used = 0;
         const zs_u8 *h = p + b->huf_at;
         zs_u64 avail = b->lit_type == 2 ? b->lit_bytes : (zs_u64)(p + b->src + b->size - h);
-        if (zb_huf_table(h, avail, w->dt, &w->huf_bits, &used, &w->hw) < 0 ||
+        if (zb_huf_table(h, avail, w->dt, &w->huf_bits, &used, w->hw) < 0 ||
             (b->lit_type == 2 && used >= b->lit_bytes))
             w->fail = 1;
     }
@@ -676,7 +670,7 @@ ZS_FN void zb_decode(const zs_u8 *p, zb_block_t *b, zs_u8 *lits, zb_seq_t *seqs,
         if (lane == (seq_lane + t) % lanes) {
             const zs_u8 *d = p + b->tab_at[t];
             zs_u64 avail = b->tab_mode[t] == ZS_MODE_PREDEFINED ? 0 : (zs_u64)(p + b->src + b->size - d);
-            if (zb_seq_table(&w->t[t], (int)t, b->tab_mode[t], d, avail) < 0)
+            if (zb_seq_table(zb_seq_built(w, (int)t), &w->al[t], (int)t, b->tab_mode[t], d, avail) < 0)
                 w->fail = 1;
             else
                 zb_seq_cells(w, (int)t);
@@ -855,17 +849,15 @@ ZS_FN void zb_offsets(zb_block_t *b, zb_seq_t *seqs, unsigned lane, unsigned lan
                     x[k] = zb_subst(x[k], y);
         }
         zs_u32 e[3] = {zb_up(x[0], 1), zb_up(x[1], 1), zb_up(x[2], 1)}, before[3], after[3];
-        for (int k = 0; k < 3; k++) {
+        for (int k = 0; k < 3; k++) { /* both from the offsets before the 32 */
             before[k] = zb_subst(lane ? e[k] : same[k], c);
-            after[k] = zb_from(x[k], lanes - 1);
+            after[k] = zb_subst(zb_from(x[k], lanes - 1), c);
         }
         if (i < b->nseq) {
             off = zb_subst(off, before);
             bad |= off == 0;
             q[i].off = off;
         }
-        for (int k = 0; k < 3; k++)
-            after[k] = zb_subst(after[k], c);
         for (int k = 0; k < 3; k++)
             c[k] = after[k];
         zs_u32 tl, tm;

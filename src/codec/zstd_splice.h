@@ -77,6 +77,28 @@ ZS_DATA short zs_of_default[29] = {1, 1, 1, 1, 1, 1, 2, 2, 2, 1, 1, 1, 1, 1, 1,
 ZS_DATA zs_u8 zs_max_sym[3] = {35, 31, 52}; /* LL, OF (what decoders accept), ML */
 ZS_DATA zs_u8 zs_max_al[3] = {9, 8, 9};
 
+/* A literal or match length code's extra bits, and the length they add
+ * to (the tables above; lower codes have none); an offset code's are the
+ * code itself, added to 1 << code. The decoders and the encoder read the
+ * format's code tables through these two only. */
+ZS_FN unsigned zs_code_bits(int type, unsigned code)
+{
+    if (type == ZS_LL)
+        return code < 16 ? 0u : zs_ll_bits[code - 16];
+    if (type == ZS_ML)
+        return code < 32 ? 0u : zs_ml_bits[code - 32];
+    return code;
+}
+
+ZS_FN zs_u32 zs_code_base(int type, unsigned code)
+{
+    if (type == ZS_LL)
+        return code < 16 ? code : zs_ll_base[code - 16];
+    if (type == ZS_ML)
+        return code < 32 ? code + 3 : zs_ml_base[code - 32];
+    return 1u << code;
+}
+
 /* One decoder state: the symbol, and the next state's bits and baseline. */
 typedef struct zs_cell {
     zs_u8 sym, nb;
@@ -538,8 +560,8 @@ ZS_FN zs_u64 zs_decode_seq(const zs_work_t *w, zs_rbits_t *r, zs_u16 *state, int
     const zs_cell_t *cml = &w->t[ZS_ML].cell[state[ZS_ML]];
     unsigned ofc = cof->sym, mlc = cml->sym, llc = cll->sym;
     zs_u64 ofv = ((zs_u64)1 << ofc) + zs_read(r, ofc);
-    zs_u32 mlx = mlc < 32 ? 0 : zs_read(r, zs_ml_bits[mlc - 32]);
-    zs_u32 llx = llc < 16 ? 0 : zs_read(r, zs_ll_bits[llc - 16]);
+    zs_u32 mlx = zs_read(r, zs_code_bits(ZS_ML, mlc));
+    zs_u32 llx = zs_read(r, zs_code_bits(ZS_LL, llc));
     if (!last) {
         state[ZS_LL] = (zs_u16)(cll->base + zs_read(r, cll->nb));
         state[ZS_ML] = (zs_u16)(cml->base + zs_read(r, cml->nb));
@@ -549,8 +571,8 @@ ZS_FN zs_u64 zs_decode_seq(const zs_work_t *w, zs_rbits_t *r, zs_u16 *state, int
     q->mlc = (zs_u8)mlc;
     q->llx = llx;
     q->mlx = mlx;
-    *ml_out = (mlc < 32 ? mlc + 3 : zs_ml_base[mlc - 32]) + mlx;
-    *ll_out = (llc < 16 ? llc : zs_ll_base[llc - 16]) + llx;
+    *ml_out = zs_code_base(ZS_ML, mlc) + mlx;
+    *ll_out = zs_code_base(ZS_LL, llc) + llx;
     return ofv;
 }
 
@@ -790,8 +812,8 @@ ZS_FN void zs_write_seqs(zs_work_t *w, const zs_u8 *bits, zs_u64 bits_len, zs_u6
                 enc[ZS_LL] = (zs_u16)zs_encode_step(&w->t[ZS_LL], q->llc, enc[ZS_LL], bw);
             }
             /* the decoder reads OF, ML, LL extra bits: written in reverse */
-            zs_put(bw, q->llx, q->llc < 16 ? 0 : zs_ll_bits[q->llc - 16]);
-            zs_put(bw, q->mlx, q->mlc < 32 ? 0 : zs_ml_bits[q->mlc - 32]);
+            zs_put(bw, q->llx, zs_code_bits(ZS_LL, q->llc));
+            zs_put(bw, q->mlx, zs_code_bits(ZS_ML, q->mlc));
             zs_put(bw, (zs_u32)(q->ofv - ((zs_u64)1 << ofc)), ofc);
         }
     }
