@@ -13,15 +13,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* nvCOMP decodes each frame serially: 24-28 ms for a batch of 1 MiB
+/* nvCOMP decodes each frame serially: 24-31 ms for a batch of 1 MiB
  * chunks, whatever its width. Block by block, a batch takes about one
  * block's serial decode while the GPU has room for its blocks (1 MiB
- * chunks, H100: 13-17 ms for 32 to 128 of them), more once it is full
- * (22-25 ms for 256, reads no quicker than nvCOMP's; 36-41 ms for 512):
+ * chunks, H100: 14-17 ms for 32 to 128 of them), more once it is full
+ * (21-22 ms for 256, reads 1.0-1.2x nvCOMP's; 32-38 ms for 512, slower):
  * it is taken for chunks of more than one block (128 KiB) in batches of
  * up to BLOCKS_BATCH_MIB decoded (bench/results/2026-11-28-h100-zstd-
- * blocks). H5GDS_ZSTD_BLOCKS: 0 never, 1 every batch (tuning, A/B). */
-#define BLOCKS_BATCH_MIB 128u
+ * execute). H5GDS_ZSTD_BLOCKS: 0 never, 1 every batch (tuning, A/B). */
+#define BLOCKS_BATCH_MIB 256u
 
 /* The most chunks of `expect` decoded bytes a batch decoded block by block
  * holds: 0 where none is, SIZE_MAX where every one is (H5GDS_ZSTD_BLOCKS). */

@@ -935,6 +935,72 @@ ZS_FN zs_u32 zb_match(zs_u8 *out, zs_u32 *refs, zs_u32 start, zs_u32 hi, zs_u32 
     return reach;
 }
 
+/* Runs (a sequence's literals, or its match) of at least ZB_WARP_RUN bytes
+ * are copied by the whole warp, lanes on consecutive bytes, so that each of
+ * the warp's loads and stores touches one or two 32-byte sectors instead of
+ * 32: the execution is bound by those. Shorter runs are copied by their own
+ * lanes, side by side. */
+#ifndef ZB_WARP_RUN
+#define ZB_WARP_RUN 32u
+#endif
+
+/* n bytes from src to dst (which do not overlap) by the warp. */
+ZS_FN void zb_run_warp(zs_u8 *dst, const zs_u8 *src, zs_u32 n, unsigned lane, unsigned lanes)
+{
+    for (zs_u32 j = lane; j < n; j += 4 * lanes) { /* four loads in flight, then their stores */
+        zs_u8 t[4];
+        for (unsigned k = 0; k < 4; k++)
+            t[k] = j + k * lanes < n ? src[j + k * lanes] : 0;
+        for (unsigned k = 0; k < 4; k++)
+            if (j + k * lanes < n)
+                dst[j + k * lanes] = t[k];
+    }
+}
+
+/* One match by the warp, by zb_match's rules: byte j repeats byte
+ * src + j % off, which lies before dm, so no byte is read that the match
+ * itself writes. Returns, on every lane, the end of what it wrote that
+ * holds references, 0 if none. */
+ZS_FN zs_u32 zb_match_warp(zs_u8 *out, zs_u32 *refs, zs_u32 start, zs_u32 hi, zs_u32 src, zs_u32 dm, zs_u32 ml,
+                           zs_u32 off, unsigned lane, unsigned lanes)
+{
+    int any = 0;
+    zs_u32 m = lane % off, step = lanes % off; /* m: j % off */
+    for (zs_u32 j = lane; j < ml; j += 4 * lanes) {
+        zs_u32 from[4], r[4];
+        zs_u8 t[4];
+        for (unsigned k = 0; k < 4; k++) {
+            from[k] = src + m;
+            t[k] = 0;
+            r[k] = 0;
+            if (j + k * lanes < ml) {
+                if (from[k] < start)
+                    r[k] = from[k] + 1;
+                else {
+                    t[k] = out[from[k]];
+                    if (from[k] < hi)
+                        r[k] = refs[from[k]];
+                }
+            }
+            m += step;
+            if (m >= off)
+                m -= off;
+        }
+        for (unsigned k = 0; k < 4; k++) {
+            zs_u32 at = dm + j + k * lanes;
+            if (j + k * lanes >= ml)
+                break;
+            if (from[k] >= start)
+                out[at] = t[k];
+            if (r[k]) {
+                refs[at] = r[k];
+                any = 1;
+            }
+        }
+    }
+    return zb_any(any) ? dm + ml : 0;
+}
+
 /* Step 4: block b's bytes to out (the chunk's decoded bytes), refs[] set
  * for a compressed block's bytes: 0 for a byte known, else 1 + the place
  * of the byte before the block's start that it repeats. A warp takes 32
@@ -957,16 +1023,29 @@ ZS_FN void zb_execute(const zs_u8 *p, zb_block_t *b, const zs_u8 *lits, const zb
     const zb_seq_t *q = seqs + b->seq_at;
     zs_u32 d = start, lp = 0, hi = start; /* no byte at or past hi holds a reference */
     int bad = 0;
+    zb_seq_t next = {0, 0, 1};
+    if (lane < b->nseq)
+        next = q[lane];
     for (zs_u32 g = 0; g < b->nseq; g += lanes) {
         zs_u32 i = g + lane, ll = 0, ml = 0, off = 1, tl, to;
+        zb_seq_t e = next;
+        if (i + lanes < b->nseq) /* the next 32's load in flight during these */
+            next = q[i + lanes];
         if (i < b->nseq) {
-            zb_seq_t e = q[i];
             ll = e.ll;
             ml = e.ml;
             off = zb_subst(e.off, b->in_rep);
         }
         zs_u32 lit = lp + zb_scan(ll, &tl, lane), dl = d + zb_scan(ll + ml, &to, lane), dm = dl + ll;
-        zb_copy(out + dl, lo + lit, ll, 8);
+        if (ll < ZB_WARP_RUN)
+            zb_copy(out + dl, lo + lit, ll, 8);
+        for (zs_u32 runs = zb_ballot(ll >= ZB_WARP_RUN); runs; runs &= runs - 1) { /* the long ones, in turn */
+            unsigned k = zb_top(runs & (0u - runs));
+            zs_u32 at = zb_from(dl, k);
+            zs_u32 from = zb_from(lit, k);
+            zs_u32 n = zb_from(ll, k);
+            zb_run_warp(out + at, lo + from, n, lane, lanes);
+        }
         if (zb_any(ml && (off == 0 || off > dm))) { /* before the frame's first byte */
             bad = 1;
             break;
@@ -986,10 +1065,19 @@ ZS_FN void zb_execute(const zs_u8 *p, zb_block_t *b, const zs_u8 *lits, const zb
             zs_u32 low = zb_from(dm, zb_top(waiting & (0u - waiting)));
             zs_u32 last_end = zb_from(end, below ? zb_top(below) : lane);
             zs_u32 reach = 0;
-            if (pending && (!below || src >= last_end || reads_end <= low)) {
+            int go = pending && (!below || src >= last_end || reads_end <= low);
+            if (go && ml < ZB_WARP_RUN)
                 reach = zb_match(out, refs, start, hi, src, dm, ml, off);
-                pending = 0;
+            for (zs_u32 runs = zb_ballot(go && ml >= ZB_WARP_RUN); runs; runs &= runs - 1) { /* the long ones */
+                unsigned k = zb_top(runs & (0u - runs));
+                zs_u32 m_src = zb_from(src, k);
+                zs_u32 m_dm = zb_from(dm, k);
+                zs_u32 m_ml = zb_from(ml, k);
+                zs_u32 m_off = zb_from(off, k);
+                zs_u32 m_reach = zb_match_warp(out, refs, start, hi, m_src, m_dm, m_ml, m_off, lane, lanes);
+                reach = m_reach > reach ? m_reach : reach;
             }
+            pending &= !go;
             hi = zb_max(reach > hi ? reach : hi);
         }
         d += to;

@@ -1162,25 +1162,26 @@ static void test_read_tail(void)
 }
 
 /* Which zstd batches are decoded block by block (chunks of more than one
- * block, batches of up to 128 MiB; H5GDS_ZSTD_BLOCKS 0 never, 1 always),
+ * block, batches of up to 256 MiB; H5GDS_ZSTD_BLOCKS 0 never, 1 always),
  * and the scratch a sub-batch counts: that of the widest batch taken up to
  * its width, so it never shrinks as the width grows. */
 static void test_zstd_blocks_batches(void)
 {
     const size_t MB = 1 << 20, KB = 1 << 10;
     unsetenv("H5GDS_ZSTD_BLOCKS");
-    CHECK(gds_codec_zstd_blocks_batch(128, MB) && !gds_codec_zstd_blocks_batch(129, MB));
+    CHECK(gds_codec_zstd_blocks_batch(256, MB) && !gds_codec_zstd_blocks_batch(257, MB));
     CHECK(gds_codec_zstd_blocks_batch(1, 128 * KB + 1) && !gds_codec_zstd_blocks_batch(1, 128 * KB));
-    CHECK(gds_codec_zstd_blocks_batch(32, 4 * MB) && !gds_codec_zstd_blocks_batch(33, 4 * MB));
-    CHECK(!gds_codec_zstd_blocks_batch(1, 129 * MB) && !gds_codec_zstd_blocks_batch(1, (size_t)1 << 31));
+    CHECK(gds_codec_zstd_blocks_batch(64, 4 * MB) && !gds_codec_zstd_blocks_batch(65, 4 * MB));
+    CHECK(gds_codec_zstd_blocks_batch(1, 256 * MB) && !gds_codec_zstd_blocks_batch(1, 257 * MB));
+    CHECK(!gds_codec_zstd_blocks_batch(1, (size_t)1 << 31));
     size_t prev = 0;
     for (size_t n = 1; n <= 300; n++) {
         size_t r = gds_codec_zstd_blocks_reserve(n, MB);
-        CHECK_MSG(r == gds_codec_zstd_blocks_bytes(n < 128 ? n : 128, MB) && r >= prev,
+        CHECK_MSG(r == gds_codec_zstd_blocks_bytes(n < 256 ? n : 256, MB) && r >= prev,
                   "%zu chunks of 1 MiB: %zu B of scratch counted", n, r);
         prev = r;
     }
-    CHECK(gds_codec_zstd_blocks_reserve(64, 64 * KB) == 0 && gds_codec_zstd_blocks_reserve(1, 129 * MB) == 0);
+    CHECK(gds_codec_zstd_blocks_reserve(64, 64 * KB) == 0 && gds_codec_zstd_blocks_reserve(1, 257 * MB) == 0);
     setenv("H5GDS_ZSTD_BLOCKS", "0", 1);
     CHECK(!gds_codec_zstd_blocks_batch(1, MB) && gds_codec_zstd_blocks_reserve(8, MB) == 0);
     setenv("H5GDS_ZSTD_BLOCKS", "1", 1);
