@@ -522,7 +522,7 @@ typedef zs_u64 zb_scell_t;
  * and 512 of them, 1 << zs_max_al[t]). */
 ZS_FN zs_u32 zb_sc_at(int t) { return t == ZS_LL ? 0u : t == ZS_OF ? 512u : 768u; }
 
-/* A warp's working memory for one block (the kernel's shared memory: 14.5
+/* A warp's working memory for one block (the kernel's shared memory: 14.3
  * KiB, so that 14 blocks' thread blocks fit an SM). A sequences table is
  * built as 4-byte cells in the upper half of its packed cells' room, which
  * zb_seq_cells then fills from the bottom up: packed cell s covers 4-byte
@@ -936,10 +936,11 @@ ZS_FN zs_u32 zb_match(zs_u8 *out, zs_u32 *refs, zs_u32 start, zs_u32 hi, zs_u32 
 }
 
 /* Runs (a sequence's literals, or its match) of at least ZB_WARP_RUN bytes
- * are copied by the whole warp, lanes on consecutive bytes, so that each of
- * the warp's loads and stores touches one or two 32-byte sectors instead of
- * 32: the execution is bound by those. Shorter runs are copied by their own
- * lanes, side by side. */
+ * are copied by the whole warp, lanes on consecutive bytes: a long run
+ * copied by its own lane a few bytes a step holds up the other 31 (sparse
+ * data: matches of hundreds of bytes), and the warp's loads and stores each
+ * touch one or two 32-byte sectors instead of 32. Shorter runs are copied
+ * by their own lanes, side by side. */
 #ifndef ZB_WARP_RUN
 #define ZB_WARP_RUN 32u
 #endif
