@@ -53,7 +53,7 @@ all_stages=(build c-tests sanitizer mpio-tests mpi-tests python-tests codec-test
 
 usage() {
   cat <<'EOF'
-usage: bash scripts/gpu.sh [--pack] STAGE... | all | --help
+usage: bash scripts/gpu.sh [--pack] STAGE... | all | --tree-id | --help
 
 Builds h5gds on a GPU machine and runs the named stages in order. A stage
 that fails or runs out of time is reported and the next one runs; the exit
@@ -73,6 +73,10 @@ EOF
 Options and settings (environment):
   --pack               pack every stage's files into \$OUT/gpu-results.tgz and
                        write \$OUT/summary.txt (for transports that bring back few files)
+  --tree-id            print the id of the sources as they are on disk, which each
+                       run's log names beside the commit (a copy of a working tree
+                       may carry no git, or a stale one): run it in a checkout to
+                       find which tree a log came from
   OUT                  results folder (default build/gpu-out)
   H5GDS_GPU_DRY_RUN=1  print what each stage would run; run nothing
   H5GDS_GPU_BUILDS     h14,h10 (default): which builds 'build' and 'c-tests' use
@@ -667,6 +671,18 @@ stage_limit() {
   done
 }
 
+# The sources as they are on disk (not git's view of them), hashed with
+# their paths: the same id here and in any copy of the same tree.
+tree_id() {
+  (cd "$root" && find CMakeLists.txt src python/src python/pyproject.toml tests tools bench/tools scripts -type f \
+    ! -name '*.pyc' ! -path '*/__pycache__/*' -print0 2>/dev/null | LC_ALL=C sort -z | xargs -0 sha256sum |
+    sha256sum | cut -c1-12)
+}
+
+if [ "${1:-}" = --tree-id ]; then
+  tree_id; exit 0
+fi
+
 if [ "${1:-}" = --stage ]; then  # internal: one stage, in this process
   out=$2 state=$H5GDS_GPU_STATE; run_stage "$3"
 fi
@@ -695,7 +711,7 @@ if [ "$dry" = 0 ]; then
   [ $pack = 1 ] && results=$(mktemp -d)
   exec > >(tee -a "$results/gpu.log") 2>&1
 fi
-note "gpu.sh: ${stages[*]} ($(git rev-parse --short HEAD 2>/dev/null || echo 'no git'), $(date -u +%FT%TZ))$([ "$dry" = 1 ] && echo ', dry run')"
+note "gpu.sh: ${stages[*]} ($(git rev-parse --short HEAD 2>/dev/null || echo 'no git'), tree $(tree_id), $(date -u +%FT%TZ))$([ "$dry" = 1 ] && echo ', dry run')"
 summary=()
 for s in "${stages[@]}"; do
   limit=$(stage_limit "$s")
