@@ -75,7 +75,29 @@ static void fill(uint8_t *p, size_t n, int kind, unsigned seed)
 
 typedef struct counts {
     size_t blocks, treeless, repeat, raw, rle, refs, chunks;
+    size_t warp_lits, warp_matches, warp_overlapping, warp_before; /* runs of ZB_WARP_RUN bytes or more */
 } counts_t;
+
+/* The runs block b's execution copies by the whole warp (zb_execute):
+ * literals, matches, those overlapping themselves (offset below their
+ * length) and those reading bytes before the block (references). */
+static void count_warp_runs(const zb_block_t *b, const zb_seq_t *seqs, counts_t *c)
+{
+    if (b->type != 2 || b->bad)
+        return;
+    zs_u32 d = b->out_at;
+    for (zs_u32 i = 0; i < b->nseq; i++) {
+        const zb_seq_t *q = &seqs[b->seq_at + i];
+        zs_u32 off = zb_subst(q->off, b->in_rep), dm = d + q->ll;
+        c->warp_lits += q->ll >= ZB_WARP_RUN;
+        if (q->ml >= ZB_WARP_RUN && off && off <= dm) {
+            c->warp_matches++;
+            c->warp_overlapping += off < q->ml;
+            c->warp_before += dm - off < b->out_at;
+        }
+        d = dm + q->ml;
+    }
+}
 
 /* The kernels' five steps on the host: 0 and out[0 .. expect) when the
  * frame was taken, else -1 (left to nvCOMP). */
@@ -103,6 +125,9 @@ static int decode(const uint8_t *frame, size_t n, size_t expect, uint8_t *out, c
         }
         r = zb_link(blk, ch, expect);
     }
+    if (r == 0 && c)
+        for (uint32_t k = 0; k < ch->nblocks; k++)
+            count_warp_runs(&blk[k], seqs, c);
     if (r == 0) {
         for (uint32_t k = 0; k < ch->nblocks; k++) {
 #ifdef ZB_SIMULATED_LANES
@@ -163,6 +188,10 @@ static void roundtrip(int kind, size_t len, int level, counts_t *total)
     total->rle += c.rle;
     total->refs += c.refs;
     total->chunks += c.chunks;
+    total->warp_lits += c.warp_lits;
+    total->warp_matches += c.warp_matches;
+    total->warp_overlapping += c.warp_overlapping;
+    total->warp_before += c.warp_before;
     free(frame.p);
     free(src);
     free(out);
@@ -325,6 +354,11 @@ int main(void)
     CHECK_MSG(total.repeat > 0, "no block with a table in Repeat_Mode: that path was not taken");
     CHECK_MSG(total.raw > 0, "no raw block");
     CHECK_MSG(total.refs > 0, "no block copying from the blocks before it");
+    printf("copied by the warp: %zu literal runs, %zu matches (%zu overlapping themselves, %zu reaching before "
+           "their block)\n",
+           total.warp_lits, total.warp_matches, total.warp_overlapping, total.warp_before);
+    CHECK_MSG(total.warp_lits > 0 && total.warp_matches > 0 && total.warp_overlapping > 0 && total.warp_before > 0,
+              "a path of the warp's copies was not taken");
 
     /* a frame with a content checksum is left to nvCOMP */
     {
