@@ -16,8 +16,8 @@
 /* nvCOMP decodes each frame serially: 24-31 ms for a batch of 1 MiB
  * chunks, whatever its width. Block by block, a batch takes about one
  * block's serial decode while the GPU has room for its blocks (1 MiB
- * chunks, H100: 14-17 ms for 32 to 128 of them), more once it is full
- * (21-22 ms for 256, reads 1.0-1.2x nvCOMP's; 32-38 ms for 512, slower):
+ * chunks, H100: 14-16 ms for 128 of them), more once it is full (19-23
+ * ms for 256, reads 1.1-1.2x nvCOMP's; 36-38 ms for 512, slower):
  * it is taken for chunks of more than one block (128 KiB) in batches of
  * up to BLOCKS_BATCH_MIB decoded (bench/results/2026-11-28-h100-zstd-
  * execute). H5GDS_ZSTD_BLOCKS: 0 never, 1 every batch (tuning, A/B). */
