@@ -549,14 +549,20 @@ ZS_FN zs_cell_t *zb_seq_built(zb_work_t *w, int t)
  * reads those). */
 ZS_FN void zb_seq_cells(zb_work_t *w, int t)
 {
-    zs_u32 sc_at = zb_sc_at(t), built_at = 2u * sc_at + (1u << zs_max_al[t]);
+    const zs_cell_t *built = zb_seq_built(w, t);
+    zb_scell_t *sc = w->seq.sc + zb_sc_at(t);
     for (zs_u32 s = 0; s < (1u << w->al[t]); s++) {
-        zs_cell_t c = w->seq.cell[built_at + s];
+        zs_cell_t c = built[s];
         zs_u32 value = zs_code_base(t, c.sym); /* OF: codes up to 31 (zs_max_sym) */
         unsigned extra = zs_code_bits(t, c.sym);
-        w->seq.sc[sc_at + s] = value | (zs_u64)c.base << 32 | (zs_u64)c.nb << 48 | (zs_u64)extra << 56;
+        sc[s] = value | (zs_u64)c.base << 32 | (zs_u64)c.nb << 48 | (zs_u64)extra << 56;
     }
 }
+
+/* A packed cell's next-state base, next-state bits and extra bits. */
+ZS_FN zs_u32 zb_sc_state(zb_scell_t c) { return (zs_u32)(c >> 32 & 0xFFFFu); }
+ZS_FN unsigned zb_sc_nb(zb_scell_t c) { return (unsigned)(c >> 48) & 255u; }
+ZS_FN unsigned zb_sc_extra(zb_scell_t c) { return (unsigned)(c >> 56); }
 
 /* The low n bits of v >> at. */
 ZS_FN zs_u32 zb_field(zs_u64 v, int at, unsigned n) { return (zs_u32)((v >> at) & (((zs_u64)1 << n) - 1)); }
@@ -586,9 +592,8 @@ ZS_FN void zb_sequences(const zs_u8 *p, zb_block_t *b, zb_seq_t *seqs, zb_work_t
         zb_seq_t *q = seqs + b->seq_at;
         for (zs_u32 i = 0; i < b->nseq && !fail; i++) {
             zb_scell_t cll = tll[sll], cof = tof[sof], cml = tml[sml];
-            unsigned lle = (unsigned)(cll >> 56), mle = (unsigned)(cml >> 56), ole = (unsigned)(cof >> 56);
-            unsigned lnb = (unsigned)(cll >> 48) & 255u, mnb = (unsigned)(cml >> 48) & 255u,
-                     onb = (unsigned)(cof >> 48) & 255u;
+            unsigned lle = zb_sc_extra(cll), mle = zb_sc_extra(cml), ole = zb_sc_extra(cof);
+            unsigned lnb = zb_sc_nb(cll), mnb = zb_sc_nb(cml), onb = zb_sc_nb(cof);
             int more = i + 1 < b->nseq;
             unsigned need = ole + mle + lle + (more ? lnb + mnb + onb : 0u);
             zs_u32 ofx, mlx, llx;
@@ -609,11 +614,11 @@ ZS_FN void zb_sequences(const zs_u8 *p, zb_block_t *b, zb_seq_t *seqs, zb_work_t
                 llx = zb_field(c, at, lle);
                 if (more) {
                     at -= (int)lnb;
-                    sll = (zs_u32)(cll >> 32 & 0xFFFFu) + zb_field(c, at, lnb);
+                    sll = zb_sc_state(cll) + zb_field(c, at, lnb);
                     at -= (int)mnb;
-                    sml = (zs_u32)(cml >> 32 & 0xFFFFu) + zb_field(c, at, mnb);
+                    sml = zb_sc_state(cml) + zb_field(c, at, mnb);
                     at -= (int)onb;
-                    sof = (zs_u32)(cof >> 32 & 0xFFFFu) + zb_field(c, at, onb);
+                    sof = zb_sc_state(cof) + zb_field(c, at, onb);
                 }
                 r.pos = 8 * r.at + at;
             }
@@ -622,9 +627,9 @@ ZS_FN void zb_sequences(const zs_u8 *p, zb_block_t *b, zb_seq_t *seqs, zb_work_t
                 mlx = zb_read(&r, mle);
                 llx = zb_read(&r, lle);
                 if (more) {
-                    sll = (zs_u32)(cll >> 32 & 0xFFFFu) + zb_read(&r, lnb);
-                    sml = (zs_u32)(cml >> 32 & 0xFFFFu) + zb_read(&r, mnb);
-                    sof = (zs_u32)(cof >> 32 & 0xFFFFu) + zb_read(&r, onb);
+                    sll = zb_sc_state(cll) + zb_read(&r, lnb);
+                    sml = zb_sc_state(cml) + zb_read(&r, mnb);
+                    sof = zb_sc_state(cof) + zb_read(&r, onb);
                 }
             }
             zb_seq_t e;
@@ -819,6 +824,9 @@ ZS_FN zs_u32 zb_up(zs_u32 v, unsigned by)
 ZS_FN unsigned zb_top(zs_u32 v) { return zs_hibit(v); }
 #endif
 
+/* The lowest bit set in v (not 0): the lowest lane of a ballot. */
+ZS_FN unsigned zb_lowest(zs_u32 v) { return zb_top(v & (0u - v)); }
+
 /* Step 2's offsets (a warp, after zb_sequences; the host: one lane): each
  * sequence's Offset_Value turned into its offset in terms of the block's
  * starting repeat offsets (ZB_SYM). What a sequence does to the repeat
@@ -893,6 +901,29 @@ ZS_FN void zb_copy(zs_u8 *dst, const zs_u8 *src, zs_u32 n, zs_u32 step)
     }
 }
 
+/* Byte s as a copy reads it (the block starts at `start`): its value into
+ * *t where this block decoded it, and what it refers to (1 + a place
+ * before the block; 0: nothing), from refs where it may hold a reference
+ * (held) or itself where it lies before the block. */
+ZS_FN zs_u32 zb_source(const zs_u8 *out, const zs_u32 *refs, zs_u32 start, zs_u32 s, int held, zs_u8 *t)
+{
+    if (s < start)
+        return s + 1;
+    *t = out[s];
+    return held ? refs[s] : 0;
+}
+
+/* Byte `at` written as a copy of byte s (zb_source's t and r): whether it
+ * holds a reference. */
+ZS_FN int zb_put(zs_u8 *out, zs_u32 *refs, zs_u32 start, zs_u32 s, zs_u32 at, zs_u8 t, zs_u32 r)
+{
+    if (s >= start)
+        out[at] = t;
+    if (r)
+        refs[at] = r;
+    return r != 0;
+}
+
 /* One match of ml bytes at dm from src (chunk places): the bytes from the
  * block itself, references for those before it (and for bytes copied from
  * ones that hold a reference: below hi). Returns the end of what it wrote
@@ -913,23 +944,13 @@ ZS_FN zs_u32 zb_match(zs_u8 *out, zs_u32 *refs, zs_u32 start, zs_u32 hi, zs_u32 
             zs_u32 s = src + j + k;
             if (k >= m)
                 break;
-            if (s < start)
-                r[k] = s + 1;
-            else {
-                t[k] = out[s];
-                if (s < hi || (reach && s >= dm))
-                    r[k] = refs[s];
-            }
+            r[k] = zb_source(out, refs, start, s, s < hi || (reach && s >= dm), &t[k]);
         }
         for (zs_u32 k = 0; k < 8; k++) {
             if (k >= m)
                 break;
-            if (src + j + k >= start)
-                out[dm + j + k] = t[k];
-            if (r[k]) {
-                refs[dm + j + k] = r[k];
+            if (zb_put(out, refs, start, src + j + k, dm + j + k, t[k], r[k]))
                 reach = dm + ml;
-            }
         }
     }
     return reach;
@@ -973,30 +994,15 @@ ZS_FN zs_u32 zb_match_warp(zs_u8 *out, zs_u32 *refs, zs_u32 start, zs_u32 hi, zs
         for (unsigned k = 0; k < 4; k++) {
             from[k] = src + m;
             t[k] = 0;
-            r[k] = 0;
-            if (j + k * lanes < ml) {
-                if (from[k] < start)
-                    r[k] = from[k] + 1;
-                else {
-                    t[k] = out[from[k]];
-                    if (from[k] < hi)
-                        r[k] = refs[from[k]];
-                }
-            }
+            r[k] = j + k * lanes < ml ? zb_source(out, refs, start, from[k], from[k] < hi, &t[k]) : 0;
             m += step;
             if (m >= off)
                 m -= off;
         }
         for (unsigned k = 0; k < 4; k++) {
-            zs_u32 at = dm + j + k * lanes;
             if (j + k * lanes >= ml)
                 break;
-            if (from[k] >= start)
-                out[at] = t[k];
-            if (r[k]) {
-                refs[at] = r[k];
-                any = 1;
-            }
+            any |= zb_put(out, refs, start, from[k], dm + j + k * lanes, t[k], r[k]);
         }
     }
     return zb_any(any) ? dm + ml : 0;
@@ -1041,7 +1047,7 @@ ZS_FN void zb_execute(const zs_u8 *p, zb_block_t *b, const zs_u8 *lits, const zb
         if (ll < ZB_WARP_RUN)
             zb_copy(out + dl, lo + lit, ll, 8);
         for (zs_u32 runs = zb_ballot(ll >= ZB_WARP_RUN); runs; runs &= runs - 1) { /* the long ones, in turn */
-            unsigned k = zb_top(runs & (0u - runs));
+            unsigned k = zb_lowest(runs);
             zs_u32 at = zb_from(dl, k);
             zs_u32 from = zb_from(lit, k);
             zs_u32 n = zb_from(ll, k);
@@ -1063,14 +1069,14 @@ ZS_FN void zb_execute(const zs_u8 *p, zb_block_t *b, const zs_u8 *lits, const zb
             if (!waiting)
                 break;
             zs_u32 below = waiting & ((1u << lane) - 1u);
-            zs_u32 low = zb_from(dm, zb_top(waiting & (0u - waiting)));
+            zs_u32 low = zb_from(dm, zb_lowest(waiting));
             zs_u32 last_end = zb_from(end, below ? zb_top(below) : lane);
             zs_u32 reach = 0;
             int go = pending && (!below || src >= last_end || reads_end <= low);
             if (go && ml < ZB_WARP_RUN)
                 reach = zb_match(out, refs, start, hi, src, dm, ml, off);
             for (zs_u32 runs = zb_ballot(go && ml >= ZB_WARP_RUN); runs; runs &= runs - 1) { /* the long ones */
-                unsigned k = zb_top(runs & (0u - runs));
+                unsigned k = zb_lowest(runs);
                 zs_u32 m_src = zb_from(src, k);
                 zs_u32 m_dm = zb_from(dm, k);
                 zs_u32 m_ml = zb_from(ml, k);
