@@ -1,0 +1,169 @@
+/*
+ * libFuzzer target: Deflate decoded in segments (src/codec/inflate_split.h)
+ * on bytes nobody chose, as the codec's kernels run it (find the starts,
+ * decode, mend, chain, resolve). The segments must never read or write out
+ * of bounds (run it under ASan and UBSan), and a stream they make up must be
+ * one zlib's inflate decodes to the same bytes. Input: two bytes giving the
+ * expected size (512-byte steps up to 256 KiB), one choosing the segments'
+ * size (small ones, so that a short input has many), then the raw stream.
+ *
+ *   cmake -S tests/codec -B build/fuzz -G Ninja -DCMAKE_C_COMPILER=clang -DH5GDS_FUZZ=ON
+ *   ninja -C build/fuzz fuzz_inflate_split
+ *   python3 tests/codec/fuzz_seeds.py inflate build/fuzz-inflate-seeds
+ *   build/fuzz/fuzz_inflate_split -max_len=65536 build/fuzz-inflate-corpus build/fuzz-inflate-seeds
+ *
+ * Built with FUZZ_STANDALONE (any compiler) it replays files and folders of
+ * inputs instead: the CTest codec_inflate_split_seeds runs it over the seeds.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codec_ref.h"
+#include "inflate_split.h"
+
+static const size_t segment_sizes[4] = {64, 256, 1024, IS_SEGMENT_BYTES};
+static size_t inputs_made_up; /* the standalone replay's count */
+
+/* Whether zlib's inflate (dlopen'ed: codec_ref.h) decodes the raw stream
+ * p[0, n) to exactly the `expect` bytes of out: the stream wrapped as HDF5's
+ * deflate filter stores it, with the Adler-32 of out. */
+static bool zlib_decodes_to(const uint8_t *p, size_t n, const uint8_t *out, size_t expect)
+{
+    bytes_t in = bytes_new(n + 6), z = {NULL, 0};
+    uint32_t adler = ref_adler32(out, expect);
+    in.p[0] = 0x78;
+    in.p[1] = 0x9C;
+    memcpy(in.p + 2, p, n);
+    for (int k = 0; k < 4; k++)
+        in.p[2 + n + k] = (uint8_t)(adler >> (24 - 8 * k));
+    bool same = ref_inflate(&in, &z, expect) && memcmp(z.p, out, expect) == 0;
+    free(in.p);
+    free(z.p);
+    return same;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (!ref.z) {
+        static int loaded;
+        if (!loaded++)
+            ref_load();
+        if (!ref.z) {
+            fprintf(stderr, "zlib (libz.so.1) cannot be loaded: nothing to compare with\n");
+            abort();
+        }
+    }
+    if (size < 4)
+        return 0;
+    size_t expect = ((size_t)(data[0] | data[1] << 8) % 512 + 1) * 512;
+    size_t per = segment_sizes[data[2] % 4];
+    const uint8_t *p = data + 3;
+    size_t n = size - 3;
+
+    uint32_t segments = is_segments(n, per);
+    uint32_t npages = is_pages(expect, segments);
+    uint16_t *pool = malloc((size_t)npages * IS_PAGE * sizeof *pool);
+    uint32_t *lists = malloc((size_t)segments * npages * sizeof *lists);
+    uint8_t *out = malloc(expect), *ref = malloc(expect + 1);
+    ds_work_t *w = malloc(sizeof *w);
+    if (!pool || !lists || !out || !ref || !w)
+        abort();
+    uint32_t next = 0;
+    is_segment_t seg[IS_MAX_SEGMENTS];
+    ds_u64 at[IS_MAX_SEGMENTS] = {0};
+    uint8_t lens[320];
+    for (uint32_t s = 0; s < segments; s++)
+        seg[s].start = s == 0 ? 0 : is_find(p, n, 8 * is_nominal(n, segments, s), 8 * is_nominal(n, segments, s + 1), lens);
+    for (uint32_t s = 0; s < segments; s = is_next(seg, segments, s)) {
+        uint32_t t = is_next(seg, segments, s);
+        is_out_t o = {pool, &next, npages, lists + (size_t)s * npages, 0, 0, NULL};
+        is_decode(p, n, seg[s].start, t < segments ? seg[t].start : IS_NO_START, s == 0, &o, w, &seg[s]);
+    }
+    is_mend(p, n, seg, segments, pool, &next, npages, lists, w);
+    int made_up = is_chain(seg, segments, expect, at);
+    for (uint32_t s = 0; made_up && s < segments; s = is_next(seg, segments, s))
+        for (uint64_t i = 0; made_up && i < seg[s].count; i++)
+            if (is_byte(out, at[s], i, is_symbol(pool, lists + (size_t)s * npages, i)) < 0)
+                made_up = 0;
+    if (made_up) {
+        /* the stream as far as the segments read it: zlib reads the Adler-32 right after */
+        uint32_t last = 0;
+        for (uint32_t s = 0; s < segments; s = is_next(seg, segments, s))
+            last = s;
+        size_t used = (size_t)((seg[last].end + 7) / 8);
+        inputs_made_up++;
+        if (!zlib_decodes_to(p, used, out, expect)) {
+            fprintf(stderr, "made up by the segments (%zu bytes from %zu stored, %u segments of %zu), but zlib decodes "
+                    "other bytes or refuses the stream\n", expect, used, segments, per);
+            abort();
+        }
+    }
+    free(pool);
+    free(lists);
+    free(out);
+    free(ref);
+    free(w);
+    return 0;
+}
+
+#ifdef FUZZ_STANDALONE
+#include <dirent.h>
+
+static size_t replayed;
+
+static int replay_file(const char *path)
+{
+    static uint8_t buf[1 << 20];
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        perror(path);
+        return -1;
+    }
+    size_t n = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    LLVMFuzzerTestOneInput(buf, n);
+    replayed++;
+    return 0;
+}
+
+/* Without libFuzzer: each file named, and each file in a folder named, is
+ * one input (a corpus replayed, a crash reproduced, with any compiler).
+ * --all-made-up: fail unless the segments make up every input (seeds). */
+int main(int argc, char **argv)
+{
+    int all = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--all-made-up") == 0) {
+            all = 1;
+            continue;
+        }
+        DIR *d = opendir(argv[i]);
+        if (!d) {
+            if (replay_file(argv[i]) < 0)
+                return 1;
+            continue;
+        }
+        for (struct dirent *e; (e = readdir(d)) != NULL;) {
+            if (e->d_name[0] == '.')
+                continue;
+            char path[4096];
+            snprintf(path, sizeof path, "%s/%s", argv[i], e->d_name);
+            if (replay_file(path) < 0) {
+                closedir(d);
+                return 1;
+            }
+        }
+        closedir(d);
+    }
+    printf("%zu inputs, %zu made up by the segments and equal to zlib's\n", replayed, inputs_made_up);
+    if (replayed == 0 || (all && inputs_made_up != replayed)) {
+        printf("FAILED: %s\n", replayed ? "not every input made up by the segments" : "no inputs");
+        return 1;
+    }
+    return 0;
+}
+#endif
