@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "codec_ref.h"
+#include "fuzz_replay.h"
 #include "inflate_split.h"
 
 static const size_t segment_sizes[4] = {64, 256, 1024, IS_SEGMENT_BYTES};
@@ -43,8 +44,6 @@ static bool zlib_decodes_to(const uint8_t *p, size_t n, const uint8_t *out, size
     free(z.p);
     return same;
 }
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -111,59 +110,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 }
 
 #ifdef FUZZ_STANDALONE
-#include <dirent.h>
-
-static size_t replayed;
-
-static int replay_file(const char *path)
-{
-    static uint8_t buf[1 << 20];
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        perror(path);
-        return -1;
-    }
-    size_t n = fread(buf, 1, sizeof buf, f);
-    fclose(f);
-    LLVMFuzzerTestOneInput(buf, n);
-    replayed++;
-    return 0;
-}
-
-/* Without libFuzzer: each file named, and each file in a folder named, is
- * one input (a corpus replayed, a crash reproduced, with any compiler).
- * --all-made-up: fail unless the segments make up every input (seeds). */
 int main(int argc, char **argv)
 {
-    int all = 0;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--all-made-up") == 0) {
-            all = 1;
-            continue;
-        }
-        DIR *d = opendir(argv[i]);
-        if (!d) {
-            if (replay_file(argv[i]) < 0)
-                return 1;
-            continue;
-        }
-        for (struct dirent *e; (e = readdir(d)) != NULL;) {
-            if (e->d_name[0] == '.')
-                continue;
-            char path[4096];
-            snprintf(path, sizeof path, "%s/%s", argv[i], e->d_name);
-            if (replay_file(path) < 0) {
-                closedir(d);
-                return 1;
-            }
-        }
-        closedir(d);
-    }
-    printf("%zu inputs, %zu made up by the segments and equal to zlib's\n", replayed, inputs_made_up);
-    if (replayed == 0 || (all && inputs_made_up != replayed)) {
-        printf("FAILED: %s\n", replayed ? "not every input made up by the segments" : "no inputs");
-        return 1;
-    }
-    return 0;
+    return fuzz_replay(argc, argv, "--all-made-up", &inputs_made_up, "made up by the segments and equal to zlib's");
 }
 #endif

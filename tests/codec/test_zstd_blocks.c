@@ -21,36 +21,7 @@
 
 #include "../check.h"
 #include "codec_ref.h"
-#include "zstd_blocks.h"
-#ifdef ZB_SIMULATED_LANES
-#include "zb_lanes.h"
-
-typedef struct execute_args {
-    const uint8_t *frame;
-    zb_block_t *b;
-    const uint8_t *lits;
-    const zb_seq_t *seqs;
-    uint8_t *out;
-    uint32_t *refs;
-} execute_args_t;
-
-static void execute_lane(unsigned lane, void *arg)
-{
-    execute_args_t *a = arg;
-    zb_execute(a->frame, a->b, a->lits, a->seqs, a->out, a->refs, lane, ZB_SIM_LANES);
-}
-
-typedef struct offsets_args {
-    zb_block_t *b;
-    zb_seq_t *seqs;
-} offsets_args_t;
-
-static void offsets_lane(unsigned lane, void *arg)
-{
-    offsets_args_t *a = arg;
-    zb_offsets(a->b, a->seqs, lane, ZB_SIM_LANES);
-}
-#endif
+#include "zb_host.h"
 
 enum { KIND_FIELD, KIND_IMAGE, KIND_SPARSE, KIND_RANDOM, KIND_DOUBLE, KIND_MIXED, KIND_RECORDS, KIND_CONSTANT, NKINDS };
 static const char *const kind_names[NKINDS] = {"float field", "image u8", "sparse int32", "random",
@@ -99,68 +70,31 @@ static void count_warp_runs(const zb_block_t *b, const zb_seq_t *seqs, counts_t 
     }
 }
 
-/* The kernels' five steps on the host: 0 and out[0 .. expect) when the
- * frame was taken, else -1 (left to nvCOMP). */
+/* What a decoded frame's blocks did, into a counts_t. */
+static void count_blocks(const zb_chunk_t *ch, const zb_block_t *blk, const zb_seq_t *seqs, const uint32_t *refs,
+                         void *arg)
+{
+    counts_t *c = arg;
+    for (uint32_t k = 0; k < ch->nblocks; k++) {
+        count_warp_runs(&blk[k], seqs, c);
+        c->blocks++;
+        c->treeless += blk[k].reused & 1u;
+        c->repeat += (blk[k].reused & 14u) != 0;
+        c->raw += blk[k].type == 0;
+        c->rle += blk[k].type == 1;
+        for (uint32_t i = blk[k].out_at; blk[k].type == 2 && i < blk[k].out_at + blk[k].out_len; i++)
+            if (refs[i]) {
+                c->refs++;
+                break;
+            }
+    }
+    c->chunks++;
+}
+
+/* zb_host_decode, counting the blocks' kinds into c where given. */
 static int decode(const uint8_t *frame, size_t n, size_t expect, uint8_t *out, counts_t *c)
 {
-    zb_layout_t l = zb_layout(expect);
-    uint8_t *mem = calloc(1, l.total);
-    zb_chunk_t *ch = (zb_chunk_t *)mem;
-    zb_block_t *blk = (zb_block_t *)(mem + l.blocks);
-    uint8_t *lits = mem + l.lits;
-    zb_seq_t *seqs = (zb_seq_t *)(mem + l.seqs);
-    uint32_t *refs = (uint32_t *)(mem + l.refs);
-    static zb_work_t w;
-    int r = zb_plan(frame, n, expect, blk, ch);
-    if (r == 0) {
-        for (uint32_t k = 0; k < ch->nblocks; k++) {
-            zb_decode(frame, &blk[k], lits, seqs, &w, 0, 1);
-#ifdef ZB_SIMULATED_LANES
-            offsets_args_t a = {&blk[k], seqs};
-            CHECK_MSG(zb_sim_run(offsets_lane, &a) == 0, "block %u: the offsets' lanes did not pass the same barriers",
-                      k);
-#else
-            zb_offsets(&blk[k], seqs, 0, 1);
-#endif
-        }
-        r = zb_link(blk, ch, expect);
-    }
-    if (r == 0 && c)
-        for (uint32_t k = 0; k < ch->nblocks; k++)
-            count_warp_runs(&blk[k], seqs, c);
-    if (r == 0) {
-        for (uint32_t k = 0; k < ch->nblocks; k++) {
-#ifdef ZB_SIMULATED_LANES
-            execute_args_t a = {frame, &blk[k], lits, seqs, out, refs};
-            CHECK_MSG(zb_sim_run(execute_lane, &a) == 0, "block %u: the lanes did not pass the same barriers", k);
-#else
-            zb_execute(frame, &blk[k], lits, seqs, out, refs, 0, 1);
-#endif
-        }
-        for (uint32_t k = 0; k < ch->nblocks; k++)
-            r |= blk[k].bad ? -1 : 0;
-    }
-    if (r == 0) {
-        for (uint32_t k = 0; k < ch->nblocks; k++) {
-            zb_resolve(&blk[k], out, refs, 0, 1);
-            if (c) {
-                c->blocks++;
-                c->treeless += blk[k].reused & 1u;
-                c->repeat += (blk[k].reused & 14u) != 0;
-                c->raw += blk[k].type == 0;
-                c->rle += blk[k].type == 1;
-                for (uint32_t i = blk[k].out_at; blk[k].type == 2 && i < blk[k].out_at + blk[k].out_len; i++)
-                    if (refs[i]) {
-                        c->refs++;
-                        break;
-                    }
-            }
-        }
-        if (c)
-            c->chunks++;
-    }
-    free(mem);
-    return r;
+    return zb_host_decode(frame, n, expect, out, c ? count_blocks : NULL, c);
 }
 
 static void roundtrip(int kind, size_t len, int level, counts_t *total)
@@ -302,8 +236,8 @@ static void offsets_made_up(int blocks)
         b.lit_len = (zs_u32)(rng() % 8 ? lits + rng() % 5 : lits / 2);
         bad |= lits > b.lit_len || b.lit_len + mls > ZS_BLOCK_MAX;
 #ifdef ZB_SIMULATED_LANES
-        offsets_args_t a = {&b, seqs};
-        CHECK_MSG(zb_sim_run(offsets_lane, &a) == 0, "made-up block %d: the offsets' lanes diverged", k);
+        zb_offsets_args_t a = {&b, seqs};
+        CHECK_MSG(zb_sim_run(zb_offsets_lane, &a) == 0, "made-up block %d: the offsets' lanes diverged", k);
 #else
         zb_offsets(&b, seqs, 0, 1);
 #endif
