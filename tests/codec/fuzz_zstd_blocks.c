@@ -1,7 +1,8 @@
 /*
  * libFuzzer target: zstd frames decoded block by block (src/codec/
  * zstd_blocks.h) on bytes nobody chose, in the kernels' five steps as the
- * host tests run them (zb_host.h). The steps must never read or write out
+ * host tests run them (zb_host.h), after the frame check the codec does
+ * first (gds_zstd_frame_check). The steps must never read or write out
  * of bounds (run it under ASan and UBSan), and a frame they take must be
  * one libzstd (dlopen'ed: codec_ref.h) decodes to the same bytes. Input:
  * three bytes giving the decoded size (little-endian, 2 MiB at most), then
@@ -22,6 +23,7 @@
 #include <string.h>
 
 #include "codec_ref.h"
+#include "codec_shared.h"
 #include "fuzz_replay.h"
 #include "zb_host.h"
 
@@ -54,7 +56,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!frame || !out)
         abort();
     memcpy(frame, data + 3, n);
-    if (zb_host_decode(frame, n, expect, out, NULL, NULL) == 0) {
+    /* what the codec checks first (codec_zstd_prep): the frame's header and
+     * block sizes, a content size (hdf5plugin's filter sizes its output by it) */
+    gds_u64 det;
+    if (gds_zstd_frame_check(frame, n, expect, 1, &det) == 0 && zb_host_decode(frame, n, expect, out, NULL, NULL) == 0) {
         frames_taken++;
         bytes_t b = {frame, n}, back = {0};
         if (!ref_unzstd(&b, &back) || back.n != expect || memcmp(back.p, out, expect) != 0) {
