@@ -22,7 +22,7 @@
 
 #include "codec_ref.h"
 #include "fuzz_replay.h"
-#include "inflate_split.h"
+#include "is_host.h"
 
 static const size_t segment_sizes[4] = {64, 256, 1024, IS_SEGMENT_BYTES};
 static size_t inputs_made_up; /* the standalone replay's count */
@@ -62,50 +62,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t per = segment_sizes[data[2] % 4];
     const uint8_t *p = data + 3;
     size_t n = size - 3;
-
-    uint32_t segments = is_segments(n, per);
-    uint32_t npages = is_pages(expect, segments);
-    uint16_t *pool = malloc((size_t)npages * IS_PAGE * sizeof *pool);
-    uint32_t *lists = malloc((size_t)segments * npages * sizeof *lists);
-    uint8_t *out = malloc(expect), *ref = malloc(expect + 1);
-    ds_work_t *w = malloc(sizeof *w);
-    if (!pool || !lists || !out || !ref || !w)
+    uint8_t *out = malloc(expect);
+    if (!out)
         abort();
-    uint32_t next = 0;
-    is_segment_t seg[IS_MAX_SEGMENTS];
-    ds_u64 at[IS_MAX_SEGMENTS] = {0};
-    uint8_t lens[320];
-    for (uint32_t s = 0; s < segments; s++)
-        seg[s].start = s == 0 ? 0 : is_find(p, n, 8 * is_nominal(n, segments, s), 8 * is_nominal(n, segments, s + 1), lens);
-    for (uint32_t s = 0; s < segments; s = is_next(seg, segments, s)) {
-        uint32_t t = is_next(seg, segments, s);
-        is_out_t o = {pool, &next, npages, lists + (size_t)s * npages, 0, 0, NULL};
-        is_decode(p, n, seg[s].start, t < segments ? seg[t].start : IS_NO_START, s == 0, &o, w, &seg[s]);
-    }
-    is_mend(p, n, seg, segments, pool, &next, npages, lists, w);
-    int made_up = is_chain(seg, segments, expect, at);
-    for (uint32_t s = 0; made_up && s < segments; s = is_next(seg, segments, s))
-        for (uint64_t i = 0; made_up && i < seg[s].count; i++)
-            if (is_byte(out, at[s], i, is_symbol(pool, lists + (size_t)s * npages, i)) < 0)
-                made_up = 0;
-    if (made_up) {
+    split_result_t r = split_inflate(p, n, expect, per, out);
+    if (r.made_up) {
         /* the stream as far as the segments read it: zlib reads the Adler-32 right after */
-        uint32_t last = 0;
-        for (uint32_t s = 0; s < segments; s = is_next(seg, segments, s))
-            last = s;
-        size_t used = (size_t)((seg[last].end + 7) / 8);
+        size_t used = (size_t)((r.end + 7) / 8);
         inputs_made_up++;
         if (!zlib_decodes_to(p, used, out, expect)) {
             fprintf(stderr, "made up by the segments (%zu bytes from %zu stored, %u segments of %zu), but zlib decodes "
-                    "other bytes or refuses the stream\n", expect, used, segments, per);
+                    "other bytes or refuses the stream\n", expect, used, r.segments, per);
             abort();
         }
     }
-    free(pool);
-    free(lists);
     free(out);
-    free(ref);
-    free(w);
     return 0;
 }
 
