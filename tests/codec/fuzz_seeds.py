@@ -29,7 +29,7 @@ def kinds(n: int, rng: random.Random) -> dict[str, bytes]:
         "field": shuffled.ljust(n, b"\0"),
         "image": image,
         "text": text.ljust(n, b"."),
-        "random": rng.randbytes(n),
+        "random": rng.getrandbits(8 * n).to_bytes(n, "little"),
         "constant": b"\x2a" * n,
     }
 

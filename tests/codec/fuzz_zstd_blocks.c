@@ -11,7 +11,9 @@
  *   cmake -S tests/codec -B build/fuzz -G Ninja -DCMAKE_C_COMPILER=clang -DH5GDS_FUZZ=ON
  *   ninja -C build/fuzz fuzz_zstd_blocks fuzz_zstd_blocks_replay
  *   build/fuzz/fuzz_zstd_blocks_replay --make-seeds build/fuzz-zstd-seeds
- *   build/fuzz/fuzz_zstd_blocks -max_len=300000 build/fuzz-zstd-corpus build/fuzz-zstd-seeds
+ *   build/fuzz/fuzz_zstd_blocks -max_len=1100000 build/fuzz-zstd-corpus build/fuzz-zstd-seeds
+ *
+ * (-max_len at least the largest seed: libFuzzer cuts longer inputs.)
  *
  * Built with FUZZ_STANDALONE (any compiler) it writes its seeds (libzstd's
  * frames of several kinds of data, sizes and levels) or replays files and
@@ -37,7 +39,7 @@ static void need_libzstd(void)
         ref_load();
         if (!ref.zstd) {
             fprintf(stderr, "libzstd (libzstd.so.1) cannot be loaded: nothing to compare with\n");
-            exit(77);
+            exit(FUZZ_SKIPPED);
         }
     }
 }
@@ -52,7 +54,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     /* the frame in a buffer of its own exact size, so that ASan sees a read past it */
     size_t n = size - 3;
-    uint8_t *frame = malloc(n), *out = malloc(expect + 1);
+    uint8_t *frame = malloc(n), *out = malloc(expect ? expect : 1); /* exact: ASan sees a write past it */
     if (!frame || !out)
         abort();
     memcpy(frame, data + 3, n);

@@ -8,6 +8,7 @@
 #define H5GDS_IS_HOST_H
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "inflate_split.h"
@@ -33,6 +34,10 @@ static void scratch_new(scratch_t *x, size_t expect, uint32_t segments)
     x->pool = malloc((size_t)x->npages * IS_PAGE * sizeof *x->pool);
     x->lists = malloc((size_t)segments * x->npages * sizeof *x->lists);
     x->next = 0;
+    if (!x->pool || !x->lists) {
+        fprintf(stderr, "out of memory for the segments of %zu bytes\n", expect);
+        exit(100);
+    }
 }
 
 /* Each segment's start, as codec_inflate_find finds it. */

@@ -9,7 +9,9 @@
 #define H5GDS_ZB_HOST_H
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "zstd_blocks.h"
 #ifdef ZB_SIMULATED_LANES
@@ -62,7 +64,10 @@ static int zb_host_decode(const uint8_t *frame, size_t n, size_t expect, uint8_t
     uint8_t *lits = mem + l.lits;
     zb_seq_t *seqs = (zb_seq_t *)(mem + l.seqs);
     uint32_t *refs = (uint32_t *)(mem + l.refs);
+    /* a kernel's shared memory holds what the block before left: the same
+     * poison each frame, so that nothing can rest on an earlier frame's */
     static zb_work_t w;
+    memset(&w, 0xA5, sizeof w);
     int r = zb_plan(frame, n, expect, blk, ch);
     if (r == 0) {
         for (uint32_t k = 0; k < ch->nblocks; k++) {
