@@ -22,7 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "codec_ref.h"
 #include "fuzz_replay.h"
 #include "is_host.h"
 
@@ -49,13 +48,7 @@ static bool zlib_decodes_to(const uint8_t *p, size_t n, const uint8_t *out, size
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    if (!ref.z) {
-        ref_load();
-        if (!ref.z) {
-            fprintf(stderr, "zlib (libz.so.1) cannot be loaded: nothing to compare with\n");
-            exit(FUZZ_SKIPPED);
-        }
-    }
+    fuzz_need_ref(&ref.z, "zlib (libz.so.1)");
     if (size < 4)
         return 0;
     size_t expect = ((size_t)(data[0] | data[1] << 8) % 512 + 1) * 512;

@@ -4,6 +4,7 @@
  * folder named, is one input, so that a corpus is replayed or a crash
  * reproduced. The target counts the inputs it accepted; with `all_flag` on
  * the command line, the replay fails unless it accepted every one (seeds).
+ * Both kinds of build load the reference library they compare with here.
  */
 #ifndef H5GDS_FUZZ_REPLAY_H
 #define H5GDS_FUZZ_REPLAY_H
@@ -14,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codec_ref.h"
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* A reference library is missing: CTest's skip code in a replay; under
@@ -23,6 +26,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #else
 #define FUZZ_SKIPPED 1
 #endif
+
+/* The reference library whose flag in codec_ref.h's `ref` is *have
+ * (ref.z, ref.zstd), loaded; without it there is nothing to compare with. */
+static inline void fuzz_need_ref(const bool *have, const char *lib)
+{
+    if (!*have)
+        ref_load();
+    if (!*have) {
+        fprintf(stderr, "%s cannot be loaded: nothing to compare with\n", lib);
+        exit(FUZZ_SKIPPED);
+    }
+}
 
 #ifdef FUZZ_STANDALONE
 static int fuzz_replay_file(const char *path, size_t *replayed)

@@ -24,7 +24,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "codec_ref.h"
 #include "codec_shared.h"
 #include "fuzz_replay.h"
 #include "zb_host.h"
@@ -33,20 +32,9 @@
 
 static size_t frames_taken; /* the standalone replay's count */
 
-static void need_libzstd(void)
-{
-    if (!ref.zstd) {
-        ref_load();
-        if (!ref.zstd) {
-            fprintf(stderr, "libzstd (libzstd.so.1) cannot be loaded: nothing to compare with\n");
-            exit(FUZZ_SKIPPED);
-        }
-    }
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    need_libzstd();
+    fuzz_need_ref(&ref.zstd, "libzstd (libzstd.so.1)");
     if (size < 4)
         return 0;
     size_t expect = (size_t)data[0] | (size_t)data[1] << 8 | (size_t)data[2] << 16;
@@ -115,7 +103,7 @@ static int make_seeds(const char *dir)
 
 int main(int argc, char **argv)
 {
-    need_libzstd();
+    fuzz_need_ref(&ref.zstd, "libzstd (libzstd.so.1)");
     if (argc == 3 && strcmp(argv[1], "--make-seeds") == 0)
         return make_seeds(argv[2]) == 0 ? 0 : 1;
     return fuzz_replay(argc, argv, "--all-taken", &frames_taken, "taken block by block and equal to libzstd's");

@@ -54,7 +54,7 @@ typedef struct counts {
  * length) and those reading bytes before the block (references). */
 static void count_warp_runs(const zb_block_t *b, const zb_seq_t *seqs, counts_t *c)
 {
-    if (b->type != 2 || b->bad)
+    if (b->type != 2)
         return;
     zs_u32 d = b->out_at;
     for (zs_u32 i = 0; i < b->nseq; i++) {
