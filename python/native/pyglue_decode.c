@@ -35,3 +35,7 @@ API int h5gds_py_decode_chunks(int64_t dset, size_t n, const uint64_t *src, cons
     free(mask);
     return rc;
 }
+
+/* After h5gds_py_decode_chunks returned 0 for a chunk whose stream the
+ * GPU found corrupt: what it found (NULL otherwise; gds_filtered_refusal). */
+API const char *h5gds_py_gpu_refusal(void) { return gds_filtered_refusal(); }

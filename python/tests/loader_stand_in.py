@@ -28,7 +28,10 @@ def _decode_chunk(stored: bytes, filters: list[int], mask: int, itemsize: int) -
         if mask & (1 << i):
             continue
         if filters[i] == DEFLATE:
-            out = zlib.decompress(out)
+            d = zlib.decompressobj()
+            out = d.decompress(out)
+            if not d.eof or d.unused_data:  # as the GPU's decoder: the stream must end at the chunk's end
+                raise zlib.error("the zlib stream does not end at the chunk's end")
         elif filters[i] == SHUFFLE:
             out = np.frombuffer(out, np.uint8).reshape(itemsize, -1).T.tobytes()
         elif filters[i] == FLETCHER32:
@@ -40,7 +43,7 @@ def _decode_chunk(stored: bytes, filters: list[int], mask: int, itemsize: int) -
 
 def install_decode_stand_in(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     """Installs the stand-ins for the test; returns the decode calls' count
-    (``{"n": ...}``)."""
+    and the calls refused for a corrupt stream (``{"n": ..., "refused": ...}``)."""
     import h5gds._loader_decode as decode
 
     fake = loader_fake_cupy.make()
@@ -67,7 +70,8 @@ def install_decode_stand_in(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     def inside(addr: int, n: int) -> bool:
         return any(a <= addr and addr + n <= a + size for a, size in allocs.items())
 
-    calls = {"n": 0}
+    calls = {"n": 0, "refused": 0}
+    refusal: dict[str, bytes | None] = {"text": None}
 
     def decode_chunks(hid: int, n: int, src: Any, size: Any, mask: Any, dst: Any, stream: int) -> int:
         chunk_bytes, itemsize, filters = props[hid]
@@ -80,15 +84,22 @@ def install_decode_stand_in(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
         order = np.argsort(d)
         assert (np.diff(d[order].astype(np.int64)) >= chunk_bytes).all(), "decode destinations overlap"
         fake.queue.run()  # the engine's reads and earlier copies are done before a decode reads them
+        refusal["text"] = None
         for k in range(n):
             assert inside(int(s[k]), int(z[k])), f"chunk {k}: stored bytes outside the loader's memory"
             assert inside(int(d[k]), chunk_bytes), f"chunk {k}: destination outside the loader's memory"
-            out = _decode_chunk(ctypes.string_at(int(s[k]), int(z[k])), filters, int(m[k]), itemsize)
+            try:
+                out = _decode_chunk(ctypes.string_at(int(s[k]), int(z[k])), filters, int(m[k]), itemsize)
+            except zlib.error as exc:  # a corrupt stream: HDF5's filters judge it (gds_filtered_decode_chunks)
+                refusal["text"] = f"chunk {k} of {n} could not be decoded on the GPU: {exc}".encode()
+                calls["refused"] += 1
+                return 0
             assert len(out) == chunk_bytes
             ctypes.memmove(int(d[k]), out, chunk_bytes)
         calls["n"] += 1
         return 1
 
     monkeypatch.setattr(decode.Decoder, "dataset", recording_dataset)
-    monkeypatch.setattr(decode, "native", types.SimpleNamespace(h5gds_py_decode_chunks=decode_chunks))
+    monkeypatch.setattr(decode, "native", types.SimpleNamespace(h5gds_py_decode_chunks=decode_chunks,
+                                                                h5gds_py_gpu_refusal=lambda: refusal["text"]))
     return calls

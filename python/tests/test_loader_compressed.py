@@ -14,6 +14,7 @@ import pytest
 
 import h5gds
 from loader_stand_in import install_decode_stand_in
+from support import nvcomp_missing
 
 
 def _data(rows: int, shape: tuple[int, ...], dtype: str, seed: int) -> np.ndarray:
@@ -282,6 +283,80 @@ def fake_gpu_decode(monkeypatch):
     return install_decode_stand_in(monkeypatch)
 
 
+def _rewrite_chunks(path: str, every: int, how: str) -> int:
+    """Rewrites every `every`-th stored chunk of "x" (gzip + shuffle):
+    "trailing": its zlib stream with 16 bytes after it (HDF5's zlib reads
+    it, the GPU's decoder refuses it); "flip": bytes inside its stream
+    flipped (both refuse it). Returns the chunks rewritten."""
+    n = 0
+    with h5py.File(path, "r+") as f:
+        d = f["x"]
+        for i in range(0, d.id.get_num_chunks(), every):
+            offset = d.id.get_chunk_info(i).chunk_offset
+            mask, stored = d.id.read_direct_chunk(offset)
+            stored = bytearray(stored)
+            if how == "trailing":
+                stored += bytes(range(1, 17))
+            else:
+                for k in range(len(stored) // 3, len(stored) // 3 + 16):
+                    stored[k] ^= 0x5A
+            d.id.write_direct_chunk(offset, bytes(stored), mask)
+            n += 1
+    return n
+
+
+REFUSALS = ["stand-in", pytest.param("gpu", marks=pytest.mark.gpu)]
+
+
+def _gpu_decodes(like: str) -> bool:
+    """Whether the decoder the test runs is the GPU's (or its stand-in), not HDF5's alone."""
+    if like == "gpu" and _gpu_module() is None:
+        pytest.skip("needs CuPy and a CUDA GPU")
+    return like == "stand-in" or nvcomp_missing() is None
+
+
+@pytest.mark.parametrize("like", REFUSALS)
+def test_chunks_the_gpu_refuses_are_read_by_hdf5(tmp_path, monkeypatch, like):
+    """A chunk whose zlib stream has bytes after its end: HDF5's filters
+    read it (zlib stops at the stream's end), the GPU's decoder refuses it.
+    The loader gives HDF5's rows for the batches that hold such chunks, and
+    the GPU's rows for the others: every sample as h5py reads it."""
+    gpu_decodes = _gpu_decodes(like)
+    calls = install_decode_stand_in(monkeypatch) if like == "stand-in" else None
+    path, _ = _tiled_file(tmp_path, 800, (37, 72), (4, 37, 72))
+    assert _rewrite_chunks(path, 90, "trailing") == 3
+    with h5py.File(path, "r") as f:
+        want = f["x"][()]
+    with h5gds.Loader([path], 16, dataset=["x", "label"], like="cupy", window="128KiB", buffer="512KiB",
+                      seed=4) as ld:
+        _check_device_epoch(ld, want)
+        assert ld._decoder.hdf5_decoded_rows > 0, "no batch was refused by the GPU's decoder"
+        if gpu_decodes:
+            assert 0 < ld._decoder.hdf5_decoded_rows < 800 and ld._decoder.gpu_decoded > 0
+    assert calls is None or calls["refused"] > 0
+
+
+@pytest.mark.parametrize("like", REFUSALS)
+def test_a_chunk_corrupt_for_both_names_both_findings(tmp_path, monkeypatch, like):
+    """A chunk that HDF5's filters fail on too: the loader's error names the
+    file, the GPU's finding (chunk, filter) and HDF5's."""
+    gpu_decodes = _gpu_decodes(like)
+    if like == "stand-in":
+        install_decode_stand_in(monkeypatch)
+    path, _ = _tiled_file(tmp_path, 400, (37, 72), (4, 37, 72))
+    _rewrite_chunks(path, 1000, "flip")  # the first chunk
+    with h5py.File(path, "r") as f:
+        with pytest.raises(OSError):
+            f["x"][:4]
+    with h5gds.Loader([path], 16, dataset=["x", "label"], like="cupy", window="128KiB", buffer="1MiB",
+                      seed=4) as ld:
+        with pytest.raises(OSError) as err:
+            for _ in ld:
+                pass
+    message = str(err.value)
+    assert "tiles.h5" in message, message
+    if gpu_decodes:
+        assert "could not be decoded on the GPU" in message and "HDF5's own filters failed" in message, message
 
 
 @pytest.mark.parametrize("staging", ["pinned", "device"])

@@ -672,9 +672,13 @@ int gds_codec_decode(gds_codec_t *c, const gds_codec_pipeline_t *p, const gds_co
     if (ret == 0 && errors.first != SIZE_MAX) {
         char text[300];
         gds_codec_error_text(p, errors.code, errors.detail, text, sizeof text);
-        /* 95: a chunk that is valid but has no GPU decoder (HDF5's CPU filter decodes it) */
-        gds_status_set(st, (errors.code & 0xff) == GDS_KERR_UNSUPPORTED ? 95 : 74, "GPU codec: chunk %zu: %s",
-                       errors.first, text);
+        /* a chunk that is valid but has no GPU decoder (HDF5's CPU filter decodes it), one whose
+         * sizes disagree with the pipeline's, or a corrupt stream (gpu_codec.h) */
+        unsigned reason = errors.code & 0xff;
+        int err = reason == GDS_KERR_UNSUPPORTED ? EOPNOTSUPP
+                  : reason == GDS_KERR_SIZE || reason == GDS_KERR_ORIGSIZE || reason == GDS_KERR_STORED ? ERANGE
+                                                                                                     : EBADMSG;
+        gds_status_set(st, err, "GPU codec: chunk %zu: %s", errors.first, text);
         if (bad)
             *bad = errors.first;
         ret = -1;

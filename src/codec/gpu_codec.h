@@ -117,7 +117,13 @@ typedef struct gds_codec_chunk {
  * (EOPNOTSUPP) when nothing is wrong with the data but the GPU cannot
  * decode it (a blosc chunk whose header names blosclz, snappy or zlib:
  * the pipeline's cd_values name only the writer's wish): the caller reads
- * with HDF5's CPU filters instead. 74 (EBADMSG): corrupt data. */
+ * with HDF5's CPU filters instead. 74 (EBADMSG): a corrupt stream (a
+ * malformed header, a size past the chunk's end, a decompressor's failure,
+ * a checksum mismatch): HDF5's own filter is the judge of such a chunk, and
+ * may read what the GPU refuses (zlib ignores bytes after its stream's
+ * end). 34 (ERANGE): a chunk whose decoded, original or stored size is
+ * not the one the pipeline gives, which HDF5 would pass on with bytes it
+ * never decoded: an error. */
 int gds_codec_decode(gds_codec_t *c, const gds_codec_pipeline_t *p, const gds_codec_chunk_t *chunks, size_t n,
                      CUstream stream, size_t *bad, gds_status_t *st);
 

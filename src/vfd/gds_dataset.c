@@ -17,6 +17,7 @@
  *   - the file uses neither the gds driver nor gds_mpio.
  */
 #include <dlfcn.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -383,6 +384,14 @@ static herr_t read_checked(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t fi
         last_route = H5FD_GDS_ROUTE_GPU_DECODE;
         return decoded < 0 ? -1 : 0;
     }
+    /* A chunk the GPU's decoder found corrupt: HDF5's filters read the
+     * selection and decide, as they do for h5py; if they fail too, the
+     * GPU's finding names the chunk and filter. */
+    const char *refused = on_gds_mpio_file(dset) ? NULL : gds_filtered_refusal();
+    char refusal[1024];
+    snprintf(refusal, sizeof refusal, "%s", refused ? refused : "");
+#else
+    const char refusal[1] = "";
 #endif
     last_route = H5FD_GDS_ROUTE_HOST_STAGED;
     staging_t s;
@@ -392,6 +401,8 @@ static herr_t read_checked(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t fi
         ret = staging_copy(&s, s.host, buf, false);
     if (ret == 0) {
         ret = H5Dread(dset, mem_type, mem_space, file_space, dxpl, s.host);
+        if (ret < 0 && refusal[0])
+            GDS_ERROR(H5E_PLINE, H5E_READERROR, "%s (HDF5's own filters failed on it as well)", refusal);
         if (ret == 0)
             ret = staging_copy(&s, buf, s.host, true);
     }

@@ -32,6 +32,17 @@
 #include "gds_filtered_internal.h"
 
 static _Thread_local H5FD_gds_decode_stats_t last_stats;
+/* The GPU's verdict on a chunk it found corrupt, in the last read or
+ * decode that left the chunks to HDF5's filters for that reason. */
+static _Thread_local char refusal[sizeof gds_filtered_pending.msg];
+
+const char *gds_filtered_refusal(void) { return refusal[0] ? refusal : NULL; }
+
+/* The first failure pending, kept as the refusal: HDF5's filters read next. */
+static void keep_refusal(void)
+{
+    snprintf(refusal, sizeof refusal, "%s", gds_filtered_pending.set ? gds_filtered_pending.msg : "a corrupt chunk");
+}
 static _Thread_local H5FD_gds_encode_stats_t last_encode_stats;
 
 herr_t H5FD_gds_last_decode_stats(H5FD_gds_decode_stats_t *stats)
@@ -165,6 +176,7 @@ static int filtered_io(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_s
     read_state_t s;
     memset(&s, 0, sizeof s);
     gds_filtered_pending.set = false;
+    refusal[0] = 0;
     s.dset = dset;
     s.fid = H5I_INVALID_HID;
     hid_t dcpl = H5I_INVALID_HID, ftype = H5I_INVALID_HID, dspace = H5I_INVALID_HID, fapl = H5I_INVALID_HID;
@@ -281,7 +293,9 @@ static int filtered_io(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_s
          * while nothing is stored: HDF5 would store chunks written already
          * a second time. */
         if (result == 1 && (write ? gds_filtered_write_all(&s) : gds_filtered_read_all(&s)) < 0)
-            result = s.cpu_decode || (s.out_of_memory && (!write || s.wstats.chunks == 0)) ? 0 : -1;
+            result = s.cpu_decode || s.corrupt || (s.out_of_memory && (!write || s.wstats.chunks == 0)) ? 0 : -1;
+        if (s.corrupt && result == 0)
+            keep_refusal();
         s.stats.total_s = s.wstats.total_s = gds_filtered_seconds_now() - t0;
         trace = gds_filtered_trace_on();
         moved_ms = 1e3 * s.stats.total_s;
@@ -332,6 +346,7 @@ int gds_filtered_decode_chunks(hid_t dset, size_t n, const void *const *src, con
                                const unsigned *masks, void *const *dst, void *stream)
 {
     char name[256] = "?";
+    refusal[0] = 0;
     gds_codec_pipeline_t pipe;
     hsize_t cdims[H5S_MAX_RANK];
     hid_t dcpl = H5I_INVALID_HID, ftype = H5I_INVALID_HID;
@@ -381,6 +396,11 @@ int gds_filtered_decode_chunks(hid_t dset, size_t n, const void *const *src, con
      * fitted the device's memory: the caller reads them with HDF5's filters */
     if (erc == CUDA_SUCCESS && (st.err == EOPNOTSUPP || st.err == ECANCELED || st.err == ENOMEM))
         return 0;
+    if (erc == CUDA_SUCCESS && st.err == EBADMSG) { /* HDF5's filters judge it, as for h5py */
+        snprintf(refusal, sizeof refusal, "dataset '%s': chunk %zu of %zu could not be decoded on the GPU: %s", name,
+                 bad, n, st.msg);
+        return 0;
+    }
     if (erc != CUDA_SUCCESS)
         GDS_ERROR(H5E_DATASET, H5E_READERROR, "dataset '%s': cannot use the buffers' CUDA context: %s", name,
                   gds_cuda_error_text(erc));

@@ -80,6 +80,8 @@ typedef struct read_state {
     H5FD_gds_decode_stats_t stats;
     H5FD_gds_encode_stats_t wstats;
     bool cpu_decode; /* a chunk the GPU cannot decode, whose data is fine: HDF5's filters read it all */
+    bool corrupt;    /* a chunk whose stream the GPU found corrupt: HDF5's filters read it all, and
+                        judge that chunk as they would for h5py (gds_filtered_refusal) */
     bool abandoned;  /* the codec's work never finished: the buffers it uses are never freed */
     bool out_of_memory; /* the device's memory could not hold the batches: a read (a write that
                            stored nothing yet) takes HDF5's filters and the host instead */

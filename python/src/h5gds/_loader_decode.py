@@ -74,6 +74,7 @@ class Decoder:
         self._free: list[Any] = []       # device buffers not in use
         self.gpu_decoded = 0             # chunks decoded on the GPU
         self.hdf5_decoded_rows = 0       # rows read through HDF5's filters
+        self.refused: str | None = None  # the GPU's finding on a chunk it found corrupt, last decode
 
     def _take(self, reader: Any, nbytes: int) -> Any:
         fits = [k for k, m in enumerate(self._free) if int(m.shape[0]) >= nbytes]
@@ -165,12 +166,20 @@ class Decoder:
                 # uncompressed file, chunks never written, host batches) are HDF5's
                 on_gpu = [k for k, (load, p) in enumerate(items) if len(p.chunks) and load.staging is not None] \
                     if self.ld.module != "numpy" and col.layouts[fi].filtered else []
+                self.refused = None
                 if on_gpu and not self._gpu(reader, col, fi, buffer, [items[k] for k in on_gpu], stream, used):
                     on_gpu = []
-                taken = set(on_gpu)
+                taken, refused = set(on_gpu), self.refused
                 for k, (_, p) in enumerate(items):
                     if k not in taken:
-                        self._hdf5_rows(reader, col, fi, p, buffer, stream)
+                        try:
+                            self._hdf5_rows(reader, col, fi, p, buffer, stream)
+                        except OSError as exc:
+                            # a chunk the GPU found corrupt: HDF5's filters judged it, as for h5py
+                            if refused is None:
+                                raise
+                            raise OSError(f"{col.paths[fi]}:{col.layouts[fi].dataset}: {refused} (HDF5's own "
+                                          f"filters failed on it as well: {exc})") from exc
             if self.ld.module != "numpy":
                 stream.synchronize()
         except BaseException:
@@ -268,6 +277,9 @@ class Decoder:
                 raise OSError(f"{col.paths[fi]}:{col.layouts[fi].dataset}: cannot decode the loader's chunks "
                               f"({hdf5_error_text()})")
         if rc == 0:
+            # a chunk whose stream the GPU found corrupt, among others: HDF5's filters judge it
+            refused = native.h5gds_py_gpu_refusal()
+            self.refused = refused.decode(errors="replace") if refused else None
             return False
         self.gpu_decoded += len(src)
         return True
