@@ -594,9 +594,15 @@ static int cmp_mask(const void *a, const void *b, void *chunks)
     return ma != mb ? (ma < mb ? -1 : 1) : (ia < ib ? -1 : ia > ib);
 }
 
+/* The filter of this thread's last finding on a chunk (gds_codec_failed_filter). */
+static _Thread_local unsigned failed_filter;
+
+unsigned gds_codec_failed_filter(void) { return failed_filter; }
+
 int gds_codec_decode(gds_codec_t *c, const gds_codec_pipeline_t *p, const gds_codec_chunk_t *chunks, size_t n,
                      CUstream stream, size_t *bad, gds_status_t *st)
 {
+    failed_filter = 0;
     if (bad)
         *bad = 0;
     if (!c || !p || (n && !chunks)) {
@@ -674,7 +680,8 @@ int gds_codec_decode(gds_codec_t *c, const gds_codec_pipeline_t *p, const gds_co
         gds_codec_error_text(p, errors.code, errors.detail, text, sizeof text);
         /* a chunk that is valid but has no GPU decoder (HDF5's CPU filter decodes it), one whose
          * sizes disagree with the pipeline's, or a corrupt stream (gpu_codec.h) */
-        unsigned reason = errors.code & 0xff;
+        unsigned reason = errors.code & 0xff, pos = (errors.code >> 8) - 1;
+        failed_filter = errors.code >> 8 && pos < p->nfilters ? p->filter[pos].id : 0;
         int err = reason == GDS_KERR_UNSUPPORTED ? EOPNOTSUPP
                   : reason == GDS_KERR_SIZE || reason == GDS_KERR_ORIGSIZE || reason == GDS_KERR_STORED ? ERANGE
                                                                                                      : EBADMSG;

@@ -119,13 +119,18 @@ typedef struct gds_codec_chunk {
  * the pipeline's cd_values name only the writer's wish): the caller reads
  * with HDF5's CPU filters instead. 74 (EBADMSG): a corrupt stream (a
  * malformed header, a size past the chunk's end, a decompressor's failure,
- * a checksum mismatch): HDF5's own filter is the judge of such a chunk, and
- * may read what the GPU refuses (zlib ignores bytes after its stream's
- * end). 34 (ERANGE): a chunk whose decoded, original or stored size is
- * not the one the pipeline gives, which HDF5 would pass on with bytes it
- * never decoded: an error. */
+ * a checksum mismatch), in the filter gds_codec_failed_filter names; a
+ * caller may let that filter's CPU implementation judge the chunk (zlib
+ * reads a stream with bytes after its end, which the GPU refuses).
+ * 34 (ERANGE): a chunk whose decoded, original or stored size is not the
+ * one the pipeline gives. */
 int gds_codec_decode(gds_codec_t *c, const gds_codec_pipeline_t *p, const gds_codec_chunk_t *chunks, size_t n,
                      CUstream stream, size_t *bad, gds_status_t *st);
+
+/* The filter (its HDF5 id) whose stage found the chunk bad in this
+ * thread's last gds_codec_decode that failed on a chunk's data (74 or
+ * 34); 0 otherwise, or where the finding is the pipeline's. */
+unsigned gds_codec_failed_filter(void);
 
 /* How many chunks of p (stored with every filter, at most max_stored bytes
  * each) a read should give gds_codec_decode at once, at most max_chunks:

@@ -396,7 +396,7 @@ int gds_filtered_decode_chunks(hid_t dset, size_t n, const void *const *src, con
      * fitted the device's memory: the caller reads them with HDF5's filters */
     if (erc == CUDA_SUCCESS && (st.err == EOPNOTSUPP || st.err == ECANCELED || st.err == ENOMEM))
         return 0;
-    if (erc == CUDA_SUCCESS && st.err == EBADMSG) { /* HDF5's filters judge it, as for h5py */
+    if (erc == CUDA_SUCCESS && gds_filtered_hdf5_judges(st.err)) { /* HDF5's filters judge it, as for h5py */
         snprintf(refusal, sizeof refusal, "dataset '%s': chunk %zu of %zu could not be decoded on the GPU: %s", name,
                  bad, n, st.msg);
         return 0;

@@ -11,7 +11,7 @@
 
 /* 1: read, decoded on the GPU; 0: not taken (another route must read it:
  * a selection or pipeline the GPU path does not serve, no nvCOMP, or a
- * chunk whose stream the GPU found corrupt: gds_filtered_refusal);
+ * Deflate chunk the GPU found corrupt: gds_filtered_refusal);
  * -1: failed, on the error stack (naming the dataset, chunk and filter). */
 int gds_filtered_read(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_space, hid_t dxpl, void *buf);
 
@@ -28,18 +28,19 @@ int gds_filtered_write(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_s
  * once). 1: decoded; 0: not taken, nothing usable written (a filter the
  * GPU cannot decode, no nvCOMP, a chunk the GPU cannot decode although its
  * data is fine, or not even one chunk at a time fitted the device's
- * memory, or a stream the GPU found corrupt: HDF5's filters must read
- * these); -1: failed, with the dataset, the chunk's index and the filter
+ * memory, or a Deflate stream the GPU found corrupt: HDF5's filters must
+ * read these, gds_filtered_refusal); -1: failed, with the dataset, the chunk's index and the filter
  * on the error stack. */
 int gds_filtered_decode_chunks(hid_t dset, size_t n, const void *const *src, const size_t *src_bytes,
                                const unsigned *masks, void *const *dst, void *stream);
 
 /* After a gds_filtered_read or gds_filtered_decode_chunks of this thread
- * that returned 0 because a chunk's stream was corrupt to the GPU's
- * decoder: what it found (the dataset, the chunk and the filter), for the
- * caller to report if HDF5's own filters fail on the chunk as well; NULL
- * after any other outcome. HDF5's filters are the judge: zlib, for one,
- * reads a stream with bytes after its end, which the GPU refuses. */
+ * that returned 0 because the GPU's decoder found a chunk corrupt in a
+ * filter HDF5 implements and checks itself (Deflate, Fletcher-32): what it
+ * found (the dataset, the chunk and the filter), for the caller to report
+ * if HDF5's filters fail on the chunk as well; NULL after any other
+ * outcome. HDF5 is the judge of those: zlib, for one, reads a stream with
+ * bytes after its end, which the GPU refuses. */
 const char *gds_filtered_refusal(void);
 
 /* Gives the device memory that the GPU reads and writes keep for the next

@@ -71,6 +71,12 @@ void gds_filtered_error(const char *func, int line, hid_t major, hid_t minor, co
     va_end(ap);
 }
 
+bool gds_filtered_hdf5_judges(int err)
+{
+    unsigned id = gds_codec_failed_filter();
+    return err == EBADMSG && (id == GDS_FILTER_DEFLATE || id == GDS_FILTER_FLETCHER32);
+}
+
 bool gds_filtered_trace_on(void)
 {
     const char *e = getenv("H5GDS_CODEC_DEBUG");

@@ -80,8 +80,9 @@ typedef struct read_state {
     H5FD_gds_decode_stats_t stats;
     H5FD_gds_encode_stats_t wstats;
     bool cpu_decode; /* a chunk the GPU cannot decode, whose data is fine: HDF5's filters read it all */
-    bool corrupt;    /* a chunk whose stream the GPU found corrupt: HDF5's filters read it all, and
-                        judge that chunk as they would for h5py (gds_filtered_refusal) */
+    bool corrupt;    /* a chunk whose stream the GPU found corrupt in a filter of HDF5's own:
+                        HDF5's filters read it all, and judge that chunk as they would for h5py
+                        (gds_filtered_hdf5_judges, gds_filtered_refusal) */
     bool abandoned;  /* the codec's work never finished: the buffers it uses are never freed */
     bool out_of_memory; /* the device's memory could not hold the batches: a read (a write that
                            stored nothing yet) takes HDF5's filters and the host instead */
@@ -131,6 +132,14 @@ size_t gds_filtered_write_batch_cap(size_t chunk_bytes);
 int gds_filtered_read_ahead(void);
 double gds_filtered_seconds_now(void);
 /* H5GDS_CODEC_DEBUG set: GPU writes print each batch's timeline to stderr. */
+/* Whether a chunk the GPU refused (gds_codec_decode's error `err`) is for
+ * HDF5's own filters to judge: a corrupt stream (EBADMSG) found by Deflate
+ * or Fletcher-32, which HDF5 implements and checks itself (zlib's status
+ * and Adler-32; its checksum, in either byte order). Not the plugins' ones:
+ * hdf5plugin's Zstd filter, for one, takes a corrupt frame's error code for
+ * its decoded size and passes on bytes it never wrote. */
+bool gds_filtered_hdf5_judges(int err);
+
 bool gds_filtered_trace_on(void);
 gds_codec_t *gds_filtered_codec_for(CUcontext ctx, gds_status_t *st);
 /* The pool of device memory of `ctx` (current), made on first use; NULL

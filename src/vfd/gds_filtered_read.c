@@ -138,7 +138,7 @@ static herr_t decode_batch(read_state_t *s, size_t from, size_t to, int slot)
             gds_filtered_chunk_text(&s->box, s->chunks[index[bad]].lo, where, sizeof where);
         FILTERED_ERROR(H5E_PLINE, H5E_READERROR, "dataset '%s': chunk at %s could not be decoded on the GPU: %s", s->name,
                   where, st.msg);
-        s->corrupt = st.err == EBADMSG;
+        s->corrupt = gds_filtered_hdf5_judges(st.err);
         ret = -1;
     }
     CUresult rc = CUDA_SUCCESS;
