@@ -645,6 +645,92 @@ static void test_write_behind_stream_order(void)
     H5Pclose(fapl);
 }
 
+/* Rewrites the stored chunk at row `row` of the 2-D dataset `d`: 16 bytes
+ * after its zlib stream (pad) or its Adler-32's last byte flipped. */
+static void rewrite_stored_chunk(hid_t d, hsize_t row, bool pad)
+{
+    hsize_t lo[2] = {row, 0}, stored = 0;
+    uint32_t mask = 0;
+    CHECK(H5Dget_chunk_storage_size(d, lo, &stored) >= 0 && stored > 4);
+    unsigned char *bytes = malloc((size_t)stored + 16);
+    CHECK(H5Dread_chunk(d, H5P_DEFAULT, lo, &mask, bytes) >= 0);
+    if (pad)
+        for (int i = 0; i < 16; i++)
+            bytes[stored + (hsize_t)i] = (unsigned char)(i + 1);
+    else
+        bytes[stored - 1] ^= 0x5A;
+    CHECK(H5Dwrite_chunk(d, H5P_DEFAULT, mask, lo, (size_t)stored + (pad ? 16 : 0), bytes) >= 0);
+    free(bytes);
+}
+
+/* A Deflate chunk the GPU refuses is HDF5's to judge: bytes after its zlib
+ * stream (zlib stops at the stream's end) read as HDF5 reads them, through
+ * HDF5's filters; a damaged Adler-32 fails with both findings. */
+static void test_refused_deflate_chunks(void)
+{
+    const char *no_nvcomp = NULL;
+    if (!gds_nvcomp_load(&no_nvcomp)) {
+        printf("skipped: chunks the GPU refuses (no nvCOMP: %s)\n", no_nvcomp ? no_nvcomp : "?");
+        return;
+    }
+    const hsize_t rows = 400, cols = 1000, dims[2] = {rows, cols}, chunk[2] = {100, cols};
+    size_t n = (size_t)(rows * cols);
+    int32_t *src = malloc(n * 4), *got = malloc(n * 4);
+    for (size_t i = 0; i < n; i++) /* compresses like a smooth field with noise */
+        src[i] = (int32_t)(i / 7 * 3 + (i * 2654435761u >> 28));
+    const char *path = test_path("gpu_refused.h5");
+    hid_t fapl = fapl_for_test();
+    hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    hid_t s = H5Screate_simple(2, dims, NULL), dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    H5Pset_chunk(dcpl, 2, chunk);
+    H5Pset_deflate(dcpl, 4);
+    hid_t d = H5Dcreate2(f, "x", H5T_STD_I32LE, s, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    CHECK(d >= 0 && H5Dwrite(d, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, src) >= 0);
+    rewrite_stored_chunk(d, 0, true);
+    rewrite_stored_chunk(d, 200, true);
+    test_buffer_t b = buffer_alloc(MEM_DEVICE, n * 4);
+    buffer_fill(&b, 0xAB);
+    CHECK_MSG(H5Dread_gds(d, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, b.ptr) >= 0,
+              "padded chunks: %s", error_stack_text());
+    CHECK_MSG(H5FD_gds_last_route() == H5FD_GDS_ROUTE_HOST_STAGED, "padded chunks: route %s",
+              H5FD_gds_route_name(H5FD_gds_last_route()));
+    buffer_get(&b, 0, got, n * 4);
+    CHECK_MSG(memcmp(src, got, n * 4) == 0, "padded chunks: data differs from what was written");
+    /* rows of an unpadded chunk: the GPU's */
+    hsize_t start[2] = {100, 0}, count[2] = {100, cols};
+    hid_t fs = H5Dget_space(d), ms = H5Screate_simple(2, count, NULL);
+    H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL);
+    CHECK(H5Dread_gds(d, H5T_NATIVE_INT32, ms, fs, H5P_DEFAULT, b.ptr) >= 0);
+    CHECK_MSG(H5FD_gds_last_route() == H5FD_GDS_ROUTE_GPU_DECODE, "an unpadded chunk: route %s",
+              H5FD_gds_route_name(H5FD_gds_last_route()));
+    buffer_get(&b, 0, got, (size_t)(count[0] * cols * 4));
+    CHECK_MSG(memcmp(src + 100 * cols, got, (size_t)(count[0] * cols * 4)) == 0, "an unpadded chunk: data differs");
+    /* a damaged Adler-32 (in a dataset of its own): HDF5's zlib fails too, and the error says both */
+    hid_t y = H5Dcreate2(f, "y", H5T_STD_I32LE, s, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    CHECK(y >= 0 && H5Dwrite(y, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, src) >= 0);
+    rewrite_stored_chunk(y, 300, false);
+    herr_t rc;
+    H5E_BEGIN_TRY { rc = H5Dread_gds(y, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, b.ptr); }
+    H5E_END_TRY;
+    const char *text = error_stack_text();
+    CHECK_MSG(rc < 0, "a damaged Adler-32 read without an error");
+    CHECK_MSG(strstr(text, "chunk at (300,0) could not be decoded on the GPU") &&
+                  strstr(text, "HDF5's own filters, reading the selection again, failed as well"),
+              "a damaged Adler-32: %s", text);
+    H5Sclose(fs);
+    H5Sclose(ms);
+    buffer_free(&b);
+    H5Dclose(y);
+    H5Dclose(d);
+    H5Pclose(dcpl);
+    H5Sclose(s);
+    CHECK(H5Fclose(f) >= 0);
+    H5Pclose(fapl);
+    unlink(path);
+    free(src);
+    free(got);
+}
+
 /* One request past 4 GiB from and to device memory. */
 static void test_large_device(void)
 {
@@ -694,6 +780,7 @@ int main(int argc, char **argv)
         test_write_behind_device("device");
         test_write_behind_device("host");
         test_write_behind_stream_order();
+        test_refused_deflate_chunks();
     }
     return test_finish("test_gpu");
 }

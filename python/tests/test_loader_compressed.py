@@ -355,7 +355,7 @@ def test_a_chunk_corrupt_for_both_names_both_findings(tmp_path, monkeypatch, lik
     message = str(err.value)
     assert "tiles.h5" in message, message
     if gpu_decodes:
-        assert "could not be decoded on the GPU" in message and "HDF5's own filters failed" in message, message
+        assert "could not be decoded on the GPU" in message and "HDF5's own filters, reading the rows again, failed as well" in message, message
 
 
 @pytest.mark.parametrize("staging", ["pinned", "device"])

@@ -402,7 +402,8 @@ static herr_t read_checked(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t fi
     if (ret == 0) {
         ret = H5Dread(dset, mem_type, mem_space, file_space, dxpl, s.host);
         if (ret < 0 && refusal[0])
-            GDS_ERROR(H5E_PLINE, H5E_READERROR, "%s (HDF5's own filters failed on it as well)", refusal);
+            GDS_ERROR(H5E_PLINE, H5E_READERROR, "%s (HDF5's own filters, reading the selection again, failed as well)",
+                      refusal);
         if (ret == 0)
             ret = staging_copy(&s, buf, s.host, true);
     }

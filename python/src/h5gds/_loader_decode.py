@@ -179,7 +179,7 @@ class Decoder:
                             if refused is None:
                                 raise
                             raise OSError(f"{col.paths[fi]}:{col.layouts[fi].dataset}: {refused} (HDF5's own "
-                                          f"filters failed on it as well: {exc})") from exc
+                                          f"filters, reading the rows again, failed as well: {exc})") from exc
             if self.ld.module != "numpy":
                 stream.synchronize()
         except BaseException:
