@@ -694,6 +694,7 @@ static void test_refused_deflate_chunks(void)
               "padded chunks: %s", error_stack_text());
     CHECK_MSG(H5FD_gds_last_route() == H5FD_GDS_ROUTE_HOST_STAGED, "padded chunks: route %s",
               H5FD_gds_route_name(H5FD_gds_last_route()));
+    CHECK_MSG(H5Eget_num(H5E_DEFAULT) == 0, "padded chunks read, yet errors on the stack: %s", error_stack_text());
     buffer_get(&b, 0, got, n * 4);
     CHECK_MSG(memcmp(src, got, n * 4) == 0, "padded chunks: data differs from what was written");
     /* rows of an unpadded chunk: the GPU's */
@@ -717,6 +718,21 @@ static void test_refused_deflate_chunks(void)
     CHECK_MSG(strstr(text, "chunk at (300,0) could not be decoded on the GPU") &&
                   strstr(text, "HDF5's own filters, reading the selection again, failed as well"),
               "a damaged Adler-32: %s", text);
+    /* a chunk too small for Fletcher-32's checksum: the GPU's error, not
+     * HDF5's filters (whose Fletcher-32 would read before the chunk) */
+    H5Pset_fletcher32(dcpl);
+    hid_t z = H5Dcreate2(f, "z", H5T_STD_I32LE, s, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    const hsize_t first[2] = {0, 0};
+    const unsigned char tiny[3] = {0x78, 0x9c, 0x03};
+    CHECK(z >= 0 && H5Dwrite(z, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, src) >= 0);
+    CHECK(H5Dwrite_chunk(z, H5P_DEFAULT, 0, first, sizeof tiny, tiny) >= 0);
+    H5E_BEGIN_TRY { rc = H5Dread_gds(z, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, b.ptr); }
+    H5E_END_TRY;
+    text = error_stack_text();
+    CHECK_MSG(rc < 0 && strstr(text, "chunk at (0,0)") && strstr(text, "too small") &&
+                  !strstr(text, "HDF5's own filters"),
+              "a 3-byte Fletcher-32 chunk: rc %d: %s", (int)rc, text);
+    H5Dclose(z);
     H5Sclose(fs);
     H5Sclose(ms);
     buffer_free(&b);

@@ -123,7 +123,8 @@ typedef struct gds_codec_chunk {
  * caller may let that filter's CPU implementation judge the chunk (zlib
  * reads a stream with bytes after its end, which the GPU refuses).
  * 34 (ERANGE): a chunk whose decoded, original or stored size is not the
- * one the pipeline gives. */
+ * one the pipeline gives (a stream that decodes past the chunk's size
+ * included), or one too small for its filter's framing. */
 int gds_codec_decode(gds_codec_t *c, const gds_codec_pipeline_t *p, const gds_codec_chunk_t *chunks, size_t n,
                      CUstream stream, size_t *bad, gds_status_t *st);
 

@@ -11,7 +11,8 @@
 
 /* 1: read, decoded on the GPU; 0: not taken (another route must read it:
  * a selection or pipeline the GPU path does not serve, no nvCOMP, or a
- * Deflate chunk the GPU found corrupt: gds_filtered_refusal);
+ * chunk the GPU found corrupt in Deflate or Fletcher-32:
+ * gds_filtered_refusal);
  * -1: failed, on the error stack (naming the dataset, chunk and filter). */
 int gds_filtered_read(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_space, hid_t dxpl, void *buf);
 
@@ -28,8 +29,8 @@ int gds_filtered_write(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_s
  * once). 1: decoded; 0: not taken, nothing usable written (a filter the
  * GPU cannot decode, no nvCOMP, a chunk the GPU cannot decode although its
  * data is fine, or not even one chunk at a time fitted the device's
- * memory, or a Deflate stream the GPU found corrupt: HDF5's filters must
- * read these, gds_filtered_refusal); -1: failed, with the dataset, the chunk's index and the filter
+ * memory, or a chunk the GPU found corrupt in Deflate or Fletcher-32:
+ * HDF5's filters must read these, gds_filtered_refusal); -1: failed, with the dataset, the chunk's index and the filter
  * on the error stack. */
 int gds_filtered_decode_chunks(hid_t dset, size_t n, const void *const *src, const size_t *src_bytes,
                                const unsigned *masks, void *const *dst, void *stream);

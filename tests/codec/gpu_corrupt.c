@@ -3,8 +3,11 @@
  * that name the chunk and the filter, and leave the batch's other chunks
  * decoded (the manglers are in gpu_test_common.c).
  */
+#include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
+#include "codec_plan.h"
 #include "gpu_test_common.h"
 
 /* ---- corrupt chunks ---- */
@@ -33,6 +36,17 @@ static void corrupt_case(const char *name, const gds_codec_pipeline_t *p, data_k
     else {
         ok = rc == -1 && bad == 3 && (!want || strstr(st.msg, want));
         CHECK_MSG(ok, "%s: rc %d, bad %zu, message '%s' (wanted '%s')", name, rc, bad, st.msg, want ? want : "");
+        /* sizes (ERANGE) apart from corrupt streams (EBADMSG), and the filter
+         * the message names is the one gds_codec_failed_filter gives */
+        bool sizes = strstr(st.msg, "decoded to") || strstr(st.msg, "header says") || strstr(st.msg, "stored size") ||
+                     strstr(st.msg, "too small");
+        char named[64];
+        snprintf(named, sizeof named, "(%s)", gds_codec_filter_name(gds_codec_failed_filter()));
+        bool classed = st.err == (sizes ? ERANGE : EBADMSG) &&
+                       (strstr(st.msg, "filter ") ? gds_codec_failed_filter() != 0 && strstr(st.msg, named) != NULL
+                                                  : gds_codec_failed_filter() == 0);
+        CHECK_MSG(classed, "%s: err %d, failed filter %u for '%s'", name, st.err, gds_codec_failed_filter(), st.msg);
+        ok = ok && classed;
         /* a failure the checks find before decompressing leaves the other
          * chunks decoded; garbage only the decompressor meets ("corrupt
          * data") may make it write past its chunk's slot (nvCOMP's LZ4 does),
@@ -91,12 +105,16 @@ void corrupt_tests(void)
     corrupt_case("deflate: data", &p, DATA_FLOAT_FIELD, flip_middle, "deflate", false);
     corrupt_case("deflate: truncated", &p, DATA_FLOAT_FIELD, truncate_half, "deflate", false);
     corrupt_case("deflate: 3 bytes", &p, DATA_FLOAT_FIELD, truncate_tiny, "too small", false);
+    /* bytes after the zlib stream (zlib, so HDF5, stops at its end): an
+     * Adler-32 mismatch, a corrupt stream HDF5's filters may judge */
+    corrupt_case("deflate: bytes after the stream", &p, DATA_FLOAT_FIELD, pad_after_stream, "Adler-32", false);
     p = pipe_new(256 * 1024, 4);
     pipe_add(&p, GDS_FILTER_SHUFFLE, OPT, 1, CD4);
     pipe_add(&p, GDS_FILTER_DEFLATE, OPT, 1, CD6);
     pipe_add(&p, GDS_FILTER_FLETCHER32, 0, 0, NULL);
     corrupt_case("fletcher32: data", &p, DATA_FLOAT_FIELD, flip_middle, "fletcher32): checksum mismatch", false);
     corrupt_case("fletcher32: byte-swapped (HDF5 < 1.6.3)", &p, DATA_FLOAT_FIELD, swap_checksum, NULL, true);
+    corrupt_case("fletcher32: 3 bytes", &p, DATA_FLOAT_FIELD, truncate_tiny, "too small", false);
     p = pipe_new(MB, 1);
     pipe_add(&p, GDS_FILTER_LZ4, OPT, 1, CD64K);
     corrupt_case("lz4: block size past the end", &p, DATA_IMAGE_U8, lz4_block_size_huge, "truncated", false);

@@ -173,6 +173,16 @@ void zlib_dictionary(bytes_t *c)
 void flip_last(bytes_t *c) { c->p[c->n - 1] ^= 0x01; }
 void truncate_half(bytes_t *c) { c->n /= 2; }
 void truncate_tiny(bytes_t *c) { c->n = 3; }
+void pad_after_stream(bytes_t *c)
+{
+    unsigned char *p = realloc(c->p, c->n + 16);
+    if (!p)
+        abort();
+    for (int i = 0; i < 16; i++)
+        p[c->n + (size_t)i] = (unsigned char)(i + 1);
+    c->p = p;
+    c->n += 16;
+}
 void truncate_last(bytes_t *c) { c->n -= 1; }
 void bshuf_zstd_magic(bytes_t *c) { c->p[16] ^= 0xff; }
 void swap_checksum(bytes_t *c)

@@ -93,6 +93,7 @@ void zlib_dictionary(bytes_t *c);
 void flip_last(bytes_t *c);
 void truncate_half(bytes_t *c);
 void truncate_tiny(bytes_t *c);
+void pad_after_stream(bytes_t *c); /* 16 bytes after the chunk's stream */
 void truncate_last(bytes_t *c);
 void bshuf_zstd_magic(bytes_t *c);
 void swap_checksum(bytes_t *c);

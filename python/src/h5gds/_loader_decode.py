@@ -167,6 +167,7 @@ class Decoder:
                 on_gpu = [k for k, (load, p) in enumerate(items) if len(p.chunks) and load.staging is not None] \
                     if self.ld.module != "numpy" and col.layouts[fi].filtered else []
                 self.refused = None
+                tried = set(on_gpu)
                 if on_gpu and not self._gpu(reader, col, fi, buffer, [items[k] for k in on_gpu], stream, used):
                     on_gpu = []
                 taken, refused = set(on_gpu), self.refused
@@ -176,7 +177,7 @@ class Decoder:
                             self._hdf5_rows(reader, col, fi, p, buffer, stream)
                         except OSError as exc:
                             # a chunk the GPU found corrupt: HDF5's filters judged it, as for h5py
-                            if refused is None:
+                            if refused is None or k not in tried:
                                 raise
                             raise OSError(f"{col.paths[fi]}:{col.layouts[fi].dataset}: {refused} (HDF5's own "
                                           f"filters, reading the rows again, failed as well: {exc})") from exc
