@@ -294,8 +294,11 @@ static int filtered_io(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_s
          * a second time. */
         if (result == 1 && (write ? gds_filtered_write_all(&s) : gds_filtered_read_all(&s)) < 0)
             result = s.cpu_decode || s.corrupt || (s.out_of_memory && (!write || s.wstats.chunks == 0)) ? 0 : -1;
-        if (s.corrupt && result == 0)
+        if (s.corrupt && result == 0) {
             keep_refusal();
+            if (gds_filtered_trace_on())
+                fprintf(stderr, "h5gds read '%s': %s; HDF5's filters read the selection instead\n", s.name, refusal);
+        }
         s.stats.total_s = s.wstats.total_s = gds_filtered_seconds_now() - t0;
         trace = gds_filtered_trace_on();
         moved_ms = 1e3 * s.stats.total_s;
