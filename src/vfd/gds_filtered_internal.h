@@ -137,7 +137,7 @@ double gds_filtered_seconds_now(void);
  * or Fletcher-32, which HDF5 implements and checks itself (zlib's status
  * and Adler-32; its checksum, in either byte order). Not a chunk of the
  * wrong size (ERANGE): HDF5 checks no size after its filters, and its
- * Fletcher-32 reads before a chunk of under 4 bytes. Not the plugins' ones:
+ * Fletcher-32 reads outside a chunk of under 4 bytes. Not the plugins' ones:
  * hdf5plugin's Zstd filter, for one, takes a corrupt frame's error code for
  * its decoded size and passes on bytes it never wrote. */
 bool gds_filtered_hdf5_judges(int err);
