@@ -32,6 +32,7 @@
 #include "gds_filtered_internal.h"
 
 static _Thread_local H5FD_gds_decode_stats_t last_stats;
+static _Thread_local H5FD_gds_encode_stats_t last_encode_stats;
 /* The GPU's verdict on a chunk it found corrupt, in the last read or
  * decode that left the chunks to HDF5's filters for that reason. */
 static _Thread_local char refusal[sizeof gds_filtered_pending.msg];
@@ -43,7 +44,6 @@ static void keep_refusal(void)
 {
     snprintf(refusal, sizeof refusal, "%s", gds_filtered_pending.set ? gds_filtered_pending.msg : "a corrupt chunk");
 }
-static _Thread_local H5FD_gds_encode_stats_t last_encode_stats;
 
 herr_t H5FD_gds_last_decode_stats(H5FD_gds_decode_stats_t *stats)
 {

@@ -30,8 +30,8 @@ int gds_filtered_write(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_s
  * GPU cannot decode, no nvCOMP, a chunk the GPU cannot decode although its
  * data is fine, or not even one chunk at a time fitted the device's
  * memory, or a chunk the GPU found corrupt in Deflate or Fletcher-32:
- * HDF5's filters must read these, gds_filtered_refusal); -1: failed, with the dataset, the chunk's index and the filter
- * on the error stack. */
+ * HDF5's filters must read these, gds_filtered_refusal); -1: failed, with
+ * the dataset, the chunk's index and the filter on the error stack. */
 int gds_filtered_decode_chunks(hid_t dset, size_t n, const void *const *src, const size_t *src_bytes,
                                const unsigned *masks, void *const *dst, void *stream);
 
