@@ -678,15 +678,7 @@ int gds_codec_decode(gds_codec_t *c, const gds_codec_pipeline_t *p, const gds_co
     if (ret == 0 && errors.first != SIZE_MAX) {
         char text[300];
         gds_codec_error_text(p, errors.code, errors.detail, text, sizeof text);
-        /* a chunk that is valid but has no GPU decoder (HDF5's CPU filter decodes it), one whose
-         * sizes disagree with the pipeline's (or too small for its framing), or a corrupt stream
-         * (gpu_codec.h) */
-        unsigned reason = errors.code & 0xff, pos = (errors.code >> 8) - 1;
-        failed_filter = errors.code >> 8 && pos < p->nfilters ? p->filter[pos].id : 0;
-        bool sizes = reason == GDS_KERR_SIZE || reason == GDS_KERR_ORIGSIZE || reason == GDS_KERR_STORED ||
-                     reason == GDS_KERR_SHORT ||
-                     (reason == GDS_KERR_DECODE && errors.detail == 15); /* nvCOMP: output buffer too small */
-        int err = reason == GDS_KERR_UNSUPPORTED ? EOPNOTSUPP : sizes ? ERANGE : EBADMSG;
+        int err = gds_codec_error_errno(p, errors.code, errors.detail, &failed_filter);
         gds_status_set(st, err, "GPU codec: chunk %zu: %s", errors.first, text);
         if (bad)
             *bad = errors.first;

@@ -1,6 +1,7 @@
 /* The GPU codecs' host-only logic; see codec_plan.h. */
 #include "codec_plan.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -514,6 +515,19 @@ unsigned gds_codec_zlib_flg(int level)
     unsigned flg = flevel << 6;
     flg += 31 - ((0x78u << 8) | flg) % 31;
     return flg;
+}
+
+int gds_codec_error_errno(const gds_codec_pipeline_t *p, unsigned code, uint64_t detail, unsigned *filter)
+{
+    unsigned reason = code & 0xff, pos = (code >> 8) - 1;
+    if (filter)
+        *filter = code >> 8 && p && pos < p->nfilters ? p->filter[pos].id : 0;
+    /* a chunk that is valid but has no GPU decoder (HDF5's CPU filter decodes it), one whose sizes
+     * disagree with the pipeline's (or too small for its framing; nvCOMP's status 15, "output
+     * buffer too small": a stream decoding past the chunk), or a corrupt stream */
+    bool sizes = reason == GDS_KERR_SIZE || reason == GDS_KERR_ORIGSIZE || reason == GDS_KERR_STORED ||
+                 reason == GDS_KERR_SHORT || (reason == GDS_KERR_DECODE && detail == 15);
+    return reason == GDS_KERR_UNSUPPORTED ? EOPNOTSUPP : sizes ? ERANGE : EBADMSG;
 }
 
 static const char *nvcomp_status_name(uint64_t st)

@@ -201,4 +201,10 @@ const char *gds_codec_filter_name(unsigned id);
 /* The message for a kernel's error code (see codec_shared.h) on pipeline p. */
 void gds_codec_error_text(const gds_codec_pipeline_t *p, unsigned code, uint64_t detail, char *buf, size_t size);
 
+/* The errno gds_codec_decode gives for a kernel's error code and detail
+ * (gpu_codec.h): EOPNOTSUPP, ERANGE (sizes) or EBADMSG (a corrupt stream);
+ * *filter (if given): the HDF5 id of the filter whose stage found it, 0
+ * where the finding is the pipeline's. */
+int gds_codec_error_errno(const gds_codec_pipeline_t *p, unsigned code, uint64_t detail, unsigned *filter);
+
 #endif

@@ -6,6 +6,7 @@
  * Adler-32, the bit transpose against bitshuffle's definition, error texts,
  * and clean failures when nvCOMP or CUDA is absent.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -1012,6 +1013,36 @@ static void test_error_texts(void)
         gds_codec_error_text(&p, (1u << 8) | r, 5, t, sizeof t);
         CHECK_MSG(strstr(t, "shuffle") && strlen(t) > 20, "%s", t);
     }
+    /* the errno of each finding, and its filter: sizes apart from corrupt streams */
+    static const struct {
+        unsigned code;
+        uint64_t detail;
+        int err;
+        unsigned filter;
+    } kinds[] = {
+        {(2u << 8) | GDS_KERR_CHECKSUM, 1, EBADMSG, GDS_FILTER_DEFLATE},
+        {(3u << 8) | GDS_KERR_CHECKSUM, 1, EBADMSG, GDS_FILTER_FLETCHER32},
+        {(2u << 8) | GDS_KERR_HEADER, 0x7801, EBADMSG, GDS_FILTER_DEFLATE},
+        {(2u << 8) | GDS_KERR_TRUNCATED, 9, EBADMSG, GDS_FILTER_DEFLATE},
+        {(2u << 8) | GDS_KERR_DECODE, 12, EBADMSG, GDS_FILTER_DEFLATE},
+        {(2u << 8) | GDS_KERR_DECODE, 15, ERANGE, GDS_FILTER_DEFLATE}, /* output buffer too small */
+        {(2u << 8) | GDS_KERR_SIZE, 100, ERANGE, GDS_FILTER_DEFLATE},
+        {(3u << 8) | GDS_KERR_SHORT, 3, ERANGE, GDS_FILTER_FLETCHER32},
+        {(1u << 8) | GDS_KERR_STORED, 7, ERANGE, GDS_FILTER_SHUFFLE},
+        {(2u << 8) | GDS_KERR_ORIGSIZE, 7, ERANGE, GDS_FILTER_DEFLATE},
+        {(2u << 8) | GDS_KERR_PARAM, 7, EBADMSG, GDS_FILTER_DEFLATE},
+        {GDS_KERR_STORED, 7, ERANGE, 0},  /* the pipeline's */
+        {(9u << 8) | GDS_KERR_HEADER, 0, EBADMSG, 0}, /* past the pipeline's filters */
+    };
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+        unsigned filter = 99;
+        int err = gds_codec_error_errno(&p, kinds[i].code, kinds[i].detail, &filter);
+        CHECK_MSG(err == kinds[i].err && filter == kinds[i].filter, "code 0x%x detail %llu: errno %d filter %u", kinds[i].code,
+                  (unsigned long long)kinds[i].detail, err, filter);
+    }
+    unsigned filter = 99;
+    CHECK(gds_codec_error_errno(&pb, (1u << 8) | GDS_KERR_UNSUPPORTED, 0, &filter) == EOPNOTSUPP &&
+          filter == GDS_FILTER_BLOSC);
 }
 
 static void test_absent(void)
