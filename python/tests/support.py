@@ -57,7 +57,9 @@ def states_equal(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b
 
 
-# The GPU's findings on a chunk's sizes (gds_codec_error_text): HDF5 would
-# pass such a chunk on with bytes it never decoded, so they stay errors
-# where HDF5's own filters read the chunk.
-SIZE_FINDING = re.compile(r"decoded to \d+ bytes, not|decoded bytes, not the size|stored size \d+ differs")
+# The GPU's findings on a chunk's sizes (gds_codec_error_text; ERANGE in
+# gds_codec_error_errno): HDF5 would pass such a chunk on with bytes it
+# never decoded (or cut), so they stay errors where HDF5's own filters read
+# the chunk.
+SIZE_FINDING = re.compile(r"decoded to \d+ bytes, not|decoded bytes, not the size|stored size \d+ differs|"
+                          r"too small for the filter's framing|output buffer too small")
