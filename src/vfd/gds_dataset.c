@@ -17,7 +17,6 @@
  *   - the file uses neither the gds driver nor gds_mpio.
  */
 #include <dlfcn.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -379,19 +378,19 @@ static herr_t read_checked(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t fi
 #ifndef H5GDS_NO_GPU_DECODE
     /* Filtered chunks decoded on the GPU, where that path serves the read
      * (not on gds_mpio files: its queries would be collective). */
-    int decoded = on_gds_mpio_file(dset) ? 0 : gds_filtered_read(dset, mem_type, mem_space, file_space, dxpl, buf);
+    bool mpio = on_gds_mpio_file(dset);
+    int decoded = mpio ? 0 : gds_filtered_read(dset, mem_type, mem_space, file_space, dxpl, buf);
     if (decoded != 0) {
         last_route = H5FD_GDS_ROUTE_GPU_DECODE;
         return decoded < 0 ? -1 : 0;
     }
     /* A chunk the GPU's decoder found corrupt: HDF5's filters read the
      * selection and decide, as they do for h5py; if they fail too, the
-     * GPU's finding names the chunk and filter. */
-    const char *refused = on_gds_mpio_file(dset) ? NULL : gds_filtered_refusal();
-    char refusal[1024];
-    snprintf(refusal, sizeof refusal, "%s", refused ? refused : "");
+     * GPU's finding names the chunk and filter (HDF5's read below never
+     * reaches the GPU path, which alone rewrites it). */
+    const char *refused = mpio ? NULL : gds_filtered_refusal();
 #else
-    const char refusal[1] = "";
+    const char *refused = NULL;
 #endif
     last_route = H5FD_GDS_ROUTE_HOST_STAGED;
     staging_t s;
@@ -401,9 +400,9 @@ static herr_t read_checked(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t fi
         ret = staging_copy(&s, s.host, buf, false);
     if (ret == 0) {
         ret = H5Dread(dset, mem_type, mem_space, file_space, dxpl, s.host);
-        if (ret < 0 && refusal[0])
+        if (ret < 0 && refused)
             GDS_ERROR(H5E_PLINE, H5E_READERROR, "%s (HDF5's own filters, reading the selection again, failed as well)",
-                      refusal);
+                      refused);
         if (ret == 0)
             ret = staging_copy(&s, buf, s.host, true);
     }
