@@ -280,6 +280,9 @@ typedef struct H5FD_gds_decode_stats_t {
     double read_wait_s;     /* waiting for stored bytes not yet read */
     double decode_s;        /* decoding and placing */
     double total_s;
+    uint64_t hdf5_chunks;   /* of `chunks`, those the GPU refused and HDF5's own filters read instead (a
+                               Deflate chunk with bytes after its stream, a Blosc chunk of a compressor
+                               nvCOMP lacks: docs/compression.md, "Bad input") */
 } H5FD_gds_decode_stats_t;
 H5GDS_API herr_t H5FD_gds_last_decode_stats(H5FD_gds_decode_stats_t *stats);
 

@@ -664,8 +664,10 @@ static void rewrite_stored_chunk(hid_t d, hsize_t row, bool pad)
 }
 
 /* A Deflate chunk the GPU refuses is HDF5's to judge: bytes after its zlib
- * stream (zlib stops at the stream's end) read as HDF5 reads them, through
- * HDF5's filters; a damaged Adler-32 fails with both findings. */
+ * stream (zlib stops at the stream's end) read as HDF5 reads them, that
+ * chunk through HDF5's filters and the others on the GPU; a damaged
+ * Adler-32 fails with both findings; a damaged Fletcher-32 reads where the
+ * transfer list disables error detection, as with HDF5. */
 static void test_refused_deflate_chunks(void)
 {
     const char *no_nvcomp = NULL;
@@ -692,11 +694,35 @@ static void test_refused_deflate_chunks(void)
     buffer_fill(&b, 0xAB);
     CHECK_MSG(H5Dread_gds(d, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, b.ptr) >= 0,
               "padded chunks: %s", error_stack_text());
-    CHECK_MSG(H5FD_gds_last_route() == H5FD_GDS_ROUTE_HOST_STAGED, "padded chunks: route %s",
-              H5FD_gds_route_name(H5FD_gds_last_route()));
+    H5FD_gds_decode_stats_t ds;
+    CHECK(H5FD_gds_last_decode_stats(&ds) >= 0);
+    CHECK_MSG(H5FD_gds_last_route() == H5FD_GDS_ROUTE_GPU_DECODE && ds.chunks == 4 && ds.hdf5_chunks == 2,
+              "padded chunks: route %s, %llu chunks, %llu of them by HDF5's filters (want gpu-decode, 4, 2)",
+              H5FD_gds_route_name(H5FD_gds_last_route()), (unsigned long long)ds.chunks,
+              (unsigned long long)ds.hdf5_chunks);
     CHECK_MSG(H5Eget_num(H5E_DEFAULT) == 0, "padded chunks read, yet errors on the stack: %s", error_stack_text());
     buffer_get(&b, 0, got, n * 4);
     CHECK_MSG(memcmp(src, got, n * 4) == 0, "padded chunks: data differs from what was written");
+    /* a box cutting the padded chunks (decoded aside, then placed) */
+    {
+        hsize_t lo[2] = {50, 100}, cnt[2] = {200, 700};
+        hid_t fsp = H5Dget_space(d), msp = H5Screate_simple(2, cnt, NULL);
+        H5Sselect_hyperslab(fsp, H5S_SELECT_SET, lo, NULL, cnt, NULL);
+        CHECK_MSG(H5Dread_gds(d, H5T_NATIVE_INT32, msp, fsp, H5P_DEFAULT, b.ptr) >= 0, "padded chunks, a box: %s",
+                  error_stack_text());
+        CHECK(H5FD_gds_last_decode_stats(&ds) >= 0);
+        CHECK_MSG(H5FD_gds_last_route() == H5FD_GDS_ROUTE_GPU_DECODE && ds.hdf5_chunks == 1,
+                  "padded chunks, a box: route %s, %llu chunks by HDF5's filters (want 1)",
+                  H5FD_gds_route_name(H5FD_gds_last_route()), (unsigned long long)ds.hdf5_chunks);
+        buffer_get(&b, 0, got, (size_t)(cnt[0] * cnt[1] * 4));
+        size_t wrong = 0;
+        for (hsize_t r = 0; r < cnt[0]; r++)
+            for (hsize_t c = 0; c < cnt[1]; c++)
+                wrong += got[r * cnt[1] + c] != src[(lo[0] + r) * cols + lo[1] + c];
+        CHECK_MSG(wrong == 0, "padded chunks, a box: %zu elements differ", wrong);
+        H5Sclose(fsp);
+        H5Sclose(msp);
+    }
     /* rows of an unpadded chunk: the GPU's */
     hsize_t start[2] = {100, 0}, count[2] = {100, cols};
     hid_t fs = H5Dget_space(d), ms = H5Screate_simple(2, count, NULL);
@@ -715,9 +741,41 @@ static void test_refused_deflate_chunks(void)
     H5E_END_TRY;
     const char *text = error_stack_text();
     CHECK_MSG(rc < 0, "a damaged Adler-32 read without an error");
-    CHECK_MSG(strstr(text, "chunk at (300,0) could not be decoded on the GPU") &&
-                  strstr(text, "HDF5's own filters, reading the selection again, failed as well"),
+    CHECK_MSG(strstr(text, "chunk at (300,0) could not be decoded on the GPU") && strstr(text, "Adler-32 mismatch") &&
+                  strstr(text, "HDF5's own filters failed on it as well"),
               "a damaged Adler-32: %s", text);
+    /* a damaged Fletcher-32: an error, unless the transfer list disables
+     * error detection, which the GPU then honours (no chunk for HDF5) */
+    hid_t dcpl_f = H5Pcreate(H5P_DATASET_CREATE);
+    H5Pset_chunk(dcpl_f, 2, chunk);
+    H5Pset_deflate(dcpl_f, 4);
+    H5Pset_fletcher32(dcpl_f); /* last, as h5py orders it: the chunk ends with its checksum */
+    hid_t w = H5Dcreate2(f, "w", H5T_STD_I32LE, s, H5P_DEFAULT, dcpl_f, H5P_DEFAULT);
+    CHECK(w >= 0 && H5Dwrite(w, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, src) >= 0);
+    rewrite_stored_chunk(w, 100, false);
+    H5E_BEGIN_TRY { rc = H5Dread_gds(w, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, b.ptr); }
+    H5E_END_TRY;
+    text = error_stack_text();
+    CHECK_MSG(rc < 0 && strstr(text, "chunk at (100,0)") && strstr(text, "(fletcher32): checksum mismatch") &&
+                  strstr(text, "HDF5's own filters failed on it as well"),
+              "a damaged Fletcher-32: rc %d: %s", (int)rc, text);
+    hid_t no_edc = H5Pcreate(H5P_DATASET_XFER);
+    H5Pset_edc_check(no_edc, H5Z_DISABLE_EDC);
+    buffer_fill(&b, 0xAB);
+    CHECK_MSG(H5Dread_gds(w, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, no_edc, b.ptr) >= 0,
+              "a damaged Fletcher-32, error detection disabled: %s", error_stack_text());
+    CHECK(H5FD_gds_last_decode_stats(&ds) >= 0);
+    CHECK_MSG(H5FD_gds_last_route() == H5FD_GDS_ROUTE_GPU_DECODE && ds.hdf5_chunks == 0,
+              "a damaged Fletcher-32, error detection disabled: route %s, %llu chunks by HDF5's filters (want 0)",
+              H5FD_gds_route_name(H5FD_gds_last_route()), (unsigned long long)ds.hdf5_chunks);
+    buffer_get(&b, 0, got, n * 4);
+    CHECK_MSG(memcmp(src, got, n * 4) == 0, "a damaged Fletcher-32, error detection disabled: data differs");
+    int32_t *host = malloc(n * 4);
+    CHECK(H5Dread(w, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, no_edc, host) >= 0 && memcmp(src, host, n * 4) == 0);
+    free(host);
+    H5Pclose(no_edc);
+    H5Dclose(w);
+    H5Pclose(dcpl_f);
     /* a chunk too small for Fletcher-32's checksum: the GPU's error, not
      * HDF5's filters (whose Fletcher-32 would read before the chunk) */
     H5Pset_fletcher32(dcpl);

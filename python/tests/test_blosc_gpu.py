@@ -139,9 +139,8 @@ def test_blosclz_falls_back_to_hdf5(tmp_path):
 def test_blosclz_chunk_in_an_lz4_dataset(tmp_path):
     """A dataset whose parameters say lz4 holding a chunk that c-blosc wrote
     with blosclz (another writer's chunk): hdf5plugin reads it by its header.
-    The codec refuses the chunk with EOPNOTSUPP naming blosclz; the driver
-    then reads with HDF5's filter (the same data), or, where it does not fall
-    back yet, fails with that message."""
+    The codec refuses the chunk with EOPNOTSUPP naming blosclz; HDF5's filter
+    reads that chunk alone, the GPU the others (the same data)."""
     path = tmp_path / "mix.h5"
     arr = field((300, 1000), "f4")
     with h5py.File(path, "w") as f:
@@ -150,10 +149,10 @@ def test_blosclz_chunk_in_an_lz4_dataset(tmp_path):
         mask, raw = lz.id.read_direct_chunk((100, 0))
         assert raw[2] >> 5 == 0  # blosclz
         x.id.write_direct_chunk((100, 0), raw, filter_mask=mask)
-    try:
-        _read_and_compare(path, "x", expect_gpu=False)
-    except OSError as exc:
-        assert "blosclz" in str(exc) and "CPU" in str(exc), str(exc)
+    _read_and_compare(path, "x", expect_gpu=True)
+    if NVCOMP is None:
+        stats = h5gds.last_decode_stats()
+        assert (stats.chunks, stats.hdf5_chunks) == (3, 1), stats
 
 
 # The child leaves with os._exit: after a decoder that never ended, the

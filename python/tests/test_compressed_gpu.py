@@ -300,7 +300,7 @@ def test_corrupt_chunks_fail_as_h5py_does(tmp_path, case, how):
         if NVCOMP is None:
             assert "/x" in message and "(0,0)" in message, message
             if how == "last-byte":  # a checksum HDF5 checks itself: its verdict too
-                assert "HDF5's own filters, reading the selection again, failed as well" in message, message
+                assert "HDF5's own filters failed on it as well" in message, message
     elif failed and fname in HDF5_JUDGES:
         # HDF5's filters judge what the GPU finds wrong in them; the GPU fails alone only on sizes,
         # which HDF5 never checks (elsewhere nvCOMP may be the stricter decoder: an error, not garbage)
@@ -313,8 +313,9 @@ def test_corrupt_chunks_fail_as_h5py_does(tmp_path, case, how):
 def test_bytes_after_a_zlib_stream_read_as_hdf5_reads_them(tmp_path, fname):
     """Chunks with bytes after their zlib stream's end (a writer's padding):
     zlib, and so HDF5, stops at the stream's end; the GPU's decoder refuses
-    the chunk, and HDF5's filters read the selection instead, so the read
-    gives h5py's data (through the host: route host-staged)."""
+    the chunk, and HDF5's filters read that chunk alone, so the read gives
+    h5py's data with the other chunks decoded on the GPU (route gpu-decode,
+    the refused chunks counted in last_decode_stats().hdf5_chunks)."""
     if NVCOMP is not None:
         pytest.skip(NVCOMP)
     kw = FILTERS_BY_NAME[fname][1]
@@ -334,11 +335,15 @@ def test_bytes_after_a_zlib_stream_read_as_hdf5_reads_them(tmp_path, fname):
     np.testing.assert_array_equal(want, arr)
     with h5py.File(path, "r", driver="gds") as f:
         got = h5gds.read(f["x"], like="cupy")
-        assert h5gds.last_route() == "host-staged"
+        stats = h5gds.last_decode_stats()
+        assert (h5gds.last_route(), stats.chunks, stats.hdf5_chunks) == ("gpu-decode", 4, 2), stats
         np.testing.assert_array_equal(cupy.asnumpy(got), want)
         part = h5gds.read(f["x"], np.s_[64:128], like="cupy")  # chunks without padding: the GPU's
-        assert h5gds.last_route() == "gpu-decode"
+        assert (h5gds.last_route(), h5gds.last_decode_stats().hdf5_chunks) == ("gpu-decode", 0)
         np.testing.assert_array_equal(cupy.asnumpy(part), want[64:128])
+        box = h5gds.read(f["x"], np.s_[10:140, 3:250], like="cupy")  # padded chunks cut: placed from aside
+        assert (h5gds.last_route(), h5gds.last_decode_stats().hdf5_chunks) == ("gpu-decode", 2)
+        np.testing.assert_array_equal(cupy.asnumpy(box), want[10:140, 3:250])
 
 
 def _fletcher32(data: bytes) -> bytes:

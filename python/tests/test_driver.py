@@ -152,6 +152,6 @@ def test_codec_statistics_of_a_thread_that_did_no_gpu_codec_work(tmp_h5):
         with pytest.raises(dataclasses.FrozenInstanceError):
             stats.chunks = 1  # type: ignore[misc]
     assert set(dataclasses.asdict(got["decode"])) == {"chunks", "stored_bytes", "decoded_bytes", "read_wait_s",
-                                                      "decode_s", "total_s"}
+                                                      "decode_s", "total_s", "hdf5_chunks"}
     assert set(dataclasses.asdict(got["encode"])) == {"chunks", "decoded_bytes", "stored_bytes", "encode_s",
                                                       "store_wait_s", "total_s"}

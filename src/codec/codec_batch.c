@@ -27,6 +27,12 @@ int gds_codec_free_arena(const int *busy, int nbusy)
 
 void gds_codec_record_error(error_list_t *e, size_t chunk, unsigned code, uint64_t detail)
 {
+    unsigned reason = code & 0xff;
+    e->garbage |= reason == GDS_KERR_DECODE || reason == GDS_KERR_SIZE;
+    if (e->code_of && !e->code_of[chunk]) {
+        e->code_of[chunk] = code;
+        e->detail_of[chunk] = detail;
+    }
     if (chunk < e->first) {
         e->first = chunk;
         e->code = code;

@@ -602,9 +602,41 @@ unsigned gds_codec_failed_filter(void) { return failed_filter; }
 int gds_codec_decode(gds_codec_t *c, const gds_codec_pipeline_t *p, const gds_codec_chunk_t *chunks, size_t n,
                      CUstream stream, size_t *bad, gds_status_t *st)
 {
+    return gds_codec_decode_findings(c, p, chunks, n, stream, bad, NULL, NULL, NULL, st);
+}
+
+/* Every chunk found bad, in index order, from the call's per-chunk record. */
+static size_t list_findings(const gds_codec_pipeline_t *p, const error_list_t *e, size_t n,
+                            gds_codec_finding_t *findings)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (e->code_of[i]) {
+            gds_codec_finding_t *f = &findings[k++];
+            f->chunk = i;
+            f->code = e->code_of[i];
+            f->detail = e->detail_of[i];
+            f->err = gds_codec_error_errno(p, f->code, f->detail, &f->filter);
+        }
+    return k;
+}
+
+void gds_codec_finding_text(const gds_codec_pipeline_t *p, const gds_codec_finding_t *f, char *buf, size_t size)
+{
+    gds_codec_error_text(p, f->code, f->detail, buf, size);
+}
+
+int gds_codec_decode_findings(gds_codec_t *c, const gds_codec_pipeline_t *p, const gds_codec_chunk_t *chunks,
+                              size_t n, CUstream stream, size_t *bad, gds_codec_finding_t *findings, size_t *nfound,
+                              bool *others_decoded, gds_status_t *st)
+{
     failed_filter = 0;
     if (bad)
         *bad = 0;
+    if (nfound)
+        *nfound = 0;
+    if (others_decoded)
+        *others_decoded = true;
     if (!c || !p || (n && !chunks)) {
         gds_status_set(st, 22, "GPU codec: decode without a codec, pipeline or chunks");
         return -1;
@@ -617,7 +649,15 @@ int gds_codec_decode(gds_codec_t *c, const gds_codec_pipeline_t *p, const gds_co
     if (!n)
         return 0;
     size_t *idx = malloc(n * sizeof *idx);
-    if (!idx) {
+    error_list_t errors = {.first = SIZE_MAX};
+    if (findings) {
+        errors.code_of = calloc(n, sizeof *errors.code_of);
+        errors.detail_of = calloc(n, sizeof *errors.detail_of);
+    }
+    if (!idx || (findings && (!errors.code_of || !errors.detail_of))) {
+        free(idx);
+        free(errors.code_of);
+        free(errors.detail_of);
         gds_status_set(st, 12, "GPU codec: out of memory");
         return -1;
     }
@@ -627,12 +667,13 @@ int gds_codec_decode(gds_codec_t *c, const gds_codec_pipeline_t *p, const gds_co
 
     if (!gds_codec_lock_running(c, st)) {
         free(idx);
+        free(errors.code_of);
+        free(errors.detail_of);
         return -1;
     }
     CUresult rc;
     void *prev = gds_cuda_enter(c->ctx, &rc);
     int ret = 0;
-    error_list_t errors = {SIZE_MAX, 0, 0};
     if (rc != CUDA_SUCCESS)
         ret = gds_codec_cuda_fail(st, "making the codec's context current", rc);
     else
@@ -682,6 +723,10 @@ int gds_codec_decode(gds_codec_t *c, const gds_codec_pipeline_t *p, const gds_co
         gds_status_set(st, err, "GPU codec: chunk %zu: %s", errors.first, text);
         if (bad)
             *bad = errors.first;
+        if (findings && nfound)
+            *nfound = list_findings(p, &errors, n, findings);
+        if (others_decoded)
+            *others_decoded = !errors.garbage;
         ret = -1;
     }
     else if (ret < 0 && bad)
@@ -697,5 +742,7 @@ int gds_codec_decode(gds_codec_t *c, const gds_codec_pipeline_t *p, const gds_co
     gds_cuda_restore(prev);
     pthread_mutex_unlock(&c->lock);
     free(idx);
+    free(errors.code_of);
+    free(errors.detail_of);
     return ret;
 }

@@ -593,7 +593,7 @@ int gds_codec_encode(gds_codec_t *c, const gds_codec_pipeline_t *p, const void *
     CUresult rc;
     void *prev = gds_cuda_enter(c->ctx, &rc);
     int ret = 0;
-    error_list_t errors = {SIZE_MAX, 0, 0};
+    error_list_t errors = {.first = SIZE_MAX};
     encode_plan_t e;
     if (rc != CUDA_SUCCESS)
         ret = gds_codec_cuda_fail(st, "making the codec's context current", rc);

@@ -143,11 +143,15 @@ typedef struct stage {
     int in, out, mid, mid2;       /* locations */
 } stage_t;
 
-/* The lowest failing chunk of a call and its error. */
+/* The lowest failing chunk of a call and its error; with `code_of`, every
+ * failing chunk's (decodes that report them all: gds_codec_decode_findings). */
 typedef struct error_list {
     size_t first; /* lowest failing chunk index, or SIZE_MAX */
     unsigned code;
     uint64_t detail;
+    unsigned *code_of;  /* NULL, or one per chunk of the call: 0 = none found (the first finding kept) */
+    uint64_t *detail_of;
+    bool garbage;       /* a decompressor met garbage (GDS_KERR_DECODE, _SIZE): other chunks may be undefined */
 } error_list_t;
 
 /* The layout of one sub-batch in the work buffer. */

@@ -21,6 +21,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "cuda_loader.h" /* CUstream, CUcontext ... */
 #include "engine.h"      /* gds_status_t, gds_status_set */
@@ -127,6 +128,31 @@ typedef struct gds_codec_chunk {
  * included), or one too small for its filter's framing. */
 int gds_codec_decode(gds_codec_t *c, const gds_codec_pipeline_t *p, const gds_codec_chunk_t *chunks, size_t n,
                      CUstream stream, size_t *bad, gds_status_t *st);
+
+/* One chunk a decode found bad (gds_codec_decode_findings). */
+typedef struct gds_codec_finding {
+    size_t chunk;    /* its index among the call's chunks */
+    int err;         /* EBADMSG, ERANGE or EOPNOTSUPP, as gds_codec_decode's st->err */
+    unsigned filter; /* the HDF5 id of the filter whose stage found it; 0: the pipeline's sizes */
+    unsigned code;   /* what was found, in the codec's terms (gds_codec_finding_text) */
+    uint64_t detail;
+} gds_codec_finding_t;
+
+/* gds_codec_decode, reporting every chunk found bad rather than the first
+ * alone, so that a caller can have another decoder read just those: with
+ * `findings` (room for n), *nfound of them in index order. On such a
+ * failure *others_decoded says whether every other chunk is decoded into
+ * its dst (false where a decompressor met garbage: see gds_codec_decode,
+ * the others' dst are then undefined and must be decoded again without
+ * the bad ones). st, *bad and the return value as gds_codec_decode's
+ * (st: the lowest bad chunk's finding). findings, nfound, others_decoded
+ * may be NULL. */
+int gds_codec_decode_findings(gds_codec_t *c, const gds_codec_pipeline_t *p, const gds_codec_chunk_t *chunks,
+                              size_t n, CUstream stream, size_t *bad, gds_codec_finding_t *findings, size_t *nfound,
+                              bool *others_decoded, gds_status_t *st);
+
+/* A finding in words ("filter 0 (deflate): adler32 mismatch ..."). */
+void gds_codec_finding_text(const gds_codec_pipeline_t *p, const gds_codec_finding_t *f, char *buf, size_t size);
 
 /* The filter (its HDF5 id) whose stage found the chunk bad in this
  * thread's last gds_codec_decode that failed on a chunk's data (74 or

@@ -384,13 +384,6 @@ static herr_t read_checked(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t fi
         last_route = H5FD_GDS_ROUTE_GPU_DECODE;
         return decoded < 0 ? -1 : 0;
     }
-    /* A chunk the GPU's decoder found corrupt: HDF5's filters read the
-     * selection and decide, as they do for h5py; if they fail too, the
-     * GPU's finding names the chunk and filter (HDF5's read below never
-     * reaches the GPU path, which alone rewrites it). */
-    const char *refused = mpio ? NULL : gds_filtered_refusal();
-#else
-    const char *refused = NULL;
 #endif
     last_route = H5FD_GDS_ROUTE_HOST_STAGED;
     staging_t s;
@@ -400,9 +393,6 @@ static herr_t read_checked(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t fi
         ret = staging_copy(&s, s.host, buf, false);
     if (ret == 0) {
         ret = H5Dread(dset, mem_type, mem_space, file_space, dxpl, s.host);
-        if (ret < 0 && refused)
-            GDS_ERROR(H5E_PLINE, H5E_READERROR, "%s (HDF5's own filters, reading the selection again, failed as well)",
-                      refused);
         if (ret == 0)
             ret = staging_copy(&s, buf, s.host, true);
     }

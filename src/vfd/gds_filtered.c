@@ -33,17 +33,12 @@
 
 static _Thread_local H5FD_gds_decode_stats_t last_stats;
 static _Thread_local H5FD_gds_encode_stats_t last_encode_stats;
-/* The GPU's verdict on a chunk it found corrupt, in the last read or
- * decode that left the chunks to HDF5's filters for that reason. */
+/* The GPU's verdict on a chunk it found corrupt, in the last
+ * gds_filtered_decode_chunks that left the chunks to HDF5's filters for
+ * that reason. */
 static _Thread_local char refusal[sizeof gds_filtered_pending.msg];
 
 const char *gds_filtered_refusal(void) { return refusal[0] ? refusal : NULL; }
-
-/* The first failure pending, kept as the refusal: HDF5's filters read next. */
-static void keep_refusal(void)
-{
-    snprintf(refusal, sizeof refusal, "%s", gds_filtered_pending.set ? gds_filtered_pending.msg : "a corrupt chunk");
-}
 
 herr_t H5FD_gds_last_decode_stats(H5FD_gds_decode_stats_t *stats)
 {
@@ -104,6 +99,16 @@ static void keep_every_filter(gds_codec_pipeline_t *p)
 {
     for (size_t i = 0; i < p->nfilters; i++)
         p->filter[i].flags &= ~(unsigned)GDS_FILTER_FLAG_OPTIONAL;
+}
+
+/* A read whose transfer list disables error detection
+ * (H5Pset_edc_check(H5Z_DISABLE_EDC)): Fletcher-32 is not verified, as
+ * HDF5's pipeline then tells its filter (H5Z_FLAG_SKIP_EDC). */
+static void skip_checksums(gds_codec_pipeline_t *p)
+{
+    for (size_t i = 0; i < p->nfilters; i++)
+        if (p->filter[i].id == GDS_FILTER_FLETCHER32)
+            p->filter[i].flags |= GDS_FILTER_FLAG_SKIP_EDC;
 }
 
 /* Whether a chunk of the write exists with a filter skipped (mask not 0):
@@ -178,6 +183,7 @@ static int filtered_io(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_s
     gds_filtered_pending.set = false;
     refusal[0] = 0;
     s.dset = dset;
+    s.dxpl = dxpl;
     s.fid = H5I_INVALID_HID;
     hid_t dcpl = H5I_INVALID_HID, ftype = H5I_INVALID_HID, dspace = H5I_INVALID_HID, fapl = H5I_INVALID_HID;
     int result = 0; /* not taken */
@@ -218,6 +224,8 @@ static int filtered_io(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_s
                 break;
             if (write)
                 keep_every_filter(&s.pipe);
+            else if (dxpl != H5P_DEFAULT && H5Pget_edc_check(dxpl) == H5Z_DISABLE_EDC)
+                skip_checksums(&s.pipe);
             char why[256];
             if (write ? !gds_codec_can_encode(&s.pipe, why, sizeof why) || !covers_whole_chunks(&s) ||
                             gds_codec_encodes_slowly(&s.pipe)
@@ -293,12 +301,10 @@ static int filtered_io(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_s
          * while nothing is stored: HDF5 would store chunks written already
          * a second time. */
         if (result == 1 && (write ? gds_filtered_write_all(&s) : gds_filtered_read_all(&s)) < 0)
-            result = s.cpu_decode || s.corrupt || (s.out_of_memory && (!write || s.wstats.chunks == 0)) ? 0 : -1;
-        if (s.corrupt && result == 0) {
-            keep_refusal();
-            if (gds_filtered_trace_on())
-                fprintf(stderr, "h5gds read '%s': %s; HDF5's filters read the selection instead\n", s.name, refusal);
-        }
+            result = s.cpu_decode || (s.out_of_memory && (!write || s.wstats.chunks == 0)) ? 0 : -1;
+        if (!write && result == 1 && s.stats.hdf5_chunks && gds_filtered_trace_on())
+            fprintf(stderr, "h5gds read '%s': %llu chunks the GPU refused read by HDF5's filters\n", s.name,
+                    (unsigned long long)s.stats.hdf5_chunks);
         s.stats.total_s = s.wstats.total_s = gds_filtered_seconds_now() - t0;
         trace = gds_filtered_trace_on();
         moved_ms = 1e3 * s.stats.total_s;
@@ -399,7 +405,7 @@ int gds_filtered_decode_chunks(hid_t dset, size_t n, const void *const *src, con
      * fitted the device's memory: the caller reads them with HDF5's filters */
     if (erc == CUDA_SUCCESS && (st.err == EOPNOTSUPP || st.err == ECANCELED || st.err == ENOMEM))
         return 0;
-    if (erc == CUDA_SUCCESS && gds_filtered_hdf5_judges(st.err)) { /* HDF5's filters judge it, as for h5py */
+    if (erc == CUDA_SUCCESS && gds_filtered_hdf5_judges(st.err, gds_codec_failed_filter())) { /* HDF5's filters judge it, as for h5py */
         snprintf(refusal, sizeof refusal, "dataset '%s': chunk %zu of %zu could not be decoded on the GPU: %s", name,
                  bad, n, st.msg);
         return 0;

@@ -9,11 +9,15 @@
 
 #include "gds_hdf5.h"
 
-/* 1: read, decoded on the GPU; 0: not taken (another route must read it:
- * a selection or pipeline the GPU path does not serve, no nvCOMP, or a
- * chunk the GPU found corrupt in Deflate or Fletcher-32:
- * gds_filtered_refusal);
- * -1: failed, on the error stack (naming the dataset, chunk and filter). */
+/* 1: read, decoded on the GPU (the chunks it refused that HDF5 is the
+ * judge of, read by HDF5's filters one by one: a Deflate or Fletcher-32
+ * finding, a Blosc chunk of a compressor nvCOMP lacks); 0: not taken
+ * (another route must read it: a selection or pipeline the GPU path does
+ * not serve, no nvCOMP, the device's memory full); -1: failed, on the
+ * error stack (naming the dataset, chunk and filter, and HDF5's own
+ * error where its filters failed on a refused chunk as well). The
+ * transfer list's H5Pset_edc_check(H5Z_DISABLE_EDC) skips Fletcher-32's
+ * check, as in HDF5. */
 int gds_filtered_read(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_space, hid_t dxpl, void *buf);
 
 /* The same for writes of whole chunks, encoded on the GPU and stored with
@@ -35,8 +39,8 @@ int gds_filtered_write(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_s
 int gds_filtered_decode_chunks(hid_t dset, size_t n, const void *const *src, const size_t *src_bytes,
                                const unsigned *masks, void *const *dst, void *stream);
 
-/* After a gds_filtered_read or gds_filtered_decode_chunks of this thread
- * that returned 0 because the GPU's decoder found a chunk corrupt in a
+/* After a gds_filtered_decode_chunks of this thread that returned 0
+ * because the GPU's decoder found a chunk corrupt in a
  * filter HDF5 implements and checks itself (Deflate, Fletcher-32): what it
  * found (the dataset, the chunk and the filter), for the caller to report
  * if HDF5's filters fail on the chunk as well; NULL after any other

@@ -71,10 +71,9 @@ void gds_filtered_error(const char *func, int line, hid_t major, hid_t minor, co
     va_end(ap);
 }
 
-bool gds_filtered_hdf5_judges(int err)
+bool gds_filtered_hdf5_judges(int err, unsigned filter)
 {
-    unsigned id = gds_codec_failed_filter();
-    return err == EBADMSG && (id == GDS_FILTER_DEFLATE || id == GDS_FILTER_FLETCHER32);
+    return err == EBADMSG && (filter == GDS_FILTER_DEFLATE || filter == GDS_FILTER_FLETCHER32);
 }
 
 bool gds_filtered_trace_on(void)

@@ -65,6 +65,7 @@ typedef struct chunk {
 typedef struct read_state {
     const gds_cuda_api_t *cu;
     hid_t dset, fid;
+    hid_t dxpl;      /* the caller's: HDF5's filters read a chunk the GPU refused with it */
     char name[256];
     box_t box;
     hsize_t dims[H5S_MAX_RANK], cdims[H5S_MAX_RANK];
@@ -80,9 +81,6 @@ typedef struct read_state {
     H5FD_gds_decode_stats_t stats;
     H5FD_gds_encode_stats_t wstats;
     bool cpu_decode; /* a chunk the GPU cannot decode, whose data is fine: HDF5's filters read it all */
-    bool corrupt;    /* a chunk whose stream the GPU found corrupt in a filter of HDF5's own:
-                        HDF5's filters read it all, and judge that chunk as they would for h5py
-                        (gds_filtered_hdf5_judges, gds_filtered_refusal) */
     bool abandoned;  /* the codec's work never finished: the buffers it uses are never freed */
     bool out_of_memory; /* the device's memory could not hold the batches: a read (a write that
                            stored nothing yet) takes HDF5's filters and the host instead */
@@ -140,7 +138,7 @@ double gds_filtered_seconds_now(void);
  * Fletcher-32 reads outside a chunk of under 4 bytes. Not the plugins' ones:
  * hdf5plugin's Zstd filter, for one, takes a corrupt frame's error code for
  * its decoded size and passes on bytes it never wrote. */
-bool gds_filtered_hdf5_judges(int err);
+bool gds_filtered_hdf5_judges(int err, unsigned filter);
 
 bool gds_filtered_trace_on(void);
 gds_codec_t *gds_filtered_codec_for(CUcontext ctx, gds_status_t *st);

@@ -1045,6 +1045,45 @@ static void test_error_texts(void)
           filter == GDS_FILTER_BLOSC);
 }
 
+/* A decode's findings: the lowest failing chunk for gds_codec_decode, every
+ * chunk's first finding for gds_codec_decode_findings, and whether a
+ * decompressor met garbage (the other chunks then undefined). */
+static void test_error_list(void)
+{
+    unsigned code_of[6] = {0};
+    uint64_t detail_of[6] = {0};
+    error_list_t e = {.first = SIZE_MAX, .code_of = code_of, .detail_of = detail_of};
+    gds_codec_record_error(&e, 4, (3u << 8) | GDS_KERR_CHECKSUM, 44);
+    gds_codec_record_error(&e, 1, (2u << 8) | GDS_KERR_CHECKSUM, 11);
+    gds_codec_record_error(&e, 4, (2u << 8) | GDS_KERR_HEADER, 45); /* a later stage's: the first stays */
+    CHECK(e.first == 1 && e.code == ((2u << 8) | GDS_KERR_CHECKSUM) && e.detail == 11 && !e.garbage);
+    CHECK(code_of[4] == ((3u << 8) | GDS_KERR_CHECKSUM) && detail_of[4] == 44 && code_of[1] && detail_of[1] == 11);
+    CHECK(!code_of[0] && !code_of[2] && !code_of[3] && !code_of[5]);
+    gds_codec_record_error(&e, 5, (2u << 8) | GDS_KERR_DECODE, 12);
+    CHECK(e.garbage && e.first == 1 && code_of[5] == ((2u << 8) | GDS_KERR_DECODE));
+    error_list_t sizes = {.first = SIZE_MAX};
+    gds_codec_record_error(&sizes, 2, (2u << 8) | GDS_KERR_SIZE, 100);
+    CHECK(sizes.garbage && sizes.first == 2); /* without per-chunk arrays: the lowest alone */
+    error_list_t plain = {.first = SIZE_MAX};
+    gds_codec_record_error(&plain, 0, (1u << 8) | GDS_KERR_UNSUPPORTED, 0);
+    gds_codec_record_error(&plain, 3, (1u << 8) | GDS_KERR_STORED, 0);
+    CHECK(!plain.garbage && plain.first == 0);
+    /* no codec: a failure with EINVAL, nothing found */
+    gds_codec_pipeline_t p = pipeline(1 << 20, 4);
+    pipe_add(&p, GDS_FILTER_DEFLATE, 1, 1, CD_DEFL6);
+    gds_codec_finding_t found[1];
+    size_t nfound = 7, bad = 7;
+    bool others = false;
+    gds_status_t st;
+    CHECK(gds_codec_decode_findings(NULL, &p, NULL, 0, NULL, &bad, found, &nfound, &others, &st) < 0 &&
+          st.err == 22 && nfound == 0 && bad == 0 && others);
+    gds_codec_finding_t f = {.chunk = 0, .err = EBADMSG, .filter = GDS_FILTER_DEFLATE,
+                             .code = (1u << 8) | GDS_KERR_CHECKSUM, .detail = 1};
+    char t[300];
+    gds_codec_finding_text(&p, &f, t, sizeof t);
+    CHECK_MSG(strstr(t, "filter 0 (deflate)") && strstr(t, "Adler-32"), "%s", t);
+}
+
 static void test_absent(void)
 {
     /* an explicit nvCOMP path is the only one tried */
@@ -1245,6 +1284,7 @@ int main(void)
     test_blosc_shuffle_units();
     test_blosc_encode_frames();
     test_error_texts();
+    test_error_list();
     test_absent();
     return test_finish("test_codec_unit");
 }

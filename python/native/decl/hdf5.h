@@ -154,6 +154,12 @@ typedef enum {
     H5S_SEL_ALL = 3,
 } H5S_sel_type;
 
+typedef enum H5S_seloper_t {
+    H5S_SELECT_NOOP = -1,
+    H5S_SELECT_SET = 0,
+    H5S_SELECT_OR = 1,
+} H5S_seloper_t;
+
 /* ---- H5T ---- */
 typedef enum H5T_class_t {
     H5T_NO_CLASS = -1,
@@ -182,6 +188,13 @@ typedef int H5Z_filter_t;
 #define H5Z_FLAG_OPTIONAL 0x0001
 #define H5Z_FLAG_REVERSE 0x0100
 #define H5Z_FLAG_SKIP_EDC 0x0200
+
+typedef enum H5Z_EDC_t {
+    H5Z_ERROR_EDC = -1,
+    H5Z_DISABLE_EDC = 0,
+    H5Z_ENABLE_EDC = 1,
+    H5Z_NO_EDC = 2,
+} H5Z_EDC_t;
 
 /* ---- H5D ---- */
 typedef enum H5D_layout_t {
@@ -254,6 +267,23 @@ typedef H5P_prp_cb1_t H5P_prp_close_func_t;
 /* ---- H5E ---- */
 typedef herr_t (*H5E_auto1_t)(void *client_data);
 typedef herr_t (*H5E_auto2_t)(hid_t estack, void *client_data);
+
+typedef enum H5E_direction_t {
+    H5E_WALK_UPWARD = 0,
+    H5E_WALK_DOWNWARD = 1,
+} H5E_direction_t;
+
+typedef struct H5E_error2_t {
+    hid_t cls_id;
+    hid_t maj_num;
+    hid_t min_num;
+    unsigned line;
+    const char *func_name;
+    const char *file_name;
+    const char *desc;
+} H5E_error2_t;
+
+typedef herr_t (*H5E_walk2_t)(unsigned n, const H5E_error2_t *err_desc, void *client_data);
 
 #define H5E_ERR_CLS H5GDS_DECL_GLOBAL_ID(H5E_ERR_CLS_g)
 /* major error classes */

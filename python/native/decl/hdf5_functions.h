@@ -60,6 +60,8 @@ herr_t H5Eget_auto2(hid_t estack_id, H5E_auto2_t *func, void **client_data);
 herr_t H5Eset_auto1(H5E_auto1_t func, void *client_data);
 herr_t H5Eset_auto2(hid_t estack_id, H5E_auto2_t func, void *client_data);
 hid_t H5Eget_current_stack(void);
+herr_t H5Eclose_stack(hid_t stack_id);
+herr_t H5Ewalk2(hid_t err_stack, H5E_direction_t direction, H5E_walk2_t func, void *client_data);
 herr_t H5Eset_current_stack(hid_t err_stack_id);
 herr_t H5Eprint2(hid_t err_stack, FILE *stream);
 herr_t H5Epush2(hid_t err_stack, const char *file, const char *func, unsigned line, hid_t cls_id, hid_t maj_id,
@@ -119,6 +121,8 @@ H5S_sel_type H5Sget_select_type(hid_t spaceid);
 hssize_t H5Sget_select_npoints(hid_t spaceid);
 herr_t H5Sget_select_bounds(hid_t spaceid, hsize_t start[], hsize_t end[]);
 herr_t H5Sselect_none(hid_t spaceid);
+herr_t H5Sselect_hyperslab(hid_t space_id, H5S_seloper_t op, const hsize_t start[], const hsize_t stride[],
+                           const hsize_t count[], const hsize_t block[]);
 
 /* H5T: datatypes */
 herr_t H5Tclose(hid_t type_id);
@@ -149,6 +153,7 @@ herr_t H5Pset_fapl_core(hid_t fapl_id, size_t increment, hbool_t backing_store);
 H5D_layout_t H5Pget_layout(hid_t plist_id);
 int H5Pget_chunk(hid_t plist_id, int max_ndims, hsize_t dim[]);
 herr_t H5Pget_chunk_opts(hid_t plist_id, unsigned *opts);
+H5Z_EDC_t H5Pget_edc_check(hid_t plist_id);
 herr_t H5Pget_chunk_cache(hid_t dapl_id, size_t *rdcc_nslots, size_t *rdcc_nbytes, double *rdcc_w0);
 herr_t H5Pset_chunk_cache(hid_t dapl_id, size_t rdcc_nslots, size_t rdcc_nbytes, double rdcc_w0);
 int H5Pget_nfilters(hid_t plist_id);

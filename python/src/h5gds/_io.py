@@ -57,6 +57,7 @@ class DecodeStats:
     read_wait_s: float   # waiting for stored bytes still being read
     decode_s: float      # decoding and placing on the GPU
     total_s: float
+    hdf5_chunks: int     # of `chunks`, those the GPU refused and HDF5's own filters read instead
 
 
 @dataclasses.dataclass(frozen=True)

@@ -189,7 +189,8 @@ native.H5FD_gds_route_name.restype = _c_char_p
 class DecodeStatsC(ctypes.Structure):
     """H5FD_gds_decode_stats_t (H5FDgds.h)."""
     _fields_ = [("chunks", ctypes.c_uint64), ("stored_bytes", ctypes.c_uint64), ("decoded_bytes", ctypes.c_uint64),
-                ("read_wait_s", ctypes.c_double), ("decode_s", ctypes.c_double), ("total_s", ctypes.c_double)]
+                ("read_wait_s", ctypes.c_double), ("decode_s", ctypes.c_double), ("total_s", ctypes.c_double),
+                ("hdf5_chunks", ctypes.c_uint64)]
 
 
 class EncodeStatsC(ctypes.Structure):
