@@ -57,49 +57,68 @@ def install_decode_stand_in(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
 
     fake.empty = tracked_empty
     monkeypatch.setitem(sys.modules, "cupy", fake)
-    props: dict[int, tuple[int, int, list[int]]] = {}
+    props: dict[int, tuple[int, int, list[int], Any]] = {}
     dataset = decode.Decoder.dataset
 
     def recording_dataset(self: Any, col: Any, fi: int) -> Any:
         ds = dataset(self, col, fi)
         dcpl = ds.id.get_create_plist()
         filters = [dcpl.get_filter(i)[0] for i in range(dcpl.get_nfilters())]
-        props[ds.id.id] = (int(np.prod(ds.chunks)) * ds.dtype.itemsize, ds.dtype.itemsize, filters)
+        props[ds.id.id] = (int(np.prod(ds.chunks)) * ds.dtype.itemsize, ds.dtype.itemsize, filters, ds)
         return ds
+
+    def hdf5_reads_chunk(ds: Any, lo: np.ndarray) -> bytes:
+        """As gds_filtered_refused: HDF5's filters read the chunk whose first
+        element is at `lo`, its part inside the extent, laid out as a chunk."""
+        box = tuple(slice(int(o), min(int(o) + c, n)) for o, c, n in zip(lo, ds.chunks, ds.shape))
+        assert all(int(o) % c == 0 for o, c in zip(lo, ds.chunks)), f"{tuple(lo)} is no chunk's first element"
+        out = np.zeros(ds.chunks, ds.dtype)
+        out[tuple(slice(0, b.stop - b.start) for b in box)] = ds[box]
+        return out.tobytes()
 
     def inside(addr: int, n: int) -> bool:
         return any(a <= addr and addr + n <= a + size for a, size in allocs.items())
 
     calls = {"n": 0, "refused": 0}
-    refusal: dict[str, bytes | None] = {"text": None}
+    error: dict[str, str] = {"text": ""}
 
-    def decode_chunks(hid: int, n: int, src: Any, size: Any, mask: Any, dst: Any, stream: int) -> int:
-        chunk_bytes, itemsize, filters = props[hid]
+    def decode_chunks(hid: int, n: int, src: Any, size: Any, mask: Any, dst: Any, lo: Any, rank: int,
+                      hdf5_chunks: Any, stream: int) -> int:
+        chunk_bytes, itemsize, filters, ds = props[hid]
 
-        def arr(p: Any, t: Any) -> np.ndarray:
-            return np.ctypeslib.as_array(ctypes.cast(p, ctypes.POINTER(t)), (n,)).copy()
+        def arr(p: Any, t: Any, count: int = n) -> np.ndarray:
+            return np.ctypeslib.as_array(ctypes.cast(p, ctypes.POINTER(t)), (count,)).copy()
 
         s, z, m, d = arr(src, ctypes.c_uint64), arr(size, ctypes.c_uint64), arr(mask, ctypes.c_uint32), \
             arr(dst, ctypes.c_uint64)
+        assert rank == ds.ndim, (rank, ds.ndim)
+        first = arr(lo, ctypes.c_uint64, n * rank).reshape(n, rank)
         order = np.argsort(d)
         assert (np.diff(d[order].astype(np.int64)) >= chunk_bytes).all(), "decode destinations overlap"
         fake.queue.run()  # the engine's reads and earlier copies are done before a decode reads them
-        refusal["text"] = None
+        taken = 0
         for k in range(n):
             assert inside(int(s[k]), int(z[k])), f"chunk {k}: stored bytes outside the loader's memory"
             assert inside(int(d[k]), chunk_bytes), f"chunk {k}: destination outside the loader's memory"
             try:
                 out = _decode_chunk(ctypes.string_at(int(s[k]), int(z[k])), filters, int(m[k]), itemsize)
-            except zlib.error as exc:  # a corrupt stream: HDF5's filters judge it (gds_filtered_decode_chunks)
-                refusal["text"] = f"chunk {k} of {n} could not be decoded on the GPU: {exc}".encode()
+            except zlib.error as exc:  # a corrupt stream: HDF5's filters judge that chunk (gds_filtered_refused)
                 calls["refused"] += 1
-                return 0
+                try:
+                    out = hdf5_reads_chunk(ds, first[k])
+                except OSError as hdf5_exc:
+                    error["text"] = (f"dataset '{ds.name}': chunk at {tuple(int(x) for x in first[k])} could not "
+                                     f"be decoded on the GPU: {exc}; HDF5's own filters failed on it as well: "
+                                     f"{hdf5_exc}")
+                    return -1
+                taken += 1
             assert len(out) == chunk_bytes
             ctypes.memmove(int(d[k]), out, chunk_bytes)
+        hdf5_chunks._obj.value = taken  # ctypes.byref(c_size_t)
         calls["n"] += 1
         return 1
 
     monkeypatch.setattr(decode.Decoder, "dataset", recording_dataset)
-    monkeypatch.setattr(decode, "native", types.SimpleNamespace(h5gds_py_decode_chunks=decode_chunks,
-                                                                h5gds_py_gpu_refusal=lambda: refusal["text"]))
+    monkeypatch.setattr(decode, "native", types.SimpleNamespace(h5gds_py_decode_chunks=decode_chunks))
+    monkeypatch.setattr(decode, "hdf5_error_text", lambda: error["text"])
     return calls

@@ -314,25 +314,30 @@ def _gpu_decodes(like: str) -> bool:
     return like == "stand-in" or nvcomp_missing() is None
 
 
+@pytest.mark.parametrize("chunk", [(4, 37, 72), (3, 12, 24)], ids=["whole-samples", "tiles"])
 @pytest.mark.parametrize("like", REFUSALS)
-def test_chunks_the_gpu_refuses_are_read_by_hdf5(tmp_path, monkeypatch, like):
+def test_chunks_the_gpu_refuses_are_read_by_hdf5(tmp_path, monkeypatch, like, chunk):
     """A chunk whose zlib stream has bytes after its end: HDF5's filters
     read it (zlib stops at the stream's end), the GPU's decoder refuses it.
-    The loader gives HDF5's rows for the batches that hold such chunks, and
-    the GPU's rows for the others: every sample as h5py reads it."""
+    HDF5's filters read those chunks alone, in the GPU's place, and the GPU
+    decodes the others: every sample as h5py reads it."""
     gpu_decodes = _gpu_decodes(like)
     calls = install_decode_stand_in(monkeypatch) if like == "stand-in" else None
-    path, _ = _tiled_file(tmp_path, 800, (37, 72), (4, 37, 72))
-    assert _rewrite_chunks(path, 90, "trailing") == 3
+    path, _ = _tiled_file(tmp_path, 800, (37, 72), chunk)
+    refused = _rewrite_chunks(path, 90 if chunk[1] == 37 else 97, "trailing")
+    assert refused == (3 if chunk[1] == 37 else 34), refused
     with h5py.File(path, "r") as f:
         want = f["x"][()]
     with h5gds.Loader([path], 16, dataset=["x", "label"], like="cupy", window="128KiB", buffer="512KiB",
                       seed=4) as ld:
         _check_device_epoch(ld, want)
-        assert ld._decoder.hdf5_decoded_rows > 0, "no batch was refused by the GPU's decoder"
         if gpu_decodes:
-            assert 0 < ld._decoder.hdf5_decoded_rows < 800 and ld._decoder.gpu_decoded > 0
-    assert calls is None or calls["refused"] > 0
+            assert ld._decoder.hdf5_chunks == refused and ld._decoder.hdf5_decoded_rows == 0, \
+                (ld._decoder.hdf5_chunks, ld._decoder.hdf5_decoded_rows)
+            assert ld._decoder.gpu_decoded > 0
+        else:
+            assert ld._decoder.hdf5_decoded_rows > 0
+    assert calls is None or calls["refused"] == refused
 
 
 @pytest.mark.parametrize("like", REFUSALS)
@@ -355,7 +360,7 @@ def test_a_chunk_corrupt_for_both_names_both_findings(tmp_path, monkeypatch, lik
     message = str(err.value)
     assert "tiles.h5" in message, message
     if gpu_decodes:
-        assert "could not be decoded on the GPU" in message and "HDF5's own filters, reading the rows again, failed as well" in message, message
+        assert "could not be decoded on the GPU" in message and "HDF5's own filters failed on it as well" in message, message
 
 
 @pytest.mark.parametrize("staging", ["pinned", "device"])

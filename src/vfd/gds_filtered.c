@@ -33,12 +33,6 @@
 
 static _Thread_local H5FD_gds_decode_stats_t last_stats;
 static _Thread_local H5FD_gds_encode_stats_t last_encode_stats;
-/* The GPU's verdict on a chunk it found corrupt, in the last
- * gds_filtered_decode_chunks that left the chunks to HDF5's filters for
- * that reason. */
-static _Thread_local char refusal[sizeof gds_filtered_pending.msg];
-
-const char *gds_filtered_refusal(void) { return refusal[0] ? refusal : NULL; }
 
 herr_t H5FD_gds_last_decode_stats(H5FD_gds_decode_stats_t *stats)
 {
@@ -181,7 +175,6 @@ static int filtered_io(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_s
     read_state_t s;
     memset(&s, 0, sizeof s);
     gds_filtered_pending.set = false;
-    refusal[0] = 0;
     s.dset = dset;
     s.dxpl = dxpl;
     s.fid = H5I_INVALID_HID;
@@ -352,23 +345,27 @@ int gds_filtered_write(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_s
 }
 
 int gds_filtered_decode_chunks(hid_t dset, size_t n, const void *const *src, const size_t *src_bytes,
-                               const unsigned *masks, void *const *dst, void *stream)
+                               const unsigned *masks, void *const *dst, const hsize_t *chunk_lo,
+                               size_t *hdf5_chunks, void *stream)
 {
     char name[256] = "?";
-    refusal[0] = 0;
+    gds_filtered_pending.set = false;
+    if (hdf5_chunks)
+        *hdf5_chunks = 0;
     gds_codec_pipeline_t pipe;
-    hsize_t cdims[H5S_MAX_RANK];
-    hid_t dcpl = H5I_INVALID_HID, ftype = H5I_INVALID_HID;
+    hsize_t cdims[H5S_MAX_RANK], dims[H5S_MAX_RANK];
+    hid_t dcpl = H5I_INVALID_HID, ftype = H5I_INVALID_HID, space = H5I_INVALID_HID;
     bool described = false;
+    int rank = -1;
     H5E_BEGIN_TRY
     {
         H5Iget_name(dset, name, sizeof name);
-        int rank = -1;
         unsigned opts = 0;
         /* partial edge chunks stored unfiltered: HDF5's reads know which */
         if ((dcpl = H5Dget_create_plist(dset)) >= 0 && H5Pget_layout(dcpl) == H5D_CHUNKED &&
             H5Pget_chunk_opts(dcpl, &opts) >= 0 && !(opts & H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS) &&
-            (ftype = H5Dget_type(dset)) >= 0 && (rank = H5Pget_chunk(dcpl, H5S_MAX_RANK, cdims)) > 0)
+            (ftype = H5Dget_type(dset)) >= 0 && (rank = H5Pget_chunk(dcpl, H5S_MAX_RANK, cdims)) > 0 &&
+            (space = H5Dget_space(dset)) >= 0 && H5Sget_simple_extent_dims(space, dims, NULL) == rank)
             described = describe_pipeline(dcpl, H5Tget_size(ftype), cdims, rank, &pipe);
     }
     H5E_END_TRY;
@@ -376,6 +373,8 @@ int gds_filtered_decode_chunks(hid_t dset, size_t n, const void *const *src, con
         H5Pclose(dcpl);
     if (ftype >= 0)
         H5Tclose(ftype);
+    if (space >= 0)
+        H5Sclose(space);
     if (!described || n == 0 || !gds_codec_can_decode(&pipe, NULL, 0))
         return 0;
     const gds_cuda_api_t *cu = gds_cuda_if_loaded();
@@ -387,29 +386,63 @@ int gds_filtered_decode_chunks(hid_t dset, size_t n, const void *const *src, con
         gds_codec_stopped(codec))
         return 0;
     gds_codec_chunk_t *batch = malloc(n * sizeof *batch);
-    if (!batch) {
+    gds_codec_finding_t *found = chunk_lo ? malloc(n * sizeof *found) : NULL;
+    const hsize_t **lo = chunk_lo ? malloc(n * sizeof *lo) : NULL;
+    if (!batch || (chunk_lo && (!found || !lo))) {
+        free(batch);
+        free(found);
+        free(lo);
         GDS_ERROR(H5E_RESOURCE, H5E_NOSPACE, "dataset '%s': out of memory for a batch of %zu chunks", name, n);
         return -1;
     }
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         batch[i] = (gds_codec_chunk_t){src[i], src_bytes[i], masks ? masks[i] : 0u, dst[i]};
+        if (lo)
+            lo[i] = chunk_lo + i * (size_t)rank;
+    }
     CUresult erc;
     void *previous = gds_cuda_enter(info.context, &erc);
-    size_t bad = n;
-    int rc = erc == CUDA_SUCCESS ? gds_codec_decode(codec, &pipe, batch, n, (CUstream)stream, &bad, &st) : -1;
+    size_t bad = n, nfound = 0;
+    bool others_decoded = true;
+    int rc = erc == CUDA_SUCCESS ? gds_codec_decode_findings(codec, &pipe, batch, n, (CUstream)stream, &bad, found,
+                                                             &nfound, &others_decoded, &st)
+                                 : -1;
+    int refused = 0; /* with the chunks' coordinates: the refused ones read by HDF5 (1), or failed (-1) */
+    if (rc < 0 && erc == CUDA_SUCCESS && nfound > 0) {
+        gds_refused_t r = {cu, codec, &pipe, dset, H5P_DEFAULT, name, rank, dims, cdims, (CUstream)stream};
+        uint64_t taken = 0;
+        int codec_err = 0;
+        refused = gds_filtered_refused(&r, batch, lo, n, found, nfound, others_decoded, &taken, &codec_err) < 0 ? -1 : 1;
+        CUresult sync = cu->StreamSynchronize((CUstream)stream); /* the refused chunks' copies */
+        if (refused == 1 && sync != CUDA_SUCCESS) {
+            FILTERED_ERROR(H5E_DATASET, H5E_CANTCOPY, "dataset '%s': copying the chunks HDF5 read: %s", name,
+                           gds_cuda_error_text(sync));
+            refused = -1;
+        }
+        if (hdf5_chunks)
+            *hdf5_chunks = (size_t)taken;
+        if (refused < 0 && (codec_err == EOPNOTSUPP || codec_err == ECANCELED || codec_err == ENOMEM))
+            refused = 0, gds_filtered_pending.set = false; /* the codec's own trouble: HDF5 reads them all */
+    }
     gds_cuda_restore(previous);
     free(batch);
-    if (rc == 0)
+    free(found);
+    free(lo);
+    if (rc == 0 || refused == 1)
         return 1;
+    if (refused < 0) {
+        gds_error_push(gds_filtered_pending.func, gds_filtered_pending.line, gds_filtered_pending.major,
+                       gds_filtered_pending.minor, "%s", gds_filtered_pending.msg);
+        return -1;
+    }
+    if (nfound > 0 && refused == 0 && chunk_lo)
+        return 0;
     /* not decodable here, a stopped codec, or not even one chunk at a time
      * fitted the device's memory: the caller reads them with HDF5's filters */
     if (erc == CUDA_SUCCESS && (st.err == EOPNOTSUPP || st.err == ECANCELED || st.err == ENOMEM))
         return 0;
-    if (erc == CUDA_SUCCESS && gds_filtered_hdf5_judges(st.err, gds_codec_failed_filter())) { /* HDF5's filters judge it, as for h5py */
-        snprintf(refusal, sizeof refusal, "dataset '%s': chunk %zu of %zu could not be decoded on the GPU: %s", name,
-                 bad, n, st.msg);
-        return 0;
-    }
+    if (erc == CUDA_SUCCESS && gds_filtered_hdf5_judges(st.err, gds_codec_failed_filter()))
+        return 0; /* without the chunks' coordinates: the caller's HDF5 read judges them, as for h5py */
     if (erc != CUDA_SUCCESS)
         GDS_ERROR(H5E_DATASET, H5E_READERROR, "dataset '%s': cannot use the buffers' CUDA context: %s", name,
                   gds_cuda_error_text(erc));

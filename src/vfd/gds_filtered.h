@@ -30,23 +30,20 @@ int gds_filtered_write(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_s
  * on `stream` (a CUstream, NULL: the legacy stream), in the CUDA context of
  * dst[0]; returns after they are done. For callers that read the stored
  * bytes themselves (the Python loader, with chunk addresses it located
- * once). 1: decoded; 0: not taken, nothing usable written (a filter the
- * GPU cannot decode, no nvCOMP, a chunk the GPU cannot decode although its
- * data is fine, or not even one chunk at a time fitted the device's
- * memory, or a chunk the GPU found corrupt in Deflate or Fletcher-32:
- * HDF5's filters must read these, gds_filtered_refusal); -1: failed, with
- * the dataset, the chunk's index and the filter on the error stack. */
+ * once). With chunk_lo (the dataset coordinates of each chunk's first
+ * element, rank per chunk), the chunks the GPU refuses that HDF5 is the
+ * judge of (a Deflate or Fletcher-32 finding, a Blosc chunk of a
+ * compressor nvCOMP lacks) are read by HDF5's filters, each alone, into
+ * their dst, *hdf5_chunks (if given) counting them. 1: decoded; 0: not
+ * taken, nothing usable written (a filter the GPU cannot decode, no
+ * nvCOMP, or not even one chunk at a time fitted the device's memory; and
+ * without chunk_lo a chunk the GPU refused: HDF5's filters must read
+ * them all); -1: failed, with the dataset, the chunk
+ * and the filter on the error stack (and HDF5's own error where its
+ * filters failed on a refused chunk as well). */
 int gds_filtered_decode_chunks(hid_t dset, size_t n, const void *const *src, const size_t *src_bytes,
-                               const unsigned *masks, void *const *dst, void *stream);
-
-/* After a gds_filtered_decode_chunks of this thread that returned 0
- * because the GPU's decoder found a chunk corrupt in a
- * filter HDF5 implements and checks itself (Deflate, Fletcher-32): what it
- * found (the dataset, the chunk and the filter), for the caller to report
- * if HDF5's filters fail on the chunk as well; NULL after any other
- * outcome. HDF5 is the judge of those: zlib, for one, reads a stream with
- * bytes after its end, which the GPU refuses. */
-const char *gds_filtered_refusal(void);
+                               const unsigned *masks, void *const *dst, const hsize_t *chunk_lo,
+                               size_t *hdf5_chunks, void *stream);
 
 /* Gives the device memory that the GPU reads and writes keep for the next
  * one back to the driver (called when the last file open with the driver

@@ -11,6 +11,8 @@
  *   gds_filtered_locate.c   the box's chunks and their file extents (list,
  *                           by coordinates, by index walk, the user-block
  *                           base; gds_filtered_locate_chunks for tests)
+ *   gds_filtered_refused.c  chunks the GPU refused, read by HDF5's filters
+ *                           one at a time (reads and the loader's decodes)
  *   gds_filtered_read.c     the read: batches, read-ahead, decode, placing
  *   gds_filtered_write.c    the write: encode batches, direct chunk writes
  *   gds_filtered.c          eligibility and set-up (filtered_io), the public
@@ -166,6 +168,34 @@ herr_t gds_filtered_ensure(read_state_t *s, CUdeviceptr *p, size_t *cap, size_t 
 
 herr_t gds_filtered_list_chunks(read_state_t *s);
 herr_t gds_filtered_locate(read_state_t *s, gds_chunk_locate_t method, gds_chunk_locate_t *used);
+
+/* ---- gds_filtered_refused.c ---- */
+
+/* What reading a decode's refused chunks through HDF5 needs. */
+typedef struct gds_refused {
+    const gds_cuda_api_t *cu;
+    gds_codec_t *codec;
+    const gds_codec_pipeline_t *pipe;
+    hid_t dset, dxpl;
+    const char *name;
+    int rank;
+    const hsize_t *dims, *cdims;
+    CUstream stream;
+} gds_refused_t;
+
+/* After a gds_codec_decode_findings of `batch` (n chunks, chunk k's first
+ * element at lo[k]) that found chunks bad (found, nfound; others_decoded
+ * as it said): the chunks HDF5 is the judge of (gds_filtered_hdf5_judges)
+ * or that the GPU cannot decode although their data is fine (EOPNOTSUPP)
+ * are read by HDF5's filters, each alone, into their dst (after the
+ * others were decoded again without them where a decompressor met
+ * garbage); *hdf5_chunks counts them. 0: every chunk of the batch is in
+ * its dst (the copies queued on r->stream); -1: failed, FILTERED_ERROR set
+ * (another finding, naming the chunk; HDF5 failing too, naming both; the
+ * codec failing on the others, its errno in *codec_err). */
+herr_t gds_filtered_refused(const gds_refused_t *r, const gds_codec_chunk_t *batch, const hsize_t *const *lo,
+                            size_t n, gds_codec_finding_t *found, size_t nfound, bool others_decoded,
+                            uint64_t *hdf5_chunks, int *codec_err);
 
 /* ---- gds_filtered_read.c, gds_filtered_write.c ---- */
 

@@ -79,166 +79,6 @@ static herr_t start_batch_read(read_state_t *s, size_t from, size_t to, int slot
     return 0;
 }
 
-/* The innermost error of the current HDF5 error stack as "func(): text"
- * (empty if none), the stack cleared. */
-static void innermost_hdf5_error(char *out, size_t size);
-
-/* HDF5's own filters read chunk c (its part inside the dataset's extent)
- * into host memory laid out as a decoded chunk, which goes to c->dst:
- * for a chunk the GPU refused. HDF5's innermost error in `why` if it
- * fails. */
-static herr_t hdf5_reads_chunk(read_state_t *s, const chunk_t *c, char *why, size_t why_size)
-{
-    int r = s->box.rank;
-    hsize_t count[H5S_MAX_RANK], zero[H5S_MAX_RANK];
-    for (int d = 0; d < r; d++) {
-        zero[d] = 0;
-        count[d] = c->lo[d] + s->cdims[d] <= s->dims[d] ? s->cdims[d] : s->dims[d] - c->lo[d];
-    }
-    void *host = malloc(s->pipe.chunk_bytes);
-    hid_t ftype = H5I_INVALID_HID, fspace = H5I_INVALID_HID, mspace = H5I_INVALID_HID;
-    herr_t ret = -1;
-    why[0] = 0;
-    H5E_BEGIN_TRY
-    {
-        if (host && (ftype = H5Dget_type(s->dset)) >= 0 && (fspace = H5Dget_space(s->dset)) >= 0 &&
-            (mspace = H5Screate_simple(r, s->cdims, NULL)) >= 0 &&
-            H5Sselect_hyperslab(fspace, H5S_SELECT_SET, c->lo, NULL, count, NULL) >= 0 &&
-            H5Sselect_hyperslab(mspace, H5S_SELECT_SET, zero, NULL, count, NULL) >= 0)
-            ret = H5Dread(s->dset, ftype, mspace, fspace, s->dxpl, host);
-    }
-    H5E_END_TRY;
-    if (ret < 0)
-        innermost_hdf5_error(why, why_size);
-    if (ftype >= 0)
-        H5Tclose(ftype);
-    if (fspace >= 0)
-        H5Sclose(fspace);
-    if (mspace >= 0)
-        H5Sclose(mspace);
-    if (ret == 0) { /* from pageable memory: returns once the bytes are staged, so `host` may go */
-        CUresult rc = s->cu->MemcpyHtoDAsync((CUdeviceptr)(uintptr_t)c->dst, host, s->pipe.chunk_bytes, s->stream);
-        if (rc != CUDA_SUCCESS) {
-            snprintf(why, why_size, "copying it to the device: %s", gds_cuda_error_text(rc));
-            ret = -1;
-        }
-    }
-    if (!host)
-        snprintf(why, why_size, "out of host memory");
-    free(host);
-    return ret;
-}
-
-static herr_t innermost_entry(unsigned n, const H5E_error2_t *e, void *out)
-{
-    (void)n;
-    char *text = out;
-    if (!text[0]) /* walking upward, the first entry is the innermost */
-        snprintf(text, 256, "%s(): %s", e->func_name ? e->func_name : "?", e->desc ? e->desc : "?");
-    return 0;
-}
-
-static void innermost_hdf5_error(char *out, size_t size)
-{
-    char text[256] = "";
-    hid_t stack = H5Eget_current_stack();
-    if (stack >= 0) {
-        H5Ewalk2(stack, H5E_WALK_UPWARD, innermost_entry, text);
-        H5Eclose_stack(stack);
-    }
-    snprintf(out, size, "%s", text[0] ? text : "no error recorded");
-}
-
-/* The chunks the GPU refused in a batch (findings, indices into the batch
- * `batch` of n, whose chunk k is s->chunks[index[k]]): a finding HDF5 is
- * the judge of (a corrupt stream in Deflate or Fletcher-32:
- * gds_filtered_hdf5_judges) or a chunk the GPU cannot decode although its
- * data is fine (EOPNOTSUPP) is read by HDF5's filters, that chunk alone;
- * any other finding (a wrong size, a plugin filter's finding) fails the
- * read. Where the decoder met garbage the other chunks are decoded again
- * without the refused ones first. 0: every chunk of the batch is in place;
- * -1: failed (FILTERED_ERROR set, naming the chunk and both findings). */
-static herr_t refused_chunks(read_state_t *s, const gds_codec_chunk_t *batch, const size_t *index, size_t n,
-                             gds_codec_finding_t *found, size_t nfound, bool others_decoded)
-{
-    bool *refused = calloc(n, sizeof *refused);
-    gds_codec_finding_t *finding_of = malloc(n * sizeof *finding_of); /* a refused chunk's first finding */
-    gds_codec_chunk_t *again = malloc(n * sizeof *again);
-    size_t *again_at = malloc(n * sizeof *again_at);
-    gds_codec_finding_t *more = malloc(n * sizeof *more);
-    herr_t ret = 0;
-    if (!refused || !finding_of || !again || !again_at || !more) {
-        FILTERED_ERROR(H5E_RESOURCE, H5E_NOSPACE, "out of memory for a batch of %zu chunks", n);
-        ret = -1;
-    }
-    while (ret == 0) {
-        for (size_t i = 0; i < nfound; i++) {
-            const gds_codec_finding_t *f = &found[i];
-            if (f->err != EOPNOTSUPP && !gds_filtered_hdf5_judges(f->err, f->filter)) {
-                char where[128], text[300];
-                gds_filtered_chunk_text(&s->box, s->chunks[index[f->chunk]].lo, where, sizeof where);
-                gds_codec_finding_text(&s->pipe, f, text, sizeof text);
-                FILTERED_ERROR(H5E_PLINE, H5E_READERROR, "dataset '%s': chunk at %s could not be decoded on the GPU: %s",
-                               s->name, where, text);
-                ret = -1;
-                break;
-            }
-            if (!refused[f->chunk])
-                finding_of[f->chunk] = *f;
-            refused[f->chunk] = true;
-        }
-        if (ret < 0 || others_decoded)
-            break;
-        /* the others again, without the refused chunks */
-        size_t m = 0;
-        for (size_t k = 0; k < n; k++)
-            if (!refused[k]) {
-                again_at[m] = k;
-                again[m++] = batch[k];
-            }
-        gds_status_t st;
-        size_t bad = 0;
-        if (m == 0 || gds_codec_decode_findings(s->codec, &s->pipe, again, m, s->stream, &bad, more, &nfound,
-                                                &others_decoded, &st) == 0)
-            break;
-        if (nfound == 0) { /* not the data's: the codec's own failure */
-            s->abandoned = st.err == ETIMEDOUT;
-            s->out_of_memory = st.err == ENOMEM;
-            s->cpu_decode = st.err == ECANCELED;
-            FILTERED_ERROR(H5E_PLINE, H5E_READERROR, "dataset '%s': decoding a batch again without the chunks it "
-                           "refused: %s", s->name, st.msg);
-            ret = -1;
-            break;
-        }
-        for (size_t i = 0; i < nfound; i++) {
-            found[i] = more[i];
-            found[i].chunk = again_at[more[i].chunk];
-        }
-    }
-    for (size_t k = 0; ret == 0 && k < n; k++) {
-        if (!refused[k])
-            continue;
-        const chunk_t *c = &s->chunks[index[k]];
-        char why[300];
-        if (hdf5_reads_chunk(s, c, why, sizeof why) < 0) {
-            char where[128], text[300];
-            gds_filtered_chunk_text(&s->box, c->lo, where, sizeof where);
-            gds_codec_finding_text(&s->pipe, &finding_of[k], text, sizeof text);
-            FILTERED_ERROR(H5E_PLINE, H5E_READERROR, "dataset '%s': chunk at %s could not be decoded on the GPU: %s; "
-                           "HDF5's own filters failed on it as well: %s", s->name, where, text, why);
-            ret = -1;
-        }
-        else
-            s->stats.hdf5_chunks++;
-    }
-    free(refused);
-    free(finding_of);
-    free(again);
-    free(again_at);
-    free(more);
-    return ret;
-}
-
 /* Decodes chunks [from, to), whose stored bytes are in `slot`, into their
  * places; copies the ones decoded aside and fills the ones never written. */
 static herr_t decode_batch(read_state_t *s, size_t from, size_t to, int slot)
@@ -286,7 +126,23 @@ static herr_t decode_batch(read_state_t *s, size_t from, size_t to, int slot)
         decoded = gds_codec_decode_findings(s->codec, &s->pipe, batch, n, s->stream, &bad, found, &nfound,
                                             &others_decoded, &st);
     if (decoded < 0 && nfound > 0) { /* chunks found bad: HDF5's filters read those that are theirs */
-        ret = refused_chunks(s, batch, index, n, found, nfound, others_decoded);
+        const hsize_t **lo = malloc(n * sizeof *lo);
+        int codec_err = 0;
+        if (!lo) {
+            FILTERED_ERROR(H5E_RESOURCE, H5E_NOSPACE, "out of memory for a batch of %zu chunks", n);
+            ret = -1;
+        }
+        for (size_t k = 0; lo && k < n; k++)
+            lo[k] = s->chunks[index[k]].lo;
+        gds_refused_t r = {s->cu, s->codec, &s->pipe, s->dset, s->dxpl, s->name, s->box.rank, s->dims, s->cdims,
+                           s->stream};
+        if (lo)
+            ret = gds_filtered_refused(&r, batch, lo, n, found, nfound, others_decoded, &s->stats.hdf5_chunks,
+                                       &codec_err);
+        free(lo);
+        s->abandoned = codec_err == ETIMEDOUT;
+        s->out_of_memory = codec_err == ENOMEM;
+        s->cpu_decode = codec_err == ECANCELED;
     } else if (!found && n) {
         ret = -1;
     } else if (decoded < 0 && (st.err == EOPNOTSUPP || st.err == ECANCELED)) {

@@ -127,10 +127,8 @@ native.h5gds_py_file_submit.argtypes = [_c_void_p, ctypes.c_int, ctypes.c_int, _
                                         ctypes.POINTER(_c_void_p), ctypes.c_char_p, _c_size_t]
 native.h5gds_py_file_submit.restype = ctypes.c_int
 native.h5gds_py_decode_chunks.argtypes = [_c_int64, _c_size_t, _u64p, _u64p, ctypes.POINTER(ctypes.c_uint32), _u64p,
-                                          ctypes.c_uint64]
+                                          _u64p, _c_size_t, ctypes.POINTER(_c_size_t), ctypes.c_uint64]
 native.h5gds_py_decode_chunks.restype = ctypes.c_int
-native.h5gds_py_gpu_refusal.argtypes = []
-native.h5gds_py_gpu_refusal.restype = _c_char_p
 native.h5gds_py_io_done.argtypes = [_c_void_p]
 native.h5gds_py_io_done.restype = ctypes.c_int
 native.h5gds_py_io_wait.argtypes = [_c_void_p, ctypes.c_char_p, _c_size_t]

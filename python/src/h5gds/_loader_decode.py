@@ -74,7 +74,7 @@ class Decoder:
         self._free: list[Any] = []       # device buffers not in use
         self.gpu_decoded = 0             # chunks decoded on the GPU
         self.hdf5_decoded_rows = 0       # rows read through HDF5's filters
-        self.refused: str | None = None  # the GPU's finding on a chunk it found corrupt, last decode
+        self.hdf5_chunks = 0             # chunks the GPU refused that HDF5's filters read in its place
 
     def _take(self, reader: Any, nbytes: int) -> Any:
         fits = [k for k, m in enumerate(self._free) if int(m.shape[0]) >= nbytes]
@@ -166,21 +166,12 @@ class Decoder:
                 # uncompressed file, chunks never written, host batches) are HDF5's
                 on_gpu = [k for k, (load, p) in enumerate(items) if len(p.chunks) and load.staging is not None] \
                     if self.ld.module != "numpy" and col.layouts[fi].filtered else []
-                self.refused = None
-                tried = set(on_gpu)
                 if on_gpu and not self._gpu(reader, col, fi, buffer, [items[k] for k in on_gpu], stream, used):
                     on_gpu = []
-                taken, refused = set(on_gpu), self.refused
+                taken = set(on_gpu)
                 for k, (_, p) in enumerate(items):
                     if k not in taken:
-                        try:
-                            self._hdf5_rows(reader, col, fi, p, buffer, stream)
-                        except OSError as exc:
-                            # a chunk the GPU found corrupt: HDF5's filters judged it, as for h5py
-                            if refused is None or k not in tried:
-                                raise
-                            raise OSError(f"{col.paths[fi]}:{col.layouts[fi].dataset}: {refused} (HDF5's own "
-                                          f"filters, reading the rows again, failed as well: {exc})") from exc
+                        self._hdf5_rows(reader, col, fi, p, buffer, stream)
             if self.ld.module != "numpy":
                 stream.synchronize()
         except BaseException:
@@ -198,12 +189,13 @@ class Decoder:
             return self._gpu_tiles(reader, col, fi, buffer, items, stream, used)
         chunk_bytes = lay.c0 * col.row_bytes
         buf_addr = reader.gatherer.address(buffer)
-        src, size, mask, dst = [], [], [], []
+        src, size, mask, dst, first = [], [], [], [], []
         cut: list[tuple[int, int, int, int]] = []  # (scratch index, first row, rows, buffer byte) of cut chunks
         for load, p in items:
             first_row = p.chunks * lay.c0                       # local row of each chunk's first row
             whole = (first_row >= p.lo) & (first_row + lay.c0 <= p.hi)
             d = p.dst + (first_row - p.lo) * col.row_bytes
+            first.append(first_row)
             src.append(load.staging_addr + p.staged)
             size.append(lay.stored[p.chunks, 0])
             mask.append(lay.mask[p.chunks, 0])
@@ -221,7 +213,9 @@ class Decoder:
             scratch_addr = reader.gatherer.address(scratch)
             holes = np.flatnonzero(dst_a < 0)
             dst_a[holes] = scratch_addr + np.arange(len(holes), dtype=np.int64) * chunk_bytes
-        if not self._decode(col, fi, src_a, size_a, mask_a, dst_a.astype(np.uint64), stream):
+        lo = np.zeros((len(src_a), 1 + len(col.row_shape)), np.uint64)  # each chunk's first element
+        lo[:, 0] = np.concatenate(first)
+        if not self._decode(col, fi, src_a, size_a, mask_a, dst_a.astype(np.uint64), lo, stream):
             return False
         copy = self._strided_copy(stream)
         for k, row0, nrows, at in cut:
@@ -244,7 +238,8 @@ class Decoder:
         scratch = self._take(reader, total * chunk_bytes)
         used.append(scratch)
         scratch_addr = reader.gatherer.address(scratch)
-        src, size, mask, dst = [], [], [], []
+        src, size, mask, dst, lo = [], [], [], [], []
+        origin = np.array(tiles.origin, np.int64).reshape(ntiles, -1)
         base = 0
         for load, p in items:
             m = len(p.chunks)
@@ -253,9 +248,11 @@ class Decoder:
             size.append(lay.stored[p.chunks].reshape(-1))
             mask.append(lay.mask[p.chunks].reshape(-1))
             dst.append(scratch_addr + (base + t * m + i) * chunk_bytes)
+            lo.append(np.column_stack([p.chunks[i] * lay.c0, origin[t]]))  # each tile's first element
             base += m * ntiles
         if not self._decode(col, fi, np.concatenate(src).astype(np.uint64), np.concatenate(size).astype(np.uint64),
-                            np.concatenate(mask).astype(np.uint32), np.concatenate(dst).astype(np.uint64), stream):
+                            np.concatenate(mask).astype(np.uint32), np.concatenate(dst).astype(np.uint64),
+                            np.concatenate(lo).astype(np.uint64), stream):
             return False
         base, copy = 0, self._strided_copy(stream)
         for _, p in items:
@@ -266,23 +263,26 @@ class Decoder:
         return True
 
     def _decode(self, col: FixedColumn, fi: int, src: np.ndarray, size: np.ndarray, mask: np.ndarray,
-                dst: np.ndarray, stream: Any) -> bool:
-        """One GPU decode call for chunks of file `fi`; False when the GPU
-        cannot decode them (nothing written then)."""
+                dst: np.ndarray, lo: np.ndarray, stream: Any) -> bool:
+        """One GPU decode call for chunks of file `fi` (lo: each chunk's
+        first element, so that HDF5's filters read a chunk the GPU refuses
+        in its place); False when the GPU cannot decode them (nothing
+        written then)."""
         ds = self.dataset(col, fi)
+        lo = np.ascontiguousarray(lo, np.uint64)
+        taken = ctypes.c_size_t(0)
         with phil:
             rc = native.h5gds_py_decode_chunks(ds.id.id, len(src), src.ctypes.data_as(_P64),
                                                size.ctypes.data_as(_P64), mask.ctypes.data_as(_P32),
-                                               dst.ctypes.data_as(_P64), _stream_handle(stream))
+                                               dst.ctypes.data_as(_P64), lo.ctypes.data_as(_P64), lo.shape[1],
+                                               ctypes.byref(taken), _stream_handle(stream))
             if rc < 0:
                 raise OSError(f"{col.paths[fi]}:{col.layouts[fi].dataset}: cannot decode the loader's chunks "
                               f"({hdf5_error_text()})")
         if rc == 0:
-            # a chunk whose stream the GPU found corrupt, among others: HDF5's filters judge it
-            refused = native.h5gds_py_gpu_refusal()
-            self.refused = refused.decode(errors="replace") if refused else None
             return False
         self.gpu_decoded += len(src)
+        self.hdf5_chunks += taken.value
         return True
 
     def _strided_copy(self, stream: Any) -> Any:
