@@ -703,6 +703,30 @@ static void test_refused_deflate_chunks(void)
     CHECK_MSG(H5Eget_num(H5E_DEFAULT) == 0, "padded chunks read, yet errors on the stack: %s", error_stack_text());
     buffer_get(&b, 0, got, n * 4);
     CHECK_MSG(memcmp(src, got, n * 4) == 0, "padded chunks: data differs from what was written");
+    /* the others decoded a second time without the refused chunks, as after a decompressor's garbage */
+    setenv("H5GDS_CODEC_TEST_REDECODE", "1", 1);
+    buffer_fill(&b, 0xAB);
+    CHECK_MSG(H5Dread_gds(d, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, b.ptr) >= 0,
+              "padded chunks, decoded again: %s", error_stack_text());
+    unsetenv("H5GDS_CODEC_TEST_REDECODE");
+    CHECK(H5FD_gds_last_decode_stats(&ds) >= 0);
+    buffer_get(&b, 0, got, n * 4);
+    CHECK_MSG(ds.hdf5_chunks == 2 && memcmp(src, got, n * 4) == 0,
+              "padded chunks, decoded again: %llu chunks by HDF5's filters (want 2), data %s",
+              (unsigned long long)ds.hdf5_chunks, memcmp(src, got, n * 4) ? "differs" : "equal");
+    /* a data transform is HDF5's to apply: its filters and the host read it */
+    hid_t plus_one = H5Pcreate(H5P_DATASET_XFER);
+    CHECK(H5Pset_data_transform(plus_one, "x+1") >= 0);
+    CHECK_MSG(H5Dread_gds(d, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, plus_one, b.ptr) >= 0, "a data transform: %s",
+              error_stack_text());
+    CHECK_MSG(H5FD_gds_last_route() == H5FD_GDS_ROUTE_HOST_STAGED, "a data transform: route %s",
+              H5FD_gds_route_name(H5FD_gds_last_route()));
+    buffer_get(&b, 0, got, n * 4);
+    size_t untransformed = 0;
+    for (size_t i = 0; i < n; i++)
+        untransformed += got[i] != src[i] + 1;
+    CHECK_MSG(untransformed == 0, "a data transform: %zu elements are not x+1", untransformed);
+    H5Pclose(plus_one);
     /* a box cutting both padded chunks, rows 0 and 200 (decoded aside, then placed) */
     {
         hsize_t lo[2] = {50, 100}, cnt[2] = {200, 700};

@@ -34,7 +34,7 @@ API int h5gds_py_decode_chunks(int64_t dset, size_t n, const uint64_t *src, cons
         }
         for (size_t i = 0; lo && i < n * rank; i++)
             lo[i] = (hsize_t)chunk_lo[i];
-        rc = gds_filtered_decode_chunks((hid_t)dset, n, srcs, sizes, mask, dsts, lo, hdf5_chunks,
+        rc = gds_filtered_decode_chunks((hid_t)dset, n, srcs, sizes, mask, dsts, lo, (int)rank, hdf5_chunks,
                                         (void *)(uintptr_t)stream);
     }
     free(srcs);

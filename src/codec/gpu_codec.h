@@ -144,9 +144,10 @@ typedef struct gds_codec_finding {
  * failure *others_decoded says whether every other chunk is decoded into
  * its dst (false where a decompressor met garbage: see gds_codec_decode,
  * the others' dst are then undefined and must be decoded again without
- * the bad ones). st, *bad and the return value as gds_codec_decode's
- * (st: the lowest bad chunk's finding). findings, nfound, others_decoded
- * may be NULL. */
+ * the bad ones; H5GDS_CODEC_TEST_REDECODE=1 says so after every finding,
+ * for tests of that second decode). st, *bad and the return value as
+ * gds_codec_decode's (st: the lowest bad chunk's finding). findings,
+ * nfound, others_decoded may be NULL. */
 int gds_codec_decode_findings(gds_codec_t *c, const gds_codec_pipeline_t *p, const gds_codec_chunk_t *chunks,
                               size_t n, CUstream stream, size_t *bad, gds_codec_finding_t *findings, size_t *nfound,
                               bool *others_decoded, gds_status_t *st);

@@ -190,6 +190,9 @@ static int filtered_io(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_s
             unsigned opts = 0;
             if (H5Pget_chunk_opts(dcpl, &opts) < 0 || (opts & H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS))
                 break;
+            /* a data transform (H5Pset_data_transform) is HDF5's to apply, on the CPU */
+            if (dxpl != H5P_DEFAULT && H5Pget_data_transform(dxpl, NULL, 0) > 0)
+                break;
             if ((ftype = H5Dget_type(dset)) < 0 || H5Tequal(ftype, mem_type) <= 0 ||
                 H5Tdetect_class(ftype, H5T_VLEN) != 0 || H5Tis_variable_str(ftype) != 0)
                 break;
@@ -345,7 +348,7 @@ int gds_filtered_write(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_s
 }
 
 int gds_filtered_decode_chunks(hid_t dset, size_t n, const void *const *src, const size_t *src_bytes,
-                               const unsigned *masks, void *const *dst, const hsize_t *chunk_lo,
+                               const unsigned *masks, void *const *dst, const hsize_t *chunk_lo, int chunk_rank,
                                size_t *hdf5_chunks, void *stream)
 {
     char name[256] = "?";
@@ -377,6 +380,11 @@ int gds_filtered_decode_chunks(hid_t dset, size_t n, const void *const *src, con
         H5Sclose(space);
     if (!described || n == 0 || !gds_codec_can_decode(&pipe, NULL, 0))
         return 0;
+    if (chunk_lo && chunk_rank != rank) {
+        GDS_ERROR(H5E_ARGS, H5E_BADVALUE, "dataset '%s': chunk coordinates of rank %d for a dataset of rank %d", name,
+                  chunk_rank, rank);
+        return -1;
+    }
     const gds_cuda_api_t *cu = gds_cuda_if_loaded();
     gds_buffer_info_t info;
     gds_classify_buffer(dst[0], &info);

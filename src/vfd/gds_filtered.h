@@ -31,7 +31,7 @@ int gds_filtered_write(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_s
  * dst[0]; returns after they are done. For callers that read the stored
  * bytes themselves (the Python loader, with chunk addresses it located
  * once). With chunk_lo (the dataset coordinates of each chunk's first
- * element, rank per chunk), the chunks the GPU refuses that HDF5 is the
+ * element, chunk_rank per chunk: the dataset's rank), the chunks the GPU refuses that HDF5 is the
  * judge of (a Deflate or Fletcher-32 finding, a Blosc chunk of a
  * compressor nvCOMP lacks) are read by HDF5's filters, each alone, into
  * their dst, *hdf5_chunks (if given) counting them. 1: decoded; 0: not
@@ -42,7 +42,7 @@ int gds_filtered_write(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_s
  * and the filter on the error stack (and HDF5's own error where its
  * filters failed on a refused chunk as well). */
 int gds_filtered_decode_chunks(hid_t dset, size_t n, const void *const *src, const size_t *src_bytes,
-                               const unsigned *masks, void *const *dst, const hsize_t *chunk_lo,
+                               const unsigned *masks, void *const *dst, const hsize_t *chunk_lo, int chunk_rank,
                                size_t *hdf5_chunks, void *stream);
 
 /* Gives the device memory that the GPU reads and writes keep for the next

@@ -103,7 +103,7 @@ typedef struct gds_filtered_pending {
     hid_t major, minor;
     const char *func;
     int line;
-    char msg[768];
+    char msg[1280]; /* a refused chunk's message: the dataset, the chunk, the GPU's finding and HDF5's */
 } gds_filtered_pending_t;
 extern _Thread_local gds_filtered_pending_t gds_filtered_pending;
 

@@ -37,18 +37,18 @@ static void innermost_hdf5_error(char *out, size_t size)
 
 /* HDF5's own filters read the chunk whose first element is at `lo` (its
  * part inside the dataset's extent) into host memory laid out as a decoded
- * chunk, which goes to `dst` in device memory. HDF5's innermost error in
- * `why` if it fails. */
-static herr_t hdf5_reads_chunk(const gds_refused_t *r, const hsize_t *lo, void *dst, char *why, size_t why_size)
+ * chunk, which goes to `dst` in device memory. -1: HDF5 failed (its
+ * innermost error in `why`); -2: the copy to the device failed (why). */
+static int hdf5_reads_chunk(const gds_refused_t *r, const hsize_t *lo, void *dst, char *why, size_t why_size)
 {
     hsize_t count[H5S_MAX_RANK], zero[H5S_MAX_RANK];
     for (int d = 0; d < r->rank; d++) {
         zero[d] = 0;
         count[d] = lo[d] + r->cdims[d] <= r->dims[d] ? r->cdims[d] : r->dims[d] - lo[d];
     }
-    void *host = malloc(r->pipe->chunk_bytes);
+    void *host = calloc(1, r->pipe->chunk_bytes); /* an edge chunk's part past the extent: zeros, never placed */
     hid_t ftype = H5I_INVALID_HID, fspace = H5I_INVALID_HID, mspace = H5I_INVALID_HID;
-    herr_t ret = -1;
+    int ret = -1;
     why[0] = 0;
     H5E_BEGIN_TRY
     {
@@ -70,12 +70,14 @@ static herr_t hdf5_reads_chunk(const gds_refused_t *r, const hsize_t *lo, void *
     if (ret == 0) { /* from pageable memory: returns once the bytes are staged, so `host` may go */
         CUresult rc = r->cu->MemcpyHtoDAsync((CUdeviceptr)(uintptr_t)dst, host, r->pipe->chunk_bytes, r->stream);
         if (rc != CUDA_SUCCESS) {
-            snprintf(why, why_size, "copying it to the device: %s", gds_cuda_error_text(rc));
-            ret = -1;
+            snprintf(why, why_size, "%s", gds_cuda_error_text(rc));
+            ret = -2;
         }
     }
-    if (!host)
-        snprintf(why, why_size, "out of host memory");
+    if (!host) {
+        snprintf(why, why_size, "out of host memory for a chunk of %zu bytes", r->pipe->chunk_bytes);
+        ret = -2;
+    }
     free(host);
     return ret;
 }
@@ -103,20 +105,28 @@ herr_t gds_filtered_refused(const gds_refused_t *r, const gds_codec_chunk_t *bat
         ret = -1;
     }
     while (ret == 0) {
+        /* Where a decompressor met garbage, another chunk's finding may be
+         * its doing: the chunks HDF5 reads leave, and the others are
+         * decoded again, their findings then the ones that count. */
+        const gds_codec_finding_t *fatal = NULL;
+        bool more_refused = false;
         for (size_t i = 0; i < nfound; i++) {
             const gds_codec_finding_t *f = &found[i];
             if (!hdf5_reads(f)) {
-                char where[128], text[300];
-                gds_filtered_chunk_text(&where_box, lo[f->chunk], where, sizeof where);
-                gds_codec_finding_text(r->pipe, f, text, sizeof text);
-                FILTERED_ERROR(H5E_PLINE, H5E_READERROR, "dataset '%s': chunk at %s could not be decoded on the GPU: %s",
-                               r->name, where, text);
-                ret = -1;
-                break;
+                fatal = fatal ? fatal : f;
+                continue;
             }
             if (!refused[f->chunk])
-                finding_of[f->chunk] = *f;
+                finding_of[f->chunk] = *f, more_refused = true;
             refused[f->chunk] = true;
+        }
+        if (fatal && (others_decoded || !more_refused)) {
+            char where[128], text[300];
+            gds_filtered_chunk_text(&where_box, lo[fatal->chunk], where, sizeof where);
+            gds_codec_finding_text(r->pipe, fatal, text, sizeof text);
+            FILTERED_ERROR(H5E_PLINE, H5E_READERROR, "dataset '%s': chunk at %s could not be decoded on the GPU: %s",
+                           r->name, where, text);
+            ret = -1;
         }
         if (ret < 0 || others_decoded)
             break;
@@ -148,12 +158,17 @@ herr_t gds_filtered_refused(const gds_refused_t *r, const gds_codec_chunk_t *bat
         if (!refused[k])
             continue;
         char why[300];
-        if (hdf5_reads_chunk(r, lo[k], batch[k].dst, why, sizeof why) < 0) {
+        int got = hdf5_reads_chunk(r, lo[k], batch[k].dst, why, sizeof why);
+        if (got < 0) {
             char where[128], text[300];
             gds_filtered_chunk_text(&where_box, lo[k], where, sizeof where);
             gds_codec_finding_text(r->pipe, &finding_of[k], text, sizeof text);
-            FILTERED_ERROR(H5E_PLINE, H5E_READERROR, "dataset '%s': chunk at %s could not be decoded on the GPU: %s; "
-                           "HDF5's own filters failed on it as well: %s", r->name, where, text, why);
+            if (got == -1)
+                FILTERED_ERROR(H5E_PLINE, H5E_READERROR, "dataset '%s': chunk at %s could not be decoded on the GPU: "
+                               "%s; HDF5's own filters failed on it as well: %s", r->name, where, text, why);
+            else
+                FILTERED_ERROR(H5E_DATASET, H5E_READERROR, "dataset '%s': chunk at %s, which the GPU refused (%s), "
+                               "read by HDF5's filters, could not be placed: %s", r->name, where, text, why);
             ret = -1;
         }
         else if (hdf5_chunks)

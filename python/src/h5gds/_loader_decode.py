@@ -281,7 +281,7 @@ class Decoder:
                               f"({hdf5_error_text()})")
         if rc == 0:
             return False
-        self.gpu_decoded += len(src)
+        self.gpu_decoded += len(src) - taken.value
         self.hdf5_chunks += taken.value
         return True
 
