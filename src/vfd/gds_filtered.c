@@ -443,7 +443,7 @@ int gds_filtered_decode_chunks(hid_t dset, size_t n, const void *const *src, con
                        gds_filtered_pending.minor, "%s", gds_filtered_pending.msg);
         return -1;
     }
-    if (nfound > 0 && refused == 0 && chunk_lo)
+    if (nfound > 0) /* chunks found bad, then the codec's own trouble decoding the others again */
         return 0;
     /* not decodable here, a stopped codec, or not even one chunk at a time
      * fitted the device's memory: the caller reads them with HDF5's filters */

@@ -91,9 +91,13 @@ static herr_t decode_batch(read_state_t *s, size_t from, size_t to, int slot)
         return -1;
     gds_codec_chunk_t *batch = malloc((to - from) * sizeof *batch);
     size_t *index = malloc((to - from) * sizeof *index);
-    if (!batch || !index) {
+    gds_codec_finding_t *found = malloc((to - from) * sizeof *found); /* the chunks the decode finds bad */
+    const hsize_t **lo = malloc((to - from) * sizeof *lo);              /* each batch chunk's first element */
+    if (!batch || !index || !found || !lo) {
         free(batch);
         free(index);
+        free(found);
+        free(lo);
         FILTERED_ERROR(H5E_RESOURCE, H5E_NOSPACE, "out of memory for a batch of %zu chunks", to - from);
         return -1;
     }
@@ -108,6 +112,7 @@ static herr_t decode_batch(read_state_t *s, size_t from, size_t to, int slot)
         }
         batch[n] = (gds_codec_chunk_t){(const void *)(uintptr_t)(s->stored[slot] + at), (size_t)c->stored, c->mask,
                                        c->dst};
+        lo[n] = c->lo;
         index[n++] = k;
         at += packed_bytes(c);
     }
@@ -115,36 +120,18 @@ static herr_t decode_batch(read_state_t *s, size_t from, size_t to, int slot)
     gds_status_t st;
     size_t bad = 0, nfound = 0;
     bool others_decoded = true;
-    gds_codec_finding_t *found = n ? malloc(n * sizeof *found) : NULL;
-    int decoded = 0;
-    if (n && !found) {
-        FILTERED_ERROR(H5E_RESOURCE, H5E_NOSPACE, "out of memory for a batch of %zu chunks", n);
-        decoded = -1;
-        st.err = ENOMEM;
-    }
-    else if (n)
-        decoded = gds_codec_decode_findings(s->codec, &s->pipe, batch, n, s->stream, &bad, found, &nfound,
-                                            &others_decoded, &st);
+    int decoded = n ? gds_codec_decode_findings(s->codec, &s->pipe, batch, n, s->stream, &bad, found, &nfound,
+                                                &others_decoded, &st)
+                    : 0;
     if (decoded < 0 && nfound > 0) { /* chunks found bad: HDF5's filters read those that are theirs */
-        const hsize_t **lo = malloc(n * sizeof *lo);
-        int codec_err = 0;
-        if (!lo) {
-            FILTERED_ERROR(H5E_RESOURCE, H5E_NOSPACE, "out of memory for a batch of %zu chunks", n);
-            ret = -1;
-        }
-        for (size_t k = 0; lo && k < n; k++)
-            lo[k] = s->chunks[index[k]].lo;
         gds_refused_t r = {s->cu, s->codec, &s->pipe, s->dset, s->dxpl, s->name, s->box.rank, s->dims, s->cdims,
                            s->stream};
-        if (lo)
-            ret = gds_filtered_refused(&r, batch, lo, n, found, nfound, others_decoded, &s->stats.hdf5_chunks,
-                                       &codec_err);
-        free(lo);
+        int codec_err = 0;
+        ret = gds_filtered_refused(&r, batch, lo, n, found, nfound, others_decoded, &s->stats.hdf5_chunks,
+                                   &codec_err);
         s->abandoned = codec_err == ETIMEDOUT;
         s->out_of_memory = codec_err == ENOMEM;
         s->cpu_decode = codec_err == ECANCELED;
-    } else if (!found && n) {
-        ret = -1;
     } else if (decoded < 0 && (st.err == EOPNOTSUPP || st.err == ECANCELED)) {
         /* e.g. a blosc chunk compressed with blosclz in a dataset whose
          * parameters name LZ4, or a codec another thread's read stopped:
@@ -161,6 +148,7 @@ static herr_t decode_batch(read_state_t *s, size_t from, size_t to, int slot)
         free(batch);
         free(index);
         free(found);
+        free(lo);
         return -1;
     } else if (decoded < 0) {
         s->out_of_memory = st.err == ENOMEM; /* not even one chunk at a time fitted */
@@ -192,6 +180,7 @@ static herr_t decode_batch(read_state_t *s, size_t from, size_t to, int slot)
     free(batch);
     free(index);
     free(found);
+    free(lo);
     return ret;
 }
 
