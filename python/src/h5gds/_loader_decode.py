@@ -19,6 +19,7 @@ own filters (h5py; the fill value) and they are copied in."""
 from __future__ import annotations
 
 import ctypes
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,6 +76,7 @@ class Decoder:
         self.gpu_decoded = 0             # chunks decoded on the GPU
         self.hdf5_decoded_rows = 0       # rows read through HDF5's filters
         self.hdf5_chunks = 0             # chunks the GPU refused that HDF5's filters read in its place
+        self.decode_seconds = 0.0        # host time in decode_group (the reads wait meanwhile)
 
     def _take(self, reader: Any, nbytes: int) -> Any:
         fits = [k for k, m in enumerate(self._free) if int(m.shape[0]) >= nbytes]
@@ -154,6 +156,7 @@ class Decoder:
         """Decodes the loads of one group into `buffer` (the group's read
         buffer, or the cache); returns with the rows in place (the stream
         synchronised)."""
+        t0 = time.perf_counter()
         by_file: dict[tuple[int, int], list[tuple[CompressedLoad, FilePiece]]] = {}
         for load in loads:
             for p in load.pieces:
@@ -177,6 +180,8 @@ class Decoder:
         except BaseException:
             _RETIRED.extend(m for m in used if m is not None)  # a decode may still be writing them
             raise
+        finally:
+            self.decode_seconds += time.perf_counter() - t0
         self._give(used)
 
     def _gpu(self, reader: Any, col: FixedColumn, fi: int, buffer: Any,

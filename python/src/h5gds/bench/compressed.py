@@ -485,6 +485,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="loader part: sample sizes (64KiB,1MiB)")
     p.add_argument("--loader-chunk", type=common.size_arg, default=2 << 20,
                    help="loader part: chunk bytes (whole samples, about this many bytes; 2MiB)")
+    p.add_argument("--loader-windows", type=common.size_list_arg, default=[],
+                   help="loader part: the loader's window sizes to try (default: the loader's own)")
     p.add_argument("--loader-data", default="field,image", help="loader part: data kinds")
     p.add_argument("--loader-filters", default="gzip-shuffle,zstd,lz4,bitshuffle-lz4",
                    help="loader part: filters")

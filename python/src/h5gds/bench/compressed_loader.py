@@ -10,7 +10,9 @@ DataLoader + h5py and the file's O_DIRECT sequential read.
   ceiling-odirect        O_DIRECT sequential read of the file (file bytes)
 
 Rows: bench,method,data,filter,ratio,cache,GBps,repeat plus sample_bytes,
-chunk_bytes, seconds, epoch_fraction (GB/s of decoded samples delivered)."""
+chunk_bytes, seconds, epoch_fraction (GB/s of decoded samples delivered),
+window_bytes (the loader's windows; --loader-windows tries several), decode_seconds
+(h5gds-loader: the epoch's host time in the GPU decode calls)."""
 from __future__ import annotations
 
 import os
@@ -26,7 +28,8 @@ from . import _common as common
 from .compressed import DTYPES, filter_kwargs, make_rows
 
 COLUMNS = ["bench", "method", "data", "filter", "ratio", "cache", "GBps", "repeat", "sample_bytes", "chunk_bytes",
-           "seconds", "epoch_fraction"]
+           "seconds", "epoch_fraction", "window_bytes",
+           "decode_seconds"]
 
 
 def sample_file(path: Path, kind: str, fname: str, sample: int, chunk: int, nbytes: int) -> float | None:
@@ -76,14 +79,46 @@ def run(args: Any, nbytes: int, out_dir: Path, work: Path) -> int:
     rows = table.rows
 
     def add(**r: Any) -> None:
-        table.add({"bench": "compressed-loader", **r})
+        table.add({"bench": "compressed-loader", "window_bytes": "", "decode_seconds": "", **r})
 
     try:
         import torch
         have_torch = torch.cuda.is_available()
     except ImportError:
         have_torch = False
+
+    def peers(path: Path, cache: str, prepare: Any, rep: int, n: int, row_bytes: int, bsz: int,
+              base: dict[str, Any]) -> None:
+        """DataLoader + h5py over a part of the epoch; the file's O_DIRECT read (cold)."""
+        if have_torch:
+            import torch
+            part = max(bsz, min(n, int(args.loader_dataloader_bytes // row_bytes)))
+            order = np.random.default_rng(rep).permutation(n)[:part]
+            dl = torch.utils.data.DataLoader(_Rows(str(path)), batch_size=bsz, sampler=order.tolist(),
+                                             num_workers=8, pin_memory=True)
+            prepare()
+            cnt = [0]
+
+            def dl_part() -> None:
+                for b in dl:
+                    b.cuda(non_blocking=True)
+                    cnt[0] += int(b.shape[0])
+                torch.cuda.synchronize()
+            t = common.timed(dl_part)
+            add(method="torch-dataloader-h5py", cache=cache, GBps=f"{cnt[0] * row_bytes / t / 1e9:.3f}",
+                repeat=rep, seconds=f"{t:.3f}", epoch_fraction=f"{cnt[0] / n:.3f}", **base)
+        if cache == "cold":
+            stored = os.path.getsize(path)
+            block = 16 << 20
+            offsets = np.arange(0, stored // block * block, block, dtype=np.uint64)
+            if len(offsets):
+                common.drop_cache(path)
+                t = common.ceiling_seconds(path, True, 16, block, offsets)
+                add(method="ceiling-odirect", cache=cache, GBps=f"{len(offsets) * block / t / 1e9:.3f}",
+                    repeat=rep, seconds=f"{t:.3f}", epoch_fraction="1.000", **base)
+
     chunk = args.loader_chunk
+    windows: list[int | None] = list(args.loader_windows) or [None]
     print(",".join(COLUMNS), flush=True)
     for kind in args.loader_data.split(","):
         for fname in args.loader_filters.split(","):
@@ -99,61 +134,42 @@ def run(args: Any, nbytes: int, out_dir: Path, work: Path) -> int:
                     chunk_bytes = f["x"].chunks[0] * row_bytes
                 total = n * row_bytes
                 bsz = max(1, (16 << 20) // row_bytes)
-                ld = h5gds.Loader([str(path)], bsz, dataset="x", like="cupy", seed=1, cache="off")
-                it = iter(ld)                     # untimed: buffers, engine threads, the codec
-                next(it)
-                it.close()
                 base = dict(data=kind, filter=fname, ratio=f"{ratio:.2f}", sample_bytes=row_bytes,
                             chunk_bytes=chunk_bytes)
-                for rep in range(args.repeat):
-                    for cache in ("cold", "warm"):
-                        def prepare() -> None:
-                            if cache == "cold":
-                                common.drop_cache(path)
-                            else:
-                                common.warm(path)
-                        prepare()
-                        got = [0]
-
-                        def epoch() -> None:
-                            for b in ld:
-                                got[0] += int(b.shape[0])
-                        t = common.timed(epoch)
-                        cupy.cuda.runtime.deviceSynchronize()
-                        add(method="h5gds-loader", cache=cache, GBps=f"{got[0] * row_bytes / t / 1e9:.3f}",
-                            repeat=rep, seconds=f"{t:.3f}", epoch_fraction=f"{got[0] / n:.3f}", **base)
-                        if have_torch:
-                            import torch
-                            part = max(bsz, min(n, int(args.loader_dataloader_bytes // row_bytes)))
-                            order = np.random.default_rng(rep).permutation(n)[:part]
-                            dl = torch.utils.data.DataLoader(_Rows(str(path)), batch_size=bsz, sampler=order.tolist(),
-                                                             num_workers=8, pin_memory=True)
+                decoded = []
+                for wi, window in enumerate(windows):
+                    ld = h5gds.Loader([str(path)], bsz, dataset="x", like="cupy", seed=1, cache="off",
+                                      window=window)
+                    it = iter(ld)                     # untimed: buffers, engine threads, the codec
+                    next(it)
+                    it.close()
+                    for rep in range(args.repeat):
+                        for cache in ("cold", "warm"):
+                            def prepare() -> None:
+                                if cache == "cold":
+                                    common.drop_cache(path)
+                                else:
+                                    common.warm(path)
                             prepare()
-                            cnt = [0]
+                            got = [0]
+                            d0 = ld._decoder.decode_seconds
 
-                            def dl_part() -> None:
-                                for b in dl:
-                                    b.cuda(non_blocking=True)
-                                    cnt[0] += int(b.shape[0])
-                                torch.cuda.synchronize()
-                            t = common.timed(dl_part)
-                            add(method="torch-dataloader-h5py", cache=cache,
-                                GBps=f"{cnt[0] * row_bytes / t / 1e9:.3f}", repeat=rep, seconds=f"{t:.3f}",
-                                epoch_fraction=f"{cnt[0] / n:.3f}", **base)
-                        if cache == "cold":
-                            stored = os.path.getsize(path)
-                            block = 16 << 20
-                            offsets = np.arange(0, stored // block * block, block, dtype=np.uint64)
-                            if len(offsets):
-                                common.drop_cache(path)
-                                t = common.ceiling_seconds(path, True, 16, block, offsets)
-                                add(method="ceiling-odirect", cache=cache,
-                                    GBps=f"{len(offsets) * block / t / 1e9:.3f}", repeat=rep, seconds=f"{t:.3f}",
-                                    epoch_fraction="1.000", **base)
+                            def epoch() -> None:
+                                for b in ld:
+                                    got[0] += int(b.shape[0])
+                                cupy.cuda.runtime.deviceSynchronize()  # the last batch's gather counts
+                            t = common.timed(epoch)
+                            add(method="h5gds-loader", cache=cache, GBps=f"{got[0] * row_bytes / t / 1e9:.3f}",
+                                repeat=rep, seconds=f"{t:.3f}", epoch_fraction=f"{got[0] / n:.3f}",
+                                window_bytes=ld.window_bytes,
+                                decode_seconds=f"{ld._decoder.decode_seconds - d0:.3f}", **base)
+                            if wi == 0:
+                                peers(path, cache, prepare, rep, n, row_bytes, bsz, base)
+                    decoded.append(f"window {ld.window_bytes >> 20} MiB: {ld._decoder.gpu_decoded} chunks on the "
+                                   f"GPU, {ld._decoder.hdf5_decoded_rows} rows by HDF5")
+                    ld.close()
                 print(f"# {kind}/{fname}/{row_bytes}: {total / 2**30:.2f} GiB, chunks {chunk_bytes >> 10} KiB, "
-                      f"ratio {ratio:.2f}, batch {bsz}, decoded on the GPU: {ld._decoder.gpu_decoded} chunks, "
-                      f"by HDF5: {ld._decoder.hdf5_decoded_rows} rows", flush=True)
-                ld.close()
+                      f"ratio {ratio:.2f}, batch {bsz}; " + "; ".join(decoded), flush=True)
                 path.unlink()
     print(f"compressed-loader: {len(rows)} rows in {csv_path}")
     return 0
