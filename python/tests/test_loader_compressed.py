@@ -442,3 +442,78 @@ def test_device_batches_of_tiled_chunks_decoded_on_the_gpu(tmp_path, staging, sh
         _check_device_epoch(ld, data)
         if ld._decoder.gpu_decoded == 0:
             pytest.fail(f"{name}: no chunk was decoded on the GPU (nvCOMP missing? H5GDS_NVCOMP_LIB)")
+
+
+class _Recorded:
+    """The decode calls through the stand-in: the threads they ran on, and
+    how many run now."""
+
+    def __init__(self) -> None:
+        import threading
+        self.threads: list[str] = []
+        self.running = 0
+        self.lock = threading.Lock()
+
+
+def _decode_calls_recorded(monkeypatch: pytest.MonkeyPatch, delay_s: float = 0.0) -> _Recorded:
+    """Wraps the decode stand-in: each call recorded, and taking `delay_s`
+    seconds more (as a GPU decode takes time)."""
+    import threading
+    import time
+    import types
+
+    import h5gds._loader_decode as decode
+    inner = decode.native.h5gds_py_decode_chunks
+    rec = _Recorded()
+
+    def recorded(*args: object) -> int:
+        with rec.lock:
+            rec.threads.append(threading.current_thread().name)
+            rec.running += 1
+        try:
+            time.sleep(delay_s)
+            return int(inner(*args))
+        finally:
+            with rec.lock:
+                rec.running -= 1
+    monkeypatch.setattr(decode, "native", types.SimpleNamespace(h5gds_py_decode_chunks=recorded))
+    return rec
+
+
+@pytest.mark.parametrize("inline", [False, True], ids=["decoder-thread", "inline"])
+def test_groups_decode_on_the_decoders_thread(tmp_path, fake_gpu_decode, monkeypatch, inline):
+    """A group's GPU decode runs on the decoder's own thread while the
+    reader goes on (H5GDS_TEST_DECODE_INLINE=1: on the caller's): every
+    sample once, the bytes h5py reads, both ways."""
+    if inline:
+        monkeypatch.setenv("H5GDS_TEST_DECODE_INLINE", "1")
+    threads = _decode_calls_recorded(monkeypatch).threads
+    path, data = _tiled_file(tmp_path, 811, (37, 72), (7, 37, 72))
+    with h5gds.Loader([path], 32, dataset=["x", "label"], like="cupy", window="256KiB", buffer="2MiB",
+                      seed=5) as ld:
+        _check_device_epoch(ld, data)
+    assert len(threads) > 2  # several groups
+    import threading
+    main = threading.main_thread().name
+    assert all((name == main) == inline for name in threads), threads
+    assert all(name.startswith("h5gds-decode") for name in threads) or inline, threads
+
+
+@pytest.mark.parametrize("staging", ["pinned", "device"])
+def test_epoch_left_while_a_group_decodes(tmp_path, fake_gpu_decode, monkeypatch, staging):
+    """An epoch left while a group decodes (each decode takes 50 ms): the
+    loader waits for it before its memory is used again, and the next whole
+    epoch is every sample, as h5py reads it."""
+    rec = _decode_calls_recorded(monkeypatch, delay_s=0.05)
+    path, data = _tiled_file(tmp_path, 811, (37, 72), (7, 37, 72))
+    with h5gds.Loader([path], 32, dataset=["x", "label"], like="cupy", staging=staging, window="256KiB",
+                      buffer="1MiB", seed=6) as ld:
+        it = iter(ld)
+        next(it)
+        for _ in it:  # until a later group's decode has started
+            if len(rec.threads) >= 2:
+                break
+        assert len(rec.threads) >= 2, rec.threads
+        it.close()
+        assert rec.running == 0  # closing the epoch waited for the decode under way
+        _check_device_epoch(ld, data)

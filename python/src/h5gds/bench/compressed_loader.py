@@ -8,11 +8,17 @@ DataLoader + h5py and the file's O_DIRECT sequential read.
                          of single samples (HDF5's CPU filters; each sample
                          decodes its chunk unless the chunk cache holds it)
   ceiling-odirect        O_DIRECT sequential read of the file (file bytes)
+  h5gds-loader-train     (--loader-step-ms) a cold epoch of a training loop:
+                         per batch that many ms of GPU compute and a read of
+                         the batch (loss.item()), beside compute-only: the
+                         same steps on one batch already on the GPU
 
 Rows: bench,method,data,filter,ratio,cache,GBps,repeat plus sample_bytes,
 chunk_bytes, seconds, epoch_fraction (GB/s of decoded samples delivered),
-window_bytes (the loader's windows; --loader-windows tries several), decode_seconds
-(h5gds-loader: the epoch's host time in the GPU decode calls)."""
+window_bytes (the loader's windows; --loader-windows tries several), variant
+(--loader-variants: settings such as H5GDS_TEST_DECODE_INLINE=1 beside the
+default), decode_seconds (h5gds-loader: the epoch's time in the GPU decode
+calls)."""
 from __future__ import annotations
 
 import os
@@ -29,7 +35,7 @@ from .compressed import DTYPES, filter_kwargs, make_rows
 
 COLUMNS = ["bench", "method", "data", "filter", "ratio", "cache", "GBps", "repeat", "sample_bytes", "chunk_bytes",
            "seconds", "epoch_fraction", "window_bytes",
-           "decode_seconds"]
+           "variant", "decode_seconds"]
 
 
 def sample_file(path: Path, kind: str, fname: str, sample: int, chunk: int, nbytes: int) -> float | None:
@@ -79,7 +85,7 @@ def run(args: Any, nbytes: int, out_dir: Path, work: Path) -> int:
     rows = table.rows
 
     def add(**r: Any) -> None:
-        table.add({"bench": "compressed-loader", "window_bytes": "", "decode_seconds": "", **r})
+        table.add({"bench": "compressed-loader", "window_bytes": "", "variant": "", "decode_seconds": "", **r})
 
     try:
         import torch
@@ -117,8 +123,17 @@ def run(args: Any, nbytes: int, out_dir: Path, work: Path) -> int:
                 add(method="ceiling-odirect", cache=cache, GBps=f"{len(offsets) * block / t / 1e9:.3f}",
                     repeat=rep, seconds=f"{t:.3f}", epoch_fraction="1.000", **base)
 
+    compute = None
+    if args.loader_step_ms > 0:
+        from ._device import Device
+        from .loader_train import StepCompute
+        compute = StepCompute(Device(), args.loader_step_ms)
     chunk = args.loader_chunk
     windows: list[int | None] = list(args.loader_windows) or [None]
+    variants = [v.strip() for v in args.loader_variants.split(";") if v.strip()] or ["default"]
+    for v in variants:
+        if v != "default" and "=" not in v:
+            raise SystemExit(f"--loader-variants: {v!r}: 'default' or NAME=VALUE")
     print(",".join(COLUMNS), flush=True)
     for kind in args.loader_data.split(","):
         for fname in args.loader_filters.split(","):
@@ -137,7 +152,11 @@ def run(args: Any, nbytes: int, out_dir: Path, work: Path) -> int:
                 base = dict(data=kind, filter=fname, ratio=f"{ratio:.2f}", sample_bytes=row_bytes,
                             chunk_bytes=chunk_bytes)
                 decoded = []
-                for wi, window in enumerate(windows):
+                for wi, (window, variant) in enumerate((w, v) for w in windows for v in variants):
+                    name, _, value = variant.partition("=")
+                    saved = os.environ.get(name)
+                    if variant != "default":
+                        os.environ[name] = value
                     ld = h5gds.Loader([str(path)], bsz, dataset="x", like="cupy", seed=1, cache="off",
                                       window=window)
                     it = iter(ld)                     # untimed: buffers, engine threads, the codec
@@ -161,13 +180,45 @@ def run(args: Any, nbytes: int, out_dir: Path, work: Path) -> int:
                             t = common.timed(epoch)
                             add(method="h5gds-loader", cache=cache, GBps=f"{got[0] * row_bytes / t / 1e9:.3f}",
                                 repeat=rep, seconds=f"{t:.3f}", epoch_fraction=f"{got[0] / n:.3f}",
-                                window_bytes=ld.window_bytes,
+                                window_bytes=ld.window_bytes, variant=variant,
                                 decode_seconds=f"{ld._decoder.decode_seconds - d0:.3f}", **base)
                             if wi == 0:
                                 peers(path, cache, prepare, rep, n, row_bytes, bsz, base)
-                    decoded.append(f"window {ld.window_bytes >> 20} MiB: {ld._decoder.gpu_decoded} chunks on the "
-                                   f"GPU, {ld._decoder.hdf5_decoded_rows} rows by HDF5")
+                        if compute is not None:  # a cold epoch of a training loop: compute per step
+                            common.drop_cache(path)
+                            seen = [0]
+
+                            def train() -> None:
+                                for b in ld:
+                                    compute.step(b)
+                                    seen[0] += int(b.shape[0])
+                                cupy.cuda.runtime.deviceSynchronize()
+                            t = common.timed(train)
+                            steps = -(-seen[0] // bsz)
+                            add(method="h5gds-loader-train", cache="cold", GBps=f"{seen[0] * row_bytes / t / 1e9:.3f}",
+                                repeat=rep, seconds=f"{t:.3f}", epoch_fraction=f"{seen[0] / n:.3f}",
+                                window_bytes=ld.window_bytes, variant=variant, **base)
+                            if wi == 0:
+                                one = iter(ld)
+                                first = next(one)
+                                one.close()
+
+                                def compute_only() -> None:
+                                    assert compute is not None
+                                    compute.steps(first, steps)
+                                    cupy.cuda.runtime.deviceSynchronize()
+                                t = common.timed(compute_only)
+                                del first
+                                add(method="compute-only", cache="device", GBps=f"{seen[0] * row_bytes / t / 1e9:.3f}",
+                                    repeat=rep, seconds=f"{t:.3f}", epoch_fraction=f"{seen[0] / n:.3f}", **base)
+                    decoded.append(f"window {ld.window_bytes >> 20} MiB, {variant}: {ld._decoder.gpu_decoded} chunks "
+                                   f"on the GPU, {ld._decoder.hdf5_decoded_rows} rows by HDF5")
                     ld.close()
+                    if variant != "default":
+                        if saved is None:
+                            os.environ.pop(name, None)
+                        else:
+                            os.environ[name] = saved
                 print(f"# {kind}/{fname}/{row_bytes}: {total / 2**30:.2f} GiB, chunks {chunk_bytes >> 10} KiB, "
                       f"ratio {ratio:.2f}, batch {bsz}; " + "; ".join(decoded), flush=True)
                 path.unlink()
