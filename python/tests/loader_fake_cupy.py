@@ -7,11 +7,9 @@ out of it ran, or lets the engine write a buffer before the gathers out of
 it ran, hands back wrong rows, which the tests see.
 
 ``done`` of an event is True only once its work ran: a poll never lets the
-loader skip a wait. The queue may be pushed to and run from several threads
-(the loader decodes on a thread of its own), as a GPU's is."""
+loader skip a wait."""
 from __future__ import annotations
 
-import threading
 import types
 from typing import Any
 
@@ -23,18 +21,15 @@ class Queue:
         self.ops: list[Any] = []
         self.ran = 0
         self.waits = 0          # stream waits on events (copy stream after gathers, ...)
-        self.lock = threading.RLock()
 
     def push(self, fn: Any) -> None:
-        with self.lock:
-            self.ops.append(fn)
+        self.ops.append(fn)
 
     def run(self, upto: int | None = None) -> None:
-        with self.lock:
-            upto = len(self.ops) if upto is None else upto
-            while self.ran < upto:
-                self.ops[self.ran]()
-                self.ran += 1
+        upto = len(self.ops) if upto is None else upto
+        while self.ran < upto:
+            self.ops[self.ran]()
+            self.ran += 1
 
 
 def make(total_memory: int = 1 << 30) -> types.SimpleNamespace:
@@ -75,8 +70,7 @@ def make(total_memory: int = 1 << 30) -> types.SimpleNamespace:
             self.at = 0
 
         def record(self, stream: Any = None) -> None:
-            with q.lock:
-                self.at = len(q.ops)
+            self.at = len(q.ops)
 
         def synchronize(self) -> None:
             q.run(self.at)

@@ -19,12 +19,9 @@ own filters (h5py; the fill value) and they are copied in."""
 from __future__ import annotations
 
 import ctypes
-import os
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import h5py
 import numpy as np
@@ -59,48 +56,6 @@ class CompressedLoad:
     staging_addr: int = 0
 
 
-@dataclass
-class _Call:
-    """One GPU decode call of a group (chunks of one file of one column),
-    prepared on the caller's thread: the native call's arrays (src, size,
-    mask, dst, lo) and what places its rows once it ran."""
-    col: FixedColumn
-    fi: int
-    items: list[tuple[CompressedLoad, FilePiece]]
-    args: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
-    stream: Any
-    place: Callable[[], None]        # cut chunks' rows, tiles: copies on the stream
-    decoded: bool = False            # False after the call: HDF5's filters read these pieces
-
-
-@dataclass
-class GroupDecode:
-    """A group's decode under way (Decoder.start_group)."""
-    buffer: Any
-    stream: Any
-    used: list[Any]                  # device memory it uses: staging, scratch
-    calls: list[_Call] = field(default_factory=list)
-    hdf5: list[tuple[FixedColumn, int, FilePiece]] = field(default_factory=list)  # pieces HDF5 reads
-    future: Future[None] | None = None  # the calls on the decoder's thread
-
-    def done(self) -> bool:
-        return self.future is None or self.future.done()
-
-    def wait(self, timeout: float | None) -> None:
-        """Returns when the calls ran, or after `timeout` seconds (None: no limit)."""
-        if self.future is not None:
-            try:
-                self.future.exception(timeout)
-            except FutureTimeout:
-                pass
-
-
-def _decode_inline() -> bool:
-    """H5GDS_TEST_DECODE_INLINE=1: the GPU calls run on the caller's thread
-    (comparisons; the reads then wait for each decode)."""
-    return os.environ.get("H5GDS_TEST_DECODE_INLINE", "") not in ("", "0")
-
-
 # Device memory a failed decode may still be using (a decoder that never
 # ended): kept for the life of the process, never handed back to the pool.
 _RETIRED: list[Any] = []
@@ -121,8 +76,7 @@ class Decoder:
         self.gpu_decoded = 0             # chunks decoded on the GPU
         self.hdf5_decoded_rows = 0       # rows read through HDF5's filters
         self.hdf5_chunks = 0             # chunks the GPU refused that HDF5's filters read in its place
-        self.decode_seconds = 0.0        # time in the GPU decode calls (on the decoder's thread)
-        self._pool: ThreadPoolExecutor | None = None  # the decoder's thread (one: groups decode in order)
+        self.decode_seconds = 0.0        # host time in decode_group (the reads wait meanwhile)
 
     def _take(self, reader: Any, nbytes: int) -> Any:
         fits = [k for k, m in enumerate(self._free) if int(m.shape[0]) >= nbytes]
@@ -143,9 +97,6 @@ class Decoder:
             return self._files[path][col.layouts[fi].dataset]
 
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True)
-            self._pool = None
         self._free = []
         for f in self._files.values():
             try:
@@ -201,16 +152,16 @@ class Decoder:
 
     # ---- decoding -------------------------------------------------------------
 
-    def start_group(self, reader: Any, buffer: Any, loads: list[CompressedLoad], stream: Any) -> GroupDecode:
-        """Starts decoding the loads of one group into `buffer` (the group's
-        read buffer, or the cache): the GPU calls, prepared here, run on the
-        decoder's thread (the caller goes on reading; inline where
-        H5GDS_TEST_DECODE_INLINE=1); finish_group places the rows."""
+    def decode_group(self, reader: Any, buffer: Any, loads: list[CompressedLoad], stream: Any) -> None:
+        """Decodes the loads of one group into `buffer` (the group's read
+        buffer, or the cache); returns with the rows in place (the stream
+        synchronised)."""
+        t0 = time.perf_counter()
         by_file: dict[tuple[int, int], list[tuple[CompressedLoad, FilePiece]]] = {}
         for load in loads:
             for p in load.pieces:
                 by_file.setdefault((load.column, p.fi), []).append((load, p))
-        group = GroupDecode(buffer, stream, [load.staging for load in loads])
+        used: list[Any] = [load.staging for load in loads]
         try:
             for (ci, fi), items in by_file.items():
                 col = reader.columns[ci]
@@ -218,80 +169,29 @@ class Decoder:
                 # uncompressed file, chunks never written, host batches) are HDF5's
                 on_gpu = [k for k, (load, p) in enumerate(items) if len(p.chunks) and load.staging is not None] \
                     if self.ld.module != "numpy" and col.layouts[fi].filtered else []
-                if on_gpu:
-                    group.calls.append(self._prepare_call(reader, col, fi, buffer, [items[k] for k in on_gpu],
-                                                          stream, group.used))
+                if on_gpu and not self._gpu(reader, col, fi, buffer, [items[k] for k in on_gpu], stream, used):
+                    on_gpu = []
                 taken = set(on_gpu)
-                group.hdf5.extend((col, fi, p) for k, (_, p) in enumerate(items) if k not in taken)
-        except BaseException:
-            self._give(group.used)
-            raise
-        if group.calls:
-            if _decode_inline():
-                group.future = Future()
-                try:
-                    self._run_calls(group.calls)
-                    group.future.set_result(None)
-                except BaseException as exc:  # raised by finish_group, as from the decoder's thread
-                    group.future.set_exception(exc)
-            else:
-                if self._pool is None:
-                    self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="h5gds-decode")
-                group.future = self._pool.submit(self._run_calls, group.calls)
-        return group
-
-    def _run_calls(self, calls: list[_Call]) -> None:
-        """The GPU calls of a group, in turn (on the decoder's thread)."""
-        for call in calls:
-            t0 = time.perf_counter()
-            try:
-                call.decoded = self._decode(call.col, call.fi, *call.args, call.stream)
-            finally:
-                self.decode_seconds += time.perf_counter() - t0
-
-    def finish_group(self, reader: Any, group: GroupDecode) -> None:
-        """Waits for a group's GPU calls; places their rows (cut chunks,
-        tiles), reads the rest with HDF5's filters; returns with the rows in
-        place (the stream synchronised)."""
-        try:
-            if group.future is not None:
-                group.future.result()
-            for call in group.calls:
-                if call.decoded:
-                    call.place()
-                else:  # the GPU cannot decode them: HDF5's filters
-                    group.hdf5.extend((call.col, call.fi, p) for _, p in call.items)
-            for col, fi, p in group.hdf5:
-                self._hdf5_rows(reader, col, fi, p, group.buffer, group.stream)
+                for k, (_, p) in enumerate(items):
+                    if k not in taken:
+                        self._hdf5_rows(reader, col, fi, p, buffer, stream)
             if self.ld.module != "numpy":
-                group.stream.synchronize()
+                stream.synchronize()
         except BaseException:
-            _RETIRED.extend(m for m in group.used if m is not None)  # a decode may still be writing them
+            _RETIRED.extend(m for m in used if m is not None)  # a decode may still be writing them
             raise
-        self._give(group.used)
+        finally:
+            self.decode_seconds += time.perf_counter() - t0
+        self._give(used)
 
-    def abandon_group(self, group: GroupDecode) -> None:
-        """A group whose rows are no longer wanted (the epoch stopped): its
-        GPU calls are waited for, their memory kept or given back."""
-        try:
-            if group.future is not None:
-                group.future.result()
-        except BaseException:
-            _RETIRED.extend(m for m in group.used if m is not None)
-            return
-        if self.ld.module != "numpy" and group.stream is not None:
-            group.stream.synchronize()
-        self._give(group.used)
-
-    def _prepare_call(self, reader: Any, col: FixedColumn, fi: int, buffer: Any,
-                      items: list[tuple[CompressedLoad, FilePiece]], stream: Any, used: list[Any]) -> _Call:
-        """The decode call for the chunks of file `fi` in this group: chunks
-        whole in the window into their rows, cut ones into scratch memory
-        (their rows copied by the call's `place`)."""
+    def _gpu(self, reader: Any, col: FixedColumn, fi: int, buffer: Any,
+             items: list[tuple[CompressedLoad, FilePiece]], stream: Any, used: list[Any]) -> bool:
+        """One decode call for the chunks of file `fi` in this group; False
+        when the GPU cannot decode them (nothing written then)."""
         lay = col.layouts[fi]
         assert lay.stored is not None and lay.mask is not None
         if lay.tiles is not None:
-            return self._prepare_tiles(reader, col, fi, buffer, items, stream, used)
+            return self._gpu_tiles(reader, col, fi, buffer, items, stream, used)
         chunk_bytes = lay.c0 * col.row_bytes
         buf_addr = reader.gatherer.address(buffer)
         src, size, mask, dst, first = [], [], [], [], []
@@ -320,16 +220,16 @@ class Decoder:
             dst_a[holes] = scratch_addr + np.arange(len(holes), dtype=np.int64) * chunk_bytes
         lo = np.zeros((len(src_a), 1 + len(col.row_shape)), np.uint64)  # each chunk's first element
         lo[:, 0] = np.concatenate(first)
+        if not self._decode(col, fi, src_a, size_a, mask_a, dst_a.astype(np.uint64), lo, stream):
+            return False
+        copy = self._strided_copy(stream)
+        for k, row0, nrows, at in cut:
+            s0, n = k * chunk_bytes + row0 * col.row_bytes, nrows * col.row_bytes
+            copy(buffer, slice(at, at + n), scratch, slice(s0, s0 + n))
+        return True
 
-        def place() -> None:
-            copy = self._strided_copy(stream)
-            for k, row0, nrows, at in cut:
-                s0, n = k * chunk_bytes + row0 * col.row_bytes, nrows * col.row_bytes
-                copy(buffer, slice(at, at + n), scratch, slice(s0, s0 + n))
-        return _Call(col, fi, items, (src_a, size_a, mask_a, dst_a.astype(np.uint64), lo), stream, place)
-
-    def _prepare_tiles(self, reader: Any, col: FixedColumn, fi: int, buffer: Any,
-                       items: list[tuple[CompressedLoad, FilePiece]], stream: Any, used: list[Any]) -> _Call:
+    def _gpu_tiles(self, reader: Any, col: FixedColumn, fi: int, buffer: Any,
+                   items: list[tuple[CompressedLoad, FilePiece]], stream: Any, used: list[Any]) -> bool:
         """The decode of chunks that cut samples into tiles: every tile into
         scratch memory, the tiles of one position side by side (`m` chunk
         rows of a piece, tile t at chunk index base + t * m + i), then one
@@ -355,18 +255,17 @@ class Decoder:
             dst.append(scratch_addr + (base + t * m + i) * chunk_bytes)
             lo.append(np.column_stack([p.chunks[i] * lay.c0, origin[t]]))  # each tile's first element
             base += m * ntiles
-        args = (np.concatenate(src).astype(np.uint64), np.concatenate(size).astype(np.uint64),
-                np.concatenate(mask).astype(np.uint32), np.concatenate(dst).astype(np.uint64),
-                np.concatenate(lo).astype(np.uint64))
-
-        def place() -> None:
-            at, copy = 0, self._strided_copy(stream)
-            for _, p in items:
-                m = len(p.chunks)
-                place_tiles(scratch, at * chunk_bytes, buffer, p.dst, tiles, col.dtype.itemsize, lay.c0, m,
-                            int(p.chunks[0]) * lay.c0, p.lo, p.hi, copy)
-                at += m * ntiles
-        return _Call(col, fi, items, args, stream, place)
+        if not self._decode(col, fi, np.concatenate(src).astype(np.uint64), np.concatenate(size).astype(np.uint64),
+                            np.concatenate(mask).astype(np.uint32), np.concatenate(dst).astype(np.uint64),
+                            np.concatenate(lo).astype(np.uint64), stream):
+            return False
+        base, copy = 0, self._strided_copy(stream)
+        for _, p in items:
+            m = len(p.chunks)
+            place_tiles(scratch, base * chunk_bytes, buffer, p.dst, tiles, col.dtype.itemsize, lay.c0, m,
+                        int(p.chunks[0]) * lay.c0, p.lo, p.hi, copy)
+            base += m * ntiles
+        return True
 
     def _decode(self, col: FixedColumn, fi: int, src: np.ndarray, size: np.ndarray, mask: np.ndarray,
                 dst: np.ndarray, lo: np.ndarray, stream: Any) -> bool:

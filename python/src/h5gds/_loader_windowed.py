@@ -27,15 +27,12 @@ import numpy as np
 
 from . import _loader_io as io
 from ._loader_copy import Copier, Slot, event_done, stream_wait
-from ._loader_decode import CompressedLoad, GroupDecode
+from ._loader_decode import CompressedLoad
 from ._loader_gather import Gatherer
 from ._loader_layout import Column, FixedColumn, RaggedColumn, Segments, range_reads
 from ._loader_order import WindowedPlan
 
 _ALIGN = 4096
-# How long a wait for a group's decode lasts before the reads are moved on
-# (reads that ended make room for the next ones).
-_DECODE_POLL_S = 0.002
 
 
 def _align(n: int) -> int:
@@ -78,7 +75,6 @@ class _GroupState:
     ragged_start: list[np.ndarray | None] = field(default_factory=list)  # per column, rolling buffers
     to_decode: list[CompressedLoad] = field(default_factory=list)  # decoded once the whole group is read
     decoded_rows: list[tuple[int, int]] = field(default_factory=list)  # their rows (the cache's, once decoded)
-    decode: GroupDecode | None = None   # its decode under way (the group is ready once it is finished)
 
 
 class Cache:
@@ -118,7 +114,6 @@ class WindowedReader:
         self.local = plan.order if self.cache is not None else plan.local
         self.states = [_GroupState() for _ in self.groups]
         self.pending: deque[_Load] = deque()  # issued, not yet complete, oldest first
-        self.decoding: deque[int] = deque()   # groups whose decode is under way, oldest first
         self.next_group = 0                   # the next group to prepare (buffer, loads)
         self.cur_group = 0                    # the group whose loads are being issued
         self.released_upto = 0
@@ -303,12 +298,12 @@ class WindowedReader:
             self._decode(load.group)
 
     def _decode(self, g: int) -> None:
-        """Group `g` is read: its compressed columns' chunks start decoding
-        into its buffer, one GPU batch per file, ordered after the gathers
-        out of the buffer's previous group (as the copies are). The decode
-        runs on the decoder's thread while reads go on (_finish_decodes)."""
+        """Group `g` is read: its compressed columns' chunks decode into its
+        buffer, one GPU batch per file, ordered after the gathers out of the
+        buffer's previous group (as the copies are)."""
         st = self.states[g]
         loads, st.to_decode = st.to_decode, []
+        rows, st.decoded_rows = st.decoded_rows, []
         buf = self._buffer_of(g)
         stream = None
         if self.module != "numpy":
@@ -318,29 +313,12 @@ class WindowedReader:
                 # decode alone: H5GDS_CODEC_TIMEOUT_S), as it would below
                 buf.release_event.synchronize()
                 buf.waited = True
-        st.decode = self.ld._decoder.start_group(self, buf.mem, loads, stream)
-        self.decoding.append(g)
-
-    def _finish_decodes(self, upto: int = -1) -> None:
-        """Finishes the group decodes that are done, oldest first, waiting
-        for those of groups up to `upto`: their rows placed, the cache's
-        rows marked, the copy stream's event recorded."""
-        while self.decoding:
-            g = self.decoding[0]
-            st = self.states[g]
-            d = st.decode
-            assert d is not None
-            if g > upto and not d.done():
-                return
-            self.decoding.popleft()
-            st.decode = None
-            self.ld._decoder.finish_group(self, d)
-            rows, st.decoded_rows = st.decoded_rows, []
-            if self.cache is not None:
-                for a, b in rows:
-                    self.cache.rows_read[a:b] = True
-            if self.staged and d.stream is not None:
-                st.copied = self.last_copy = self.copier.record(d.stream)
+        self.ld._decoder.decode_group(self, buf.mem, loads, stream)
+        if self.cache is not None:
+            for a, b in rows:
+                self.cache.rows_read[a:b] = True
+        if self.staged and stream is not None:
+            st.copied = self.last_copy = self.copier.record(stream)
 
     def _reap(self, block: bool) -> bool:
         """Completes the oldest load when its reads are done (or waits for
@@ -376,7 +354,6 @@ class WindowedReader:
         while True:
             while self._reap(block=False):
                 pass
-            self._finish_decodes()
             slot_wanted = False  # the next load waits for a staging slot's copy
             while len(self.pending) < self.inflight:
                 if self.cur_group == self.next_group:  # every prepared group issued: prepare the next
@@ -395,17 +372,8 @@ class WindowedReader:
                         break
                 self._issue(st.loads[st.issued], slot)
                 st.issued += 1
-            if need < 0:
+            if need < 0 or (need < self.next_group and self.states[need].outstanding == 0):
                 return
-            want = self.states[need] if need < self.next_group else None
-            if want is not None and want.outstanding == 0:
-                if want.decode is None:
-                    return
-                # its decode runs: reads go on meanwhile, issued as others end
-                want.decode.wait(_DECODE_POLL_S if self.pending else None)
-                if want.decode.done():
-                    self._finish_decodes(need)
-                continue
             # something to wait for: the oldest read, else the oldest copy out of a staging slot
             if self._reap(block=True):
                 continue
@@ -490,13 +458,8 @@ class WindowedReader:
         self.released_upto = max(self.released_upto, upto)
 
     def close(self) -> None:
-        """Collects every decode and read still writing into the buffers,
-        and every copy still reading the staging slots."""
-        while self.decoding:
-            st = self.states[self.decoding.popleft()]
-            if st.decode is not None:
-                self.ld._decoder.abandon_group(st.decode)
-                st.decode = None
+        """Collects every read still writing into the buffers, and every
+        copy still reading the staging slots."""
         while self.pending:
             load = self.pending.popleft()
             if load.tickets is not None:

@@ -15,10 +15,10 @@ DataLoader + h5py and the file's O_DIRECT sequential read.
 
 Rows: bench,method,data,filter,ratio,cache,GBps,repeat plus sample_bytes,
 chunk_bytes, seconds, epoch_fraction (GB/s of decoded samples delivered),
-window_bytes (the loader's windows; --loader-windows tries several), variant
-(--loader-variants: settings such as H5GDS_TEST_DECODE_INLINE=1 beside the
-default), decode_seconds (h5gds-loader: the epoch's time in the GPU decode
-calls)."""
+window_bytes (the loader's windows; --loader-windows tries several),
+variant (--loader-variants: environment settings such as
+H5GDS_CONFIG=threads=8 beside the default), decode_seconds (h5gds-loader:
+the epoch's host time in the GPU decode calls, which the reads wait for)."""
 from __future__ import annotations
 
 import os
