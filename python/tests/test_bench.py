@@ -333,3 +333,43 @@ def test_compressed_write_rows_with_host_arrays(tmp_path, monkeypatch, capsys):
     got.clear()
     compressed.bench_writes(src, "field", "gzip-shuffle", ratio, 1, {"nvcomp-compress"}, add)
     assert [g[0] for g in got] == ["nvcomp-compress"]
+
+
+def test_compressed_loader_summary_ratios(tmp_path, capsys):
+    """The loader part's summary: medians over repeats, h5gds / DataLoader
+    cold and warm, h5gds / (O_DIRECT x ratio), the training epoch beside
+    compute alone; one row per file, window and variant; and --plot of a
+    compressed-loader.csv writes it too."""
+    import csv
+
+    from h5gds.bench import compressed, compressed_loader
+    base = dict(bench="compressed-loader", data="field", filter="zstd", ratio="2.00", sample_bytes="65536",
+                chunk_bytes="2097152", epoch_fraction="1.000", decode_seconds="")
+
+    def row(method, cache, gbps, rep, window="", variant="", seconds="1.0"):
+        return dict(base, method=method, cache=cache, GBps=str(gbps), repeat=str(rep), seconds=seconds,
+                    window_bytes=window, variant=variant)
+    rows = []
+    for rep, (a, b) in enumerate([(2.0, 0.1), (3.0, 0.3), (4.0, 0.2)]):  # medians 3.0 and 0.2
+        rows += [row("h5gds-loader", "cold", a, rep, "8388608", "default"),
+                 row("h5gds-loader", "warm", 2 * a, rep, "8388608", "default"),
+                 row("h5gds-loader", "cold", 10 * a, rep, "8388608", "X=1"),
+                 row("torch-dataloader-h5py", "cold", b, rep), row("torch-dataloader-h5py", "warm", b, rep),
+                 row("ceiling-odirect", "cold", 1.5, rep),
+                 row("h5gds-loader-train", "cold", 1, rep, "8388608", "default", seconds="0.500"),
+                 row("compute-only", "device", 1, rep, seconds="0.250")]
+    path = compressed_loader.write_summary(rows, tmp_path / "s.md")
+    lines = path.read_text().splitlines()
+    body = [line for line in lines if line.startswith("| field")]
+    assert len(body) == 2, body
+    cells = [c.strip().replace("**", "") for c in body[0].strip("|").split("|")]
+    assert cells[5:15] == ["default", "3.00", "0.200", "15.0x", "3.00", "1.00", "6.00", "0.200", "30.0x",
+                           "0.500 / 0.250"], cells
+    assert "30.00" in body[1] and "150.0x" in body[1] and "X=1" in body[1]
+    src = tmp_path / "compressed-loader.csv"
+    with open(src, "w", newline="") as fh:
+        w = csv.DictWriter(fh, compressed_loader.COLUMNS)
+        w.writeheader()
+        w.writerows(rows)
+    assert compressed.main(["--plot", str(src)]) == 0
+    assert (tmp_path / "compressed-loader-summary.md").read_text() == path.read_text()

@@ -497,7 +497,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--loader-dataloader-bytes", type=common.size_arg, default=256 << 20,
                    help="loader part: samples DataLoader + h5py reads per measurement (it is slow)")
     p.add_argument("--plot", metavar="CSV", default=None,
-                   help="measure nothing: the figure and the summary of a compressed.csv, written beside it")
+                   help="measure nothing: the figure and the summary of a compressed.csv (or the summary of a "
+                        "compressed-loader.csv), written beside it")
     args = p.parse_args(argv)
     if args.plot:
         import csv
@@ -507,6 +508,11 @@ def main(argv: list[str] | None = None) -> int:
                 old = list(csv.DictReader(fh))
         except OSError as exc:
             p.error(f"--plot: {exc.strerror}: {src}")
+        if old and old[0].get("bench") == "compressed-loader":
+            from h5gds.bench import compressed_loader
+            out = compressed_loader.write_summary(old, src.with_name(src.stem + "-summary.md"))
+            print(f"compressed: the loader goal's ratios in {out}")
+            return 0
         if not old or not set(COLUMNS) <= set(old[0]):
             p.error(f"--plot: {src} is not a compressed.csv (columns {','.join(COLUMNS)})")
         print(f"compressed: goals' ratios in {write_summary(old, src.with_name(src.stem + '-summary.md'))}")

@@ -222,5 +222,65 @@ def run(args: Any, nbytes: int, out_dir: Path, work: Path) -> int:
                 print(f"# {kind}/{fname}/{row_bytes}: {total / 2**30:.2f} GiB, chunks {chunk_bytes >> 10} KiB, "
                       f"ratio {ratio:.2f}, batch {bsz}; " + "; ".join(decoded), flush=True)
                 path.unlink()
-    print(f"compressed-loader: {len(rows)} rows in {csv_path}")
+    print(f"compressed-loader: {len(rows)} rows in {csv_path}; the goal's ratios in "
+          f"{write_summary(rows, csv_path.with_name('compressed-loader-summary.md'))}")
     return 0
+
+
+def _median(values: list[float]) -> float | None:
+    return float(np.median(values)) if values else None
+
+
+def write_summary(rows: list[dict[str, Any]], path: Path) -> Path:
+    """The loader goal's ratios from a compressed-loader.csv's rows (medians
+    over repeats): per file, window and variant the loader's cold and warm
+    epochs beside DataLoader + h5py and the O_DIRECT read x the ratio, and
+    the training epoch beside compute alone where measured."""
+    def med(method: str, key: tuple[str, str, str], cache: str, window: str = "", variant: str = "") -> float | None:
+        return _median([float(r["GBps"]) for r in rows
+                        if r["method"] == method and (r["data"], r["filter"], r["sample_bytes"]) == key
+                        and r["cache"] == cache and (not window or r.get("window_bytes") == window)
+                        and (not variant or r.get("variant") == variant)])
+
+    def secs(method: str, key: tuple[str, str, str], cache: str, window: str = "", variant: str = "") -> float | None:
+        return _median([float(r["seconds"]) for r in rows
+                        if r["method"] == method and (r["data"], r["filter"], r["sample_bytes"]) == key
+                        and r["cache"] == cache and (not window or r.get("window_bytes") == window)
+                        and (not variant or r.get("variant") == variant)])
+
+    def f(x: float | None, spec: str = ".2f") -> str:
+        return "-" if x is None else format(x, spec)
+
+    def ratio(a: float | None, b: float | None, spec: str = ".1f", suffix: str = "x") -> str:
+        return "-" if a is None or not b else format(a / b, spec) + suffix
+
+    lines = ["# compressed-loader: the goal's ratios", "",
+             "Medians over repeats, GB/s of decoded samples delivered (the O_DIRECT read: GB/s of file bytes, "
+             "x ratio for decoded bytes). Goal: h5gds >= 5x DataLoader + h5py, cold and warm.", "",
+             "| data | filter | ratio | sample | window | variant | cold: **h5gds** | DataLoader + h5py | "
+             "**h5gds / DataLoader** | O_DIRECT x ratio | h5gds / (O_DIRECT x ratio) | warm: **h5gds** | "
+             "DataLoader + h5py | **h5gds / DataLoader** | train epoch / compute alone (s) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    seen: list[tuple[tuple[str, str, str], str, str]] = []
+    for r in rows:
+        if r["method"] != "h5gds-loader":
+            continue
+        entry = ((r["data"], r["filter"], r["sample_bytes"]), r.get("window_bytes", ""), r.get("variant", ""))
+        if entry not in seen:
+            seen.append(entry)
+    for key, window, variant in seen:
+        ratio_text = next(r["ratio"] for r in rows if (r["data"], r["filter"], r["sample_bytes"]) == key)
+        cold, warm = med("h5gds-loader", key, "cold", window, variant), med("h5gds-loader", key, "warm", window, variant)
+        dl_cold, dl_warm = med("torch-dataloader-h5py", key, "cold"), med("torch-dataloader-h5py", key, "warm")
+        ceiling = med("ceiling-odirect", key, "cold")
+        bound = ceiling * float(ratio_text) if ceiling is not None else None
+        train = secs("h5gds-loader-train", key, "cold", window, variant)
+        alone = secs("compute-only", key, "device")
+        train_text = "-" if train is None else f"{train:.3f} / {f(alone, '.3f')}"
+        sample = int(key[2])
+        lines.append(f"| {key[0]} | {key[1]} | {ratio_text} | {sample >> 10} KiB | "
+                     f"{int(window) >> 20 if window else '-'} MiB | {variant or '-'} | **{f(cold)}** | {f(dl_cold, '.3f')} | "
+                     f"**{ratio(cold, dl_cold)}** | {f(bound)} | {ratio(cold, bound, '.2f', '')} | **{f(warm)}** | "
+                     f"{f(dl_warm, '.3f')} | **{ratio(warm, dl_warm)}** | {train_text} |")
+    path.write_text("\n".join(lines) + "\n")
+    return path
