@@ -236,14 +236,9 @@ def write_summary(rows: list[dict[str, Any]], path: Path) -> Path:
     over repeats): per file, window and variant the loader's cold and warm
     epochs beside DataLoader + h5py and the O_DIRECT read x the ratio, and
     the training epoch beside compute alone where measured."""
-    def med(method: str, key: tuple[str, str, str], cache: str, window: str = "", variant: str = "") -> float | None:
-        return _median([float(r["GBps"]) for r in rows
-                        if r["method"] == method and (r["data"], r["filter"], r["sample_bytes"]) == key
-                        and r["cache"] == cache and (not window or r.get("window_bytes") == window)
-                        and (not variant or r.get("variant") == variant)])
-
-    def secs(method: str, key: tuple[str, str, str], cache: str, window: str = "", variant: str = "") -> float | None:
-        return _median([float(r["seconds"]) for r in rows
+    def med(method: str, key: tuple[str, str, str], cache: str, window: str = "", variant: str = "",
+            column: str = "GBps") -> float | None:
+        return _median([float(r[column]) for r in rows
                         if r["method"] == method and (r["data"], r["filter"], r["sample_bytes"]) == key
                         and r["cache"] == cache and (not window or r.get("window_bytes") == window)
                         and (not variant or r.get("variant") == variant)])
@@ -274,8 +269,8 @@ def write_summary(rows: list[dict[str, Any]], path: Path) -> Path:
         dl_cold, dl_warm = med("torch-dataloader-h5py", key, "cold"), med("torch-dataloader-h5py", key, "warm")
         ceiling = med("ceiling-odirect", key, "cold")
         bound = ceiling * float(ratio_text) if ceiling is not None else None
-        train = secs("h5gds-loader-train", key, "cold", window, variant)
-        alone = secs("compute-only", key, "device")
+        train = med("h5gds-loader-train", key, "cold", window, variant, column="seconds")
+        alone = med("compute-only", key, "device", column="seconds")
         train_text = "-" if train is None else f"{train:.3f} / {f(alone, '.3f')}"
         sample = int(key[2])
         lines.append(f"| {key[0]} | {key[1]} | {ratio_text} | {sample >> 10} KiB | "
