@@ -72,6 +72,46 @@ def test_two_files_one_compressed_one_not(tmp_path):
     np.testing.assert_array_equal(x, both[label])
 
 
+def test_reads_in_flight_counted_in_stored_bytes(tmp_path, monkeypatch):
+    """Compressed columns are read as their stored chunks: the windows in
+    flight are counted in those bytes (so more of them), the pinned slots
+    hold the other columns alone, and H5GDS_LOADER_INFLIGHT sets the count."""
+    from h5gds import _loader
+    p1, _ = _file(tmp_path, "a.h5", rows=3000, shape=(256,), chunk_rows=64, seed=1)
+    p2 = os.path.join(os.fspath(tmp_path), "b.h5")
+    with h5py.File(p2, "w") as f:  # a second file of the column, unfiltered
+        f.create_dataset("x", data=_data(500, (256,), "f4", 2), chunks=(64, 256))
+    stored = []
+    with h5py.File(p1, "r") as f:
+        ds = f["x"]
+        stored = [ds.id.get_chunk_info(i).size for i in range(ds.id.get_num_chunks())]
+    monkeypatch.setattr(_loader, "INFLIGHT_BYTES", 1 << 20)
+    with h5gds.Loader([p1, p2], 16, dataset="x", like="numpy", window="64KiB") as ld:
+        col = ld.columns[0]  # rows of 1 KiB, chunks of 64 rows
+        starts = np.array([0, 10, 64, 2990, 3000, 2990, 0])
+        stops = np.array([64, 70, 192, 3000, 3200, 3500, 3500])
+        want = [stored[0], stored[0] + stored[1], stored[1] + stored[2], stored[46], 200 * 1024,
+                stored[46] + 500 * 1024, sum(stored) + 500 * 1024]
+        assert col.range_stored_nbytes(starts, stops).tolist() == want
+        assert ld._inflight_loads == (1 << 20) // (64 << 10)  # the unfiltered file's windows read the most
+        assert ld._max_load_bytes() == 1  # no column goes through the pinned slots
+    with h5gds.Loader([p1], 16, dataset=["x", "label"], like="numpy", window="64KiB") as ld:
+        w = ld._windows
+        read = -(-ld.columns[0].range_stored_nbytes(w.start, w.stop) // 4096) * 4096 + \
+            -(-ld.columns[1].range_nbytes(w.start, w.stop) // 4096) * 4096  # each column aligned
+        expect = max(4, min(64, (1 << 20) // int(read.max())))
+        assert ld._inflight_loads == expect > (1 << 20) // (64 << 10)  # more than decoded bytes would allow
+        assert ld._max_load_bytes() == 4096  # the labels' bytes of the largest window, aligned
+    monkeypatch.setenv("H5GDS_LOADER_INFLIGHT", "3")
+    with h5gds.Loader([p1], 16, dataset="x", like="numpy", window="64KiB") as ld:
+        assert ld._inflight_loads == 3
+        x = np.concatenate([np.asarray(b) for b in ld])
+        assert x.shape == (3000, 256)
+    monkeypatch.setenv("H5GDS_LOADER_INFLIGHT", "many")
+    with pytest.raises(ValueError, match="H5GDS_LOADER_INFLIGHT='many'"):
+        h5gds.Loader([p1], 16, dataset="x", like="numpy")
+
+
 def test_exact_order_needs_the_loader_cache(tmp_path):
     path, data = _file(tmp_path, "c.h5")
     with pytest.raises(ValueError, match="decode a whole chunk per sample"):

@@ -31,7 +31,7 @@ from ._loader_copy import Copier, Slot
 from ._loader_decode import Decoder
 from ._loader_exact import ExactBatches
 from ._loader_gather import Gatherer
-from ._loader_layout import Column, Ragged, columns_from
+from ._loader_layout import Column, FixedColumn, Ragged, columns_from
 from ._loader_windowed import Cache, WindowedReader, fill_cache, iterate
 
 __all__ = ["Loader", "TorchLoader", "Ragged"]
@@ -233,7 +233,7 @@ class Loader(ExactBatches):
             raise ValueError("order='exact' reads samples one by one, which would decode a whole chunk per sample "
                              "of a compressed dataset: use order='windowed' (the default), or cache='loader' "
                              "(the first epoch decodes every sample into memory, later exact epochs gather from it)")
-        self._inflight_loads = max(4, min(64, INFLIGHT_BYTES // max(1, self._max_load_bytes())))
+        self._inflight_loads = self._auto_inflight()
 
     # ---- settings ---------------------------------------------------------
 
@@ -264,11 +264,36 @@ class Loader(ExactBatches):
         return np.asarray(sum(c.range_nbytes(start, stop) for c in self.columns), np.int64)
 
     def _max_load_bytes(self) -> int:
-        """Staging bytes of the largest window (every column, aligned)."""
+        """Staging bytes of the largest window: its columns read through the
+        staging slots, aligned (compressed columns' chunks go to device
+        memory)."""
+        w = self._windows
+        staged = [c for c in self.columns if not c.compressed]
+        if not len(w) or not staged:
+            return 1
+        return int(np.max(sum(((c.range_nbytes(w.start, w.stop) + 4095) // 4096 * 4096) for c in staged)))
+
+    def _auto_inflight(self) -> int:
+        """Windows read at once: INFLIGHT_BYTES of what the engine reads for
+        the largest window (compressed columns: their stored chunks), 4 to 64
+        windows; H5GDS_LOADER_INFLIGHT=N sets it. Counted in stored bytes,
+        the reads in flight while a group decodes on the caller's thread
+        keep the disk busy for as long as a read of decoded bytes would."""
+        env = os.environ.get("H5GDS_LOADER_INFLIGHT", "")
+        if env:
+            try:
+                n = int(env)
+            except ValueError:
+                n = 0
+            if not 1 <= n <= 1024:
+                raise ValueError(f"H5GDS_LOADER_INFLIGHT={env!r}: a number of windows from 1 to 1024")
+            return n
         w = self._windows
         if not len(w):
-            return 1
-        return int(np.max(sum(((c.range_nbytes(w.start, w.stop) + 4095) // 4096 * 4096) for c in self.columns)))
+            return 4
+        read = sum(((c.range_stored_nbytes(w.start, w.stop) if isinstance(c, FixedColumn) and c.compressed
+                     else c.range_nbytes(w.start, w.stop)) + 4095) // 4096 * 4096 for c in self.columns)
+        return max(4, min(64, INFLIGHT_BYTES // max(1, int(np.max(read)))))
 
     def _auto_buffer(self) -> int:
         batch_bytes = self.batch_size * max(1, self.dataset_bytes // max(1, self.num_samples))

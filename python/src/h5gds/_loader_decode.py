@@ -32,6 +32,7 @@ from ._loader_layout import FixedColumn, TileBoxes
 
 _P64 = ctypes.POINTER(ctypes.c_uint64)
 _P32 = ctypes.POINTER(ctypes.c_uint32)
+_MIB = 1 << 20
 
 
 @dataclass
@@ -82,7 +83,9 @@ class Decoder:
         fits = [k for k, m in enumerate(self._free) if int(m.shape[0]) >= nbytes]
         if fits:  # by position: list.remove would compare arrays element by element
             return self._free.pop(min(fits, key=lambda k: int(self._free[k].shape[0])))
-        mem = reader.gatherer.buffer(max(nbytes, 4 << 20))
+        # an eighth more, whole MiB: reused for the next windows, whose stored
+        # sizes differ a little (as many are in flight as INFLIGHT_BYTES holds)
+        mem = reader.gatherer.buffer(-(-(nbytes + nbytes // 8) // _MIB) * _MIB)
         self.ld._copier.current_stream().synchronize()
         return mem
 

@@ -315,6 +315,24 @@ class FixedColumn:
     def range_nbytes(self, start: np.ndarray, stop: np.ndarray) -> np.ndarray:
         return (np.asarray(stop, np.int64) - np.asarray(start, np.int64)) * self.row_bytes
 
+    def range_stored_nbytes(self, start: np.ndarray, stop: np.ndarray) -> np.ndarray:
+        """The bytes read for global rows [start, stop) of each range: where
+        a file's chunks are compressed, the stored bytes of the whole chunks
+        that hold them; else the rows' bytes."""
+        start, stop = np.asarray(start, np.int64), np.asarray(stop, np.int64)
+        out = np.zeros(len(start), np.int64)
+        for fi, lay in enumerate(self.layouts):
+            s0 = int(self.starts[fi])
+            lo = np.clip(start - s0, 0, lay.rows)
+            hi = np.clip(stop - s0, 0, lay.rows)
+            if not lay.filtered or lay.stored is None:
+                out += (hi - lo) * self.row_bytes
+                continue
+            cum = np.concatenate([[0], np.cumsum(lay.stored.sum(axis=1))]).astype(np.int64)
+            c_lo, c_hi = lo // lay.c0, -(-hi // lay.c0)
+            out += np.where(hi > lo, cum[np.minimum(c_hi, len(cum) - 1)] - cum[c_lo], 0)
+        return out
+
     def segments(self, fi: int, rows: np.ndarray, dst: np.ndarray) -> Segments:
         """Local rows of file `fi` to buffer byte offsets `dst`."""
         return row_segments(self.layouts[fi], rows, dst, self.row_bytes)

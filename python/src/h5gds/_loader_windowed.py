@@ -225,9 +225,10 @@ class WindowedReader:
             load.slot = slot
             base_addr = slot.addr
             o = 0
-            for n in load.nbytes:
+            for c, n in zip(self.columns, load.nbytes):
                 load.slot_off.append(o)
-                o += _align(n)
+                if not c.compressed:  # (their chunks go to device memory: Decoder.submit)
+                    o += _align(n)
             dsts = load.slot_off
         else:
             base_addr = self._buffer_of(load.group).addr
