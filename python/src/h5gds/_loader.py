@@ -154,7 +154,9 @@ class Loader(ExactBatches):
     order's windows and shuffle buffer (defaults 8 MiB and 64 windows,
     at least two batches, at most a sixteenth of the memory it lives in).
     A windowed epoch holds two or three buffers (device memory for device
-    batches) and, with pinned staging, 128 MiB of pinned window slots.
+    batches) and, with pinned staging, at most 128 MiB of pinned window
+    slots; 128 MiB of reads are in flight (compressed columns: of stored
+    chunks; H5GDS_LOADER_INFLIGHT=N: N windows).
 
     ``like``: "cupy", "torch" or "numpy" (default: as :func:`h5gds.read`).
     ``staging``: "pinned" (engine reads into pinned host memory, copied to
