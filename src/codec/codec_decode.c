@@ -141,6 +141,9 @@ static int decode_batch(decode_ctx_t *x, const size_t *idx, size_t m, const size
             gds_codec_record_error(x->errors, idx[j], code, detail);
     }
     int ret = -1;
+    /* the Deflate step's decode timed on the GPU (gds_codec_inflate_learn) */
+    bool timed = false, timed_split = false;
+    size_t t_n = 0, t_stored = 0, t_expect = 0;
     if (gds_codec_memset_async(c, bm.err, m * 4, s, st) < 0 || gds_codec_memset_async(c, bm.detail, m * 8, s, st) < 0)
         goto done;
     for (size_t d = 0; d < x->nstages; d++) {
@@ -237,6 +240,9 @@ static int decode_batch(decode_ctx_t *x, const size_t *idx, size_t m, const size
             unsigned long long ne = nj;
             if (deflate) {
                 void *a[] = {&dj, &em.e, &bm.err, &bm.detail, &code, &din, &dlen, &scratch};
+                timed = c->cu->EventRecord(c->inflate_t0, s) == CUDA_SUCCESS;
+                timed_split = split != 0;
+                t_n = nj, t_stored = max_in, t_expect = max_out;
                 if (gds_codec_launch(c, K_ZLIB_PREP, parts_for(max_in), n32, s, a, st) < 0 ||
                     (split && gds_codec_inflate_split(c, dj, nj, max_out, split_at, &em, bm.err, s, st) < 0))
                     goto done;
@@ -248,8 +254,11 @@ static int decode_batch(decode_ctx_t *x, const size_t *idx, size_t m, const size
                     goto done;
             }
             void *ac[] = {&dj, &em.e, &ne, &bm.err, &bm.detail, &code};
-            if (gds_codec_nvcomp_decompress(c, step->kind, nj, max_out, total_out, 0, &em, NULL, s, st, true) < 0 ||
-                gds_codec_launch(c, K_NVCOMP_CHECK, blocks_for(nj), 1, s, ac, st) < 0)
+            if (gds_codec_nvcomp_decompress(c, step->kind, nj, max_out, total_out, 0, &em, NULL, s, st, true) < 0)
+                goto done;
+            if (timed)
+                timed = c->cu->EventRecord(c->inflate_t1, s) == CUDA_SUCCESS;
+            if (gds_codec_launch(c, K_NVCOMP_CHECK, blocks_for(nj), 1, s, ac, st) < 0)
                 goto done;
             if (deflate) {
                 unsigned which = 0;
@@ -355,6 +364,9 @@ static int decode_batch(decode_ctx_t *x, const size_t *idx, size_t m, const size
         }
         if (gds_codec_sync_stream(c, s, st) < 0)
             goto done;
+        float ms = 0;
+        if (timed && c->cu->EventElapsedTime(&ms, c->inflate_t0, c->inflate_t1) == CUDA_SUCCESS)
+            gds_codec_inflate_learn(&c->inflate, timed_split, t_n, t_stored, t_expect, 1e3 * (double)ms);
         for (size_t j = 0; j < m; j++)
             if (alive[j] && err[j])
                 gds_codec_record_error(x->errors, idx[j], err[j], detail[j]);
@@ -476,10 +488,14 @@ static size_t decode_batch_size(gds_codec_t *c, decode_ctx_t *x, const size_t *s
      * block by block the same (its scratch is counted in decode_temp) */
     size_t expect;
     const gds_codec_step_t *comp = compressor_of(x, &expect);
-    x->split = comp && comp->kind == GDS_STEP_DEFLATE && gds_codec_inflate_split_batch(m, x->max_stored, expect) &&
-               m * per + decode_temp(c, x, m) + gds_codec_inflate_split_bytes(m, expect) <= gds_codec_budget(c);
+    x->split = comp && comp->kind == GDS_STEP_DEFLATE &&
+               m * per + decode_temp(c, x, m) + gds_codec_inflate_split_bytes(m, expect) <= gds_codec_budget(c) &&
+               gds_codec_inflate_choose(&c->inflate, m, x->max_stored, expect);
     if (comp && comp->kind == GDS_STEP_ZSTD)
         x->split = gds_codec_zstd_blocks_batch(m, expect) && m * per + decode_temp(c, x, m) <= gds_codec_budget(c);
+    if (gds_codec_debug_on() && comp && comp->kind == GDS_STEP_DEFLATE)
+        fprintf(stderr, "h5gds codec: Deflate decoder: %s (measured / modelled time: nvCOMP %.2f, segments %.2f)\n",
+                x->split ? "segments" : "nvCOMP", c->inflate.scale[0], c->inflate.scale[1]);
     if (gds_codec_debug_on())
         fprintf(stderr, "h5gds codec: decode: %zu chunks in batches of %zu: arenas %zu B/chunk, nvCOMP %zu B\n", n, m,
                 per, temp);

@@ -53,16 +53,69 @@ static split_mem_t split_layout(size_t n, size_t expect)
 #define SPLIT_US 13500u
 #define SPLIT_US_PER_MIB 125u
 
-bool gds_codec_inflate_split_batch(size_t n, size_t max_stored, size_t expect)
+double gds_codec_inflate_model_us(bool split, size_t n, size_t max_stored, size_t expect)
+{
+    return split ? SPLIT_US + SPLIT_US_PER_MIB * (double)n * (double)expect / (1024.0 * 1024.0)
+                 : NVCOMP_US_PER_KIB * (double)max_stored / 1024.0;
+}
+
+/* H5GDS_INFLATE_SPLIT: 0 never (0), 1 always (1), else -1 */
+static int split_forced(void)
 {
     const char *e = getenv("H5GDS_INFLATE_SPLIT");
     if (e && strcmp(e, "0") == 0)
-        return false;
+        return 0;
     if (e && strcmp(e, "1") == 0)
-        return true;
-    double nvcomp_us = NVCOMP_US_PER_KIB * (double)max_stored / 1024.0;
-    double split_us = SPLIT_US + SPLIT_US_PER_MIB * (double)n * (double)expect / (1024.0 * 1024.0);
-    return split_us <= 0.9 * nvcomp_us;
+        return 1;
+    return -1;
+}
+
+bool gds_codec_inflate_split_batch(size_t n, size_t max_stored, size_t expect)
+{
+    int forced = split_forced();
+    if (forced >= 0)
+        return forced == 1;
+    return gds_codec_inflate_model_us(true, n, max_stored, expect) <=
+           0.9 * gds_codec_inflate_model_us(false, n, max_stored, expect);
+}
+
+/* The model above is off by up to 2x on other data or GPUs: nvCOMP took
+ * 65 ms on H200 for 2 MiB float chunks of about 1 MiB stored at gzip level
+ * 1 (the model: 124), the segments 89 for 256 of them (the model: 77.5).
+ * So each decoder's time is scaled by what this process measured of it
+ * (measured / modelled, halfway towards each new measurement). A decoder
+ * not yet measured is tried once where the model puts it within 2x of the
+ * other's measured time, and a measured one again after EXPLORE_EVERY
+ * batches of the other, where within 1.25x: one slower batch at most, then
+ * the faster decoder on this machine's data. */
+#define EXPLORE_EVERY 32u
+
+bool gds_codec_inflate_choose(gds_inflate_fit_t *fit, size_t n, size_t max_stored, size_t expect)
+{
+    int forced = split_forced();
+    if (forced >= 0)
+        return forced == 1;
+    double est[2];
+    for (int k = 0; k < 2; k++)
+        est[k] = gds_codec_inflate_model_us(k == 1, n, max_stored, expect) * (fit->scale[k] > 0 ? fit->scale[k] : 1.0);
+    int pick = est[1] <= 0.9 * est[0] ? 1 : 0, other = 1 - pick;
+    if (fit->scale[pick] > 0 && ((fit->scale[other] == 0 && est[other] <= 2.0 * est[pick]) ||
+                                 (fit->scale[other] > 0 && fit->since[other] >= EXPLORE_EVERY &&
+                                  est[other] <= 1.25 * est[pick])))
+        pick = other;
+    fit->since[pick] = 0;
+    fit->since[1 - pick]++;
+    return pick == 1;
+}
+
+void gds_codec_inflate_learn(gds_inflate_fit_t *fit, bool split, size_t n, size_t max_stored, size_t expect,
+                             double us)
+{
+    double model = gds_codec_inflate_model_us(split, n, max_stored, expect);
+    if (!(us > 0) || !(model > 0))
+        return;
+    double r = us / model, *scale = &fit->scale[split ? 1 : 0];
+    *scale = *scale > 0 ? 0.5 * (*scale + r) : r;
 }
 
 /* A read from a disk slower than nvCOMP's decode of wide batches ends with

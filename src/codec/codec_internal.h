@@ -99,6 +99,16 @@ typedef struct dbuf {
     size_t size;
 } dbuf_t;
 
+/* The two Deflate decoders (0: nvCOMP, 1: segments) as timed on this
+ * GPU's batches: measured / modelled time (0: not measured yet), and the
+ * batches since each was last taken. gds_codec_inflate_choose picks one
+ * for a batch of n chunks (trying the other now and then),
+ * gds_codec_inflate_learn takes a batch's time (us) in. */
+typedef struct gds_inflate_fit {
+    double scale[2];
+    unsigned since[2];
+} gds_inflate_fit_t;
+
 struct gds_codec {
     pthread_mutex_t lock;
     CUcontext ctx;
@@ -124,6 +134,8 @@ struct gds_codec {
     CUevent entry;       /* recorded on the caller's stream at each call */
     double timeout_s;    /* a sub-batch's work may take this long (H5GDS_CODEC_TIMEOUT_S) */
     bool stuck;          /* work that never finished is still on the GPU: no more calls, nothing freed */
+    gds_inflate_fit_t inflate; /* Deflate's two decoders timed here (under the lock) */
+    CUevent inflate_t0, inflate_t1; /* around a sub-batch's Deflate decode (timing; made at open) */
     char describe[640];
 };
 
@@ -314,7 +326,12 @@ int gds_codec_read_count(gds_codec_t *c, CUdeviceptr p, uint32_t *count, gds_sta
  * memory it takes for n chunks of `expect` decoded bytes, and its launch
  * on nj jobs (raw streams in their mid, codec_zlib_prep's) before nvCOMP's
  * decode of the same entries: chunks made up become dummies there. */
-bool gds_codec_inflate_split_batch(size_t n, size_t max_stored, size_t expect); /* of n chunks */
+bool gds_codec_inflate_split_batch(size_t n, size_t max_stored, size_t expect); /* of n chunks, by the model */
+/* gds_codec_inflate_choose and _learn take and update it. */
+double gds_codec_inflate_model_us(bool split, size_t n, size_t max_stored, size_t expect);
+bool gds_codec_inflate_choose(gds_inflate_fit_t *fit, size_t n, size_t max_stored, size_t expect);
+void gds_codec_inflate_learn(gds_inflate_fit_t *fit, bool split, size_t n, size_t max_stored, size_t expect,
+                             double us);
 size_t gds_codec_inflate_split_bytes(size_t n, size_t expect);
 size_t gds_codec_inflate_tail_chunks(size_t expect, size_t max_stored, double mean_stored, double bytes_per_s,
                                      size_t max_chunks); /* gds_codec_read_tail_chunks */

@@ -200,6 +200,10 @@ void gds_codec_close(gds_codec_t *c)
                 c->cu->ModuleUnload(c->module);
             if (c->entry)
                 c->cu->EventDestroy(c->entry);
+            if (c->inflate_t0)
+                c->cu->EventDestroy(c->inflate_t0);
+            if (c->inflate_t1)
+                c->cu->EventDestroy(c->inflate_t1);
             if (c->own)
                 c->cu->StreamDestroy(c->own);
         }
@@ -284,7 +288,9 @@ int gds_codec_open(gds_codec_t **out, CUcontext ctx, gds_status_t *st)
         memcpy(d + DUMMY_ZSTD, gds_codec_dummy_zstd, sizeof gds_codec_dummy_zstd);
         memcpy(d + DUMMY_LZ4, gds_codec_dummy_lz4, sizeof gds_codec_dummy_lz4);
         if (ret == 0 && ((rc = cu->StreamCreate(&c->own, CU_STREAM_NON_BLOCKING)) != CUDA_SUCCESS ||
-                         (rc = cu->EventCreate(&c->entry, CU_EVENT_DISABLE_TIMING)) != CUDA_SUCCESS))
+                         (rc = cu->EventCreate(&c->entry, CU_EVENT_DISABLE_TIMING)) != CUDA_SUCCESS ||
+                         (rc = cu->EventCreate(&c->inflate_t0, CU_EVENT_DEFAULT)) != CUDA_SUCCESS ||
+                         (rc = cu->EventCreate(&c->inflate_t1, CU_EVENT_DEFAULT)) != CUDA_SUCCESS))
             ret = gds_codec_cuda_fail(st, "creating the codec's stream", rc);
         /* on the codec's own stream, waited for: a plain copy from pageable
          * memory may return before its DMA lands, on the legacy stream,

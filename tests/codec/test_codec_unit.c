@@ -1231,6 +1231,61 @@ static void test_read_tail(void)
     CHECK(gds_codec_read_tail_chunks(NULL, 500000, stored, 1.2e9, 512) == 0);
 }
 
+/* Deflate's decoder chosen by the model scaled by what was measured: the
+ * model alone at first, the other decoder tried once, then the faster as
+ * measured, the slower tried again after 32 batches where it is close. */
+static void test_inflate_choose(void)
+{
+    const size_t MB = 1 << 20;
+    unsetenv("H5GDS_INFLATE_SPLIT");
+    gds_inflate_fit_t fit = {{0, 0}, {0, 0}};
+    /* unmeasured: the model's choice */
+    size_t cases[][3] = {{256, 500000, MB}, {256, 240000, MB}, {32, 500000, MB}, {512, 1100000, 2 * MB}};
+    for (size_t k = 0; k < 4; k++) {
+        gds_inflate_fit_t fresh = {{0, 0}, {0, 0}};
+        CHECK(gds_codec_inflate_choose(&fresh, cases[k][0], cases[k][1], cases[k][2]) ==
+              gds_codec_inflate_split_batch(cases[k][0], cases[k][1], cases[k][2]));
+    }
+    /* 256 chunks of 2 MiB, 1.1 MB stored: the model says segments (77.5 ms against 123.5) */
+    const size_t n = 256, stored = 1100000, expect = 2 * MB;
+    CHECK(gds_codec_inflate_choose(&fit, n, stored, expect));
+    gds_codec_inflate_learn(&fit, true, n, stored, expect, 89000);
+    CHECK(fit.scale[1] > 1.14 && fit.scale[1] < 1.15 && fit.scale[0] == 0);
+    CHECK(!gds_codec_inflate_choose(&fit, n, stored, expect)); /* nvCOMP tried once */
+    gds_codec_inflate_learn(&fit, false, n, stored, expect, 65000);
+    for (int i = 0; i < 100; i++) /* then nvCOMP: 65 ms against 89, never within 1.25x */
+        CHECK_MSG(!gds_codec_inflate_choose(&fit, n, stored, expect), "batch %d: segments", i);
+    /* a new measurement moves the scale halfway */
+    double before = fit.scale[0];
+    gds_codec_inflate_learn(&fit, false, n, stored, expect, 2 * 65000);
+    CHECK(fit.scale[0] > 1.49 * before && fit.scale[0] < 1.51 * before);
+    gds_codec_inflate_learn(&fit, false, n, stored, expect, 0); /* ignored */
+    gds_codec_inflate_learn(&fit, false, n, stored, expect, -1);
+    CHECK(fit.scale[0] > 1.49 * before && fit.scale[0] < 1.51 * before);
+    /* close decoders: the slower tried again after 32 batches of the faster */
+    gds_inflate_fit_t close = {{0, 0}, {0, 0}};
+    double nv = gds_codec_inflate_model_us(false, n, stored, expect), sp = gds_codec_inflate_model_us(true, n, stored, expect);
+    close.scale[0] = 70000 / nv;
+    close.scale[1] = 80000 / sp;
+    int tried = 0, first = -1;
+    for (int i = 0; i < 66; i++)
+        if (gds_codec_inflate_choose(&close, n, stored, expect)) {
+            tried++;
+            first = first < 0 ? i : first;
+        }
+    CHECK_MSG(tried == 2 && first == 32, "segments tried %d times, first at batch %d", tried, first);
+    /* far apart: never tried again */
+    close.scale[1] = 200000 / sp;
+    close.since[1] = 1000;
+    CHECK(!gds_codec_inflate_choose(&close, n, stored, expect));
+    /* H5GDS_INFLATE_SPLIT decides whatever was measured */
+    setenv("H5GDS_INFLATE_SPLIT", "1", 1);
+    CHECK(gds_codec_inflate_choose(&fit, n, stored, expect));
+    setenv("H5GDS_INFLATE_SPLIT", "0", 1);
+    CHECK(!gds_codec_inflate_choose(&close, 1, 500000, MB));
+    unsetenv("H5GDS_INFLATE_SPLIT");
+}
+
 /* Which zstd batches are decoded block by block (chunks of more than one
  * block, batches of up to 256 MiB; H5GDS_ZSTD_BLOCKS 0 never, 1 always),
  * and the scratch a sub-batch counts: that of the widest batch taken up to
@@ -1279,6 +1334,7 @@ int main(void)
     test_encodes_slowly();
     test_read_batch_goal();
     test_read_tail();
+    test_inflate_choose();
     test_zstd_blocks_batches();
     test_widest_fitting();
     test_blosc_shuffle_units();
