@@ -79,15 +79,16 @@ bool gds_codec_inflate_split_batch(size_t n, size_t max_stored, size_t expect)
            0.9 * gds_codec_inflate_model_us(false, n, max_stored, expect);
 }
 
-/* The model above is off by up to 2x on other data or GPUs: nvCOMP took
- * 65 ms on H200 for 2 MiB float chunks of about 1 MiB stored at gzip level
- * 1 (the model: 124), the segments 89 for 256 of them (the model: 77.5).
- * So each decoder's time is scaled by what this process measured of it
- * (measured / modelled, halfway towards each new measurement). A decoder
- * not yet measured is tried once where the model puts it within 2x of the
- * other's measured time, and a measured one again after EXPLORE_EVERY
- * batches of the other, where within 1.25x: one slower batch at most, then
- * the faster decoder on this machine's data. */
+/* The model was fitted to one GPU and h5py's chunks; other GPUs and data
+ * move each side (H200, 256 chunks of 2 MiB, about 1 MiB stored, gzip
+ * level 1: the segments 95 ms where the model says 77.5, nvCOMP 128 where
+ * it says 124). So each decoder's time is scaled by what this process
+ * measured of it on the GPU (measured / modelled, halfway towards each new
+ * measurement). A decoder not yet measured is tried once where the model
+ * puts it within 2x of the other's measured time, and a measured one again
+ * after EXPLORE_EVERY batches of the other, where within 1.25x: a slower
+ * batch now and then, and the faster decoder on this machine's data where
+ * the model picks the wrong one. */
 #define EXPLORE_EVERY 32u
 
 bool gds_codec_inflate_choose(gds_inflate_fit_t *fit, size_t n, size_t max_stored, size_t expect)
