@@ -93,6 +93,16 @@ def test_reads_in_flight_counted_in_stored_bytes(tmp_path, monkeypatch):
         want = [stored[0], stored[0] + stored[1], stored[1] + stored[2], stored[46], 200 * 1024,
                 stored[46] + 500 * 1024, sum(stored) + 500 * 1024]
         assert col.range_stored_nbytes(starts, stops).tolist() == want
+        # any ranges (empty, across the files, past the end) against a sum per row's chunk
+        rng = np.random.default_rng(5)
+        a = rng.integers(0, 3600, 400)
+        b = a + rng.integers(-5, 900, 400)
+        per_chunk = np.array(stored + [0], np.int64)
+
+        def brute(lo: int, hi: int) -> int:
+            chunks = {r // 64 for r in range(max(lo, 0), min(hi, 3000))}
+            return int(per_chunk[list(chunks)].sum()) + max(0, min(hi, 3500) - max(lo, 3000)) * 1024
+        assert col.range_stored_nbytes(a, b).tolist() == [brute(int(x), int(y)) for x, y in zip(a, b)]
         assert ld._inflight_loads == (1 << 20) // (64 << 10)  # the unfiltered file's windows read the most
         assert ld._max_load_bytes() == 1  # no column goes through the pinned slots
     with h5gds.Loader([p1], 16, dataset=["x", "label"], like="numpy", window="64KiB") as ld:

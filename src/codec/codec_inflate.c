@@ -84,11 +84,14 @@ bool gds_codec_inflate_split_batch(size_t n, size_t max_stored, size_t expect)
  * level 1: the segments 95 ms where the model says 77.5, nvCOMP 128 where
  * it says 124). So each decoder's time is scaled by what this process
  * measured of it on the GPU (measured / modelled, halfway towards each new
- * measurement). A decoder not yet measured is tried once where the model
- * puts it within 2x of the other's measured time, and a measured one again
- * after EXPLORE_EVERY batches of the other, where within 1.25x: a slower
- * batch now and then, and the faster decoder on this machine's data where
- * the model picks the wrong one. */
+ * measurement; kept per codec, so per GPU context). A decoder not yet
+ * measured is tried once where the model puts it within 2x of the other's
+ * measured time, and a measured one again after EXPLORE_EVERY choices of
+ * the other (one choice per decode call and filter mask: its sub-batches
+ * all take it), where within 1.25x: a slower call now and then, and the
+ * faster decoder on this machine's data where the model picks the wrong
+ * one. A read's last batch is still cut by the model alone
+ * (gds_codec_inflate_tail_chunks). */
 #define EXPLORE_EVERY 32u
 
 bool gds_codec_inflate_choose(gds_inflate_fit_t *fit, size_t n, size_t max_stored, size_t expect)

@@ -154,9 +154,9 @@ class Loader(ExactBatches):
     order's windows and shuffle buffer (defaults 8 MiB and 64 windows,
     at least two batches, at most a sixteenth of the memory it lives in).
     A windowed epoch holds two or three buffers (device memory for device
-    batches) and, with pinned staging, at most 128 MiB of pinned window
-    slots; 128 MiB of reads are in flight (compressed columns: of stored
-    chunks; H5GDS_LOADER_INFLIGHT=N: N windows).
+    batches) and, with pinned staging, 128 MiB of pinned window slots (at
+    least 4 windows); 128 MiB of reads are in flight (compressed columns:
+    of stored chunks; H5GDS_LOADER_INFLIGHT=N: N windows).
 
     ``like``: "cupy", "torch" or "numpy" (default: as :func:`h5gds.read`).
     ``staging``: "pinned" (engine reads into pinned host memory, copied to
@@ -274,6 +274,11 @@ class Loader(ExactBatches):
         if not len(w) or not staged:
             return 1
         return int(np.max(sum(((c.range_nbytes(w.start, w.stop) + 4095) // 4096 * 4096) for c in staged)))
+
+    def _slot_count(self) -> int:
+        """Pinned staging slots (and host scratch buffers): one per window in
+        flight, within INFLIGHT_BYTES (at least 4); loads wait for a free one."""
+        return min(self._inflight_loads, max(4, INFLIGHT_BYTES // max(1, self._max_load_bytes())))
 
     def _auto_inflight(self) -> int:
         """Windows read at once: INFLIGHT_BYTES of what the engine reads for
@@ -393,8 +398,7 @@ class Loader(ExactBatches):
     def _staging_slots(self) -> list[Slot]:
         """Pinned slots for window reads (kept across epochs)."""
         if not self._staging:
-            size = self._max_load_bytes()
-            self._staging = [Slot(size, self.module) for _ in range(self._inflight_loads)]
+            self._staging = [Slot(self._max_load_bytes(), self.module) for _ in range(self._slot_count())]
         slots, self._staging = self._staging, []
         return slots
 
@@ -473,7 +477,7 @@ class Loader(ExactBatches):
         """Reads every file of the loader through, window by window (disk
         sequential rate), so that later reads find them in the page cache."""
         w = self._windows
-        nslots = self._inflight_loads
+        nslots = self._slot_count()
         size = self._max_load_bytes()
         scratch = [np.empty(size, np.uint8) for _ in range(min(nslots, max(1, len(w))))]
         pending: list[tuple[list[tuple[int, str]], np.ndarray]] = []

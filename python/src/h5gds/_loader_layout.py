@@ -304,6 +304,7 @@ class FixedColumn:
         self.rows = int(self.starts[-1])
         # compressed in some file: read as whole stored chunks, decoded (_loader_decode)
         self.compressed = any(lay.filtered for lay in self.layouts)
+        self._stored_cum: dict[int, np.ndarray] = {}  # range_stored_nbytes' sums, per file
 
     @property
     def total_bytes(self) -> int:
@@ -321,17 +322,33 @@ class FixedColumn:
         that hold them; else the rows' bytes."""
         start, stop = np.asarray(start, np.int64), np.asarray(stop, np.int64)
         out = np.zeros(len(start), np.int64)
-        for fi, lay in enumerate(self.layouts):
-            s0 = int(self.starts[fi])
-            lo = np.clip(start - s0, 0, lay.rows)
-            hi = np.clip(stop - s0, 0, lay.rows)
-            if not lay.filtered or lay.stored is None:
-                out += (hi - lo) * self.row_bytes
-                continue
-            cum = np.concatenate([[0], np.cumsum(lay.stored.sum(axis=1))]).astype(np.int64)
-            c_lo, c_hi = lo // lay.c0, -(-hi // lay.c0)
-            out += np.where(hi > lo, cum[np.minimum(c_hi, len(cum) - 1)] - cum[c_lo], 0)
+        nfiles = len(self.layouts)
+        first = np.clip(np.searchsorted(self.starts, start, side="right") - 1, 0, nfiles - 1)
+        last = np.clip(np.searchsorted(self.starts, np.maximum(stop - 1, start), side="right") - 1, 0, nfiles - 1)
+        # ranges inside one file (windows are), grouped by file: one pass each
+        one = np.flatnonzero((first == last) & (stop > start))
+        one = one[np.argsort(first[one], kind="stable")]
+        files, at = np.unique(first[one], return_index=True)
+        for fi, a, b in zip(files.tolist(), at.tolist(), at[1:].tolist() + [len(one)]):
+            sel = one[a:b]
+            out[sel] = self._file_stored(fi, start[sel], stop[sel])
+        for k in np.flatnonzero((first != last) & (stop > start)).tolist():  # ranges across files
+            for fi in range(int(first[k]), int(last[k]) + 1):
+                out[k] += int(self._file_stored(fi, start[k:k + 1], stop[k:k + 1])[0])
         return out
+
+    def _file_stored(self, fi: int, start: np.ndarray, stop: np.ndarray) -> np.ndarray:
+        """range_stored_nbytes of global rows [start, stop) within file `fi`."""
+        lay = self.layouts[fi]
+        s0 = int(self.starts[fi])
+        lo, hi = np.clip(start - s0, 0, lay.rows), np.clip(stop - s0, 0, lay.rows)
+        if not lay.filtered or lay.stored is None:
+            return (hi - lo) * self.row_bytes
+        cum = self._stored_cum.get(fi)
+        if cum is None:  # stored bytes before each chunk row
+            cum = self._stored_cum[fi] = np.concatenate([[0], np.cumsum(lay.stored.sum(axis=1))]).astype(np.int64)
+        c_lo, c_hi = lo // lay.c0, -(-hi // lay.c0)
+        return np.where(hi > lo, cum[np.minimum(c_hi, len(cum) - 1)] - cum[np.minimum(c_lo, len(cum) - 1)], 0)
 
     def segments(self, fi: int, rows: np.ndarray, dst: np.ndarray) -> Segments:
         """Local rows of file `fi` to buffer byte offsets `dst`."""
