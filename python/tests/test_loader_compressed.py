@@ -122,6 +122,21 @@ def test_reads_in_flight_counted_in_stored_bytes(tmp_path, monkeypatch):
         h5gds.Loader([p1], 16, dataset="x", like="numpy")
 
 
+def test_decoder_memory_in_size_classes():
+    """The decoder's device buffers for stored chunks come in a few sizes
+    (reused by windows whose stored bytes differ a little), at most a
+    quarter larger than asked for."""
+    from h5gds._loader_decode import size_class
+    mib = 1 << 20
+    assert [size_class(n) for n in (0, 1, mib, mib + 1, 2 * mib, 2 * mib + 1, 7 * mib + 1)] == \
+        [mib, mib, mib, mib * 5 // 4, 2 * mib, mib * 5 // 2, 8 * mib]
+    rng = np.random.default_rng(2)
+    sizes = rng.integers(mib + 1, 64 * mib, 5000)
+    classes = {size_class(int(n)) for n in sizes}
+    assert all(n <= size_class(int(n)) < 1.25 * n for n in sizes.tolist())
+    assert len(classes) <= 4 * 6 + 1  # four a doubling from 1 to 64 MiB
+
+
 def test_exact_order_needs_the_loader_cache(tmp_path):
     path, data = _file(tmp_path, "c.h5")
     with pytest.raises(ValueError, match="decode a whole chunk per sample"):

@@ -83,9 +83,10 @@ class Decoder:
         fits = [k for k, m in enumerate(self._free) if int(m.shape[0]) >= nbytes]
         if fits:  # by position: list.remove would compare arrays element by element
             return self._free.pop(min(fits, key=lambda k: int(self._free[k].shape[0])))
-        # an eighth more, whole MiB: reused for the next windows, whose stored
-        # sizes differ a little (as many are in flight as INFLIGHT_BYTES holds)
-        mem = reader.gatherer.buffer(-(-(nbytes + nbytes // 8) // _MIB) * _MIB)
+        # sizes in classes (1 MiB, then 4/4, 5/4, 6/4, 7/4 of a power of two):
+        # the next windows' stored bytes differ a little, and buffers of a few
+        # sizes are reused by any of them (INFLIGHT_BYTES of them in flight)
+        mem = reader.gatherer.buffer(size_class(nbytes))
         self.ld._copier.current_stream().synchronize()
         return mem
 
@@ -324,6 +325,14 @@ class Decoder:
             import torch
             with torch.cuda.stream(stream):
                 buffer[p.dst:p.dst + raw.nbytes].copy_(torch.from_numpy(raw), non_blocking=False)
+
+
+def size_class(nbytes: int) -> int:
+    """The least of 1 MiB and (4, 5, 6 or 7) x 2**k bytes that holds nbytes."""
+    if nbytes <= _MIB:
+        return _MIB
+    step = 1 << ((int(nbytes) - 1).bit_length() - 3)  # an eighth of the next power of two
+    return -(-int(nbytes) // step) * step
 
 
 def place_tiles(scratch: Any, base: int, buffer: Any, dst: int, tiles: TileBoxes, itemsize: int, c0: int, m: int,
