@@ -72,11 +72,8 @@ static int split_forced(void)
 
 bool gds_codec_inflate_split_batch(size_t n, size_t max_stored, size_t expect)
 {
-    int forced = split_forced();
-    if (forced >= 0)
-        return forced == 1;
-    return gds_codec_inflate_model_us(true, n, max_stored, expect) <=
-           0.9 * gds_codec_inflate_model_us(false, n, max_stored, expect);
+    gds_inflate_fit_t unmeasured = {{0, 0}, {0, 0}}; /* the model alone: nothing to try */
+    return gds_codec_inflate_choose(&unmeasured, n, max_stored, expect);
 }
 
 /* The model was fitted to one GPU and h5py's chunks; other GPUs and data

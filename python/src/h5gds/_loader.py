@@ -269,11 +269,18 @@ class Loader(ExactBatches):
         """Staging bytes of the largest window: its columns read through the
         staging slots, aligned (compressed columns' chunks go to device
         memory)."""
-        w = self._windows
         staged = [c for c in self.columns if not c.compressed]
-        if not len(w) or not staged:
+        if not len(self._windows) or not staged:
             return 1
-        return int(np.max(sum(((c.range_nbytes(w.start, w.stop) + 4095) // 4096 * 4096) for c in staged)))
+        return self._largest_window(staged, stored=False)
+
+    def _largest_window(self, columns: list[Column], stored: bool) -> int:
+        """Bytes of the largest window over `columns`, each column aligned
+        to 4 KiB; with `stored`, a compressed column counts its stored chunks."""
+        w = self._windows
+        per_column = [c.range_stored_nbytes(w.start, w.stop) if stored and isinstance(c, FixedColumn) and c.compressed
+                      else c.range_nbytes(w.start, w.stop) for c in columns]
+        return int(np.max(sum((n + 4095) // 4096 * 4096 for n in per_column)))
 
     def _slot_count(self) -> int:
         """Pinned staging slots (and host scratch buffers): one per window in
@@ -295,12 +302,9 @@ class Loader(ExactBatches):
             if not 1 <= n <= 1024:
                 raise ValueError(f"H5GDS_LOADER_INFLIGHT={env!r}: a number of windows from 1 to 1024")
             return n
-        w = self._windows
-        if not len(w):
+        if not len(self._windows):
             return 4
-        read = sum(((c.range_stored_nbytes(w.start, w.stop) if isinstance(c, FixedColumn) and c.compressed
-                     else c.range_nbytes(w.start, w.stop)) + 4095) // 4096 * 4096 for c in self.columns)
-        return max(4, min(64, INFLIGHT_BYTES // max(1, int(np.max(read)))))
+        return max(4, min(64, INFLIGHT_BYTES // max(1, self._largest_window(self.columns, stored=True))))
 
     def _auto_buffer(self) -> int:
         batch_bytes = self.batch_size * max(1, self.dataset_bytes // max(1, self.num_samples))
