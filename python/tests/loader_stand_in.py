@@ -42,8 +42,9 @@ def _decode_chunk(stored: bytes, filters: list[int], mask: int, itemsize: int) -
 
 
 def install_decode_stand_in(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
-    """Installs the stand-ins for the test; returns the decode calls' count
-    and the calls refused for a corrupt stream (``{"n": ..., "refused": ...}``)."""
+    """Installs the stand-ins for the test; returns the decode calls' count,
+    the calls refused for a corrupt stream, and the decodes begun and ended
+    (``{"n": ..., "refused": ..., "begun": ..., "ended": ...}``)."""
     import h5gds._loader_decode as decode
 
     fake = loader_fake_cupy.make()
@@ -118,7 +119,33 @@ def install_decode_stand_in(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
         calls["n"] += 1
         return 1
 
+    # Begun decodes run only when ended, as late as the native thread may
+    # finish: rows used before their decode's end would be wrong here.
+    jobs: dict[int, Any] = {}
+
+    def decode_chunks_begin(hid: int, n: int, src: Any, size: Any, mask: Any, dst: Any, lo: Any, rank: int,
+                            stream: int, job: Any) -> int:
+        def arr(p: Any, t: Any, count: int) -> Any:
+            a = np.ctypeslib.as_array(ctypes.cast(p, ctypes.POINTER(t)), (count,)).copy()  # the caller may free them
+            return a.ctypes.data_as(ctypes.POINTER(t)), a
+        held = [arr(src, ctypes.c_uint64, n), arr(size, ctypes.c_uint64, n), arr(mask, ctypes.c_uint32, n),
+                arr(dst, ctypes.c_uint64, n), arr(lo, ctypes.c_uint64, n * rank)]
+        key = calls["begun"] + 1
+        jobs[key] = (hid, n, rank, stream, held)
+        job._obj.value = key  # ctypes.byref(c_uint64)
+        calls["begun"] += 1
+        return 1
+
+    def decode_chunks_end(job: int, hdf5_chunks: Any) -> int:
+        assert job in jobs, f"decode job {job} ended twice, or never begun"
+        hid, n, rank, stream, held = jobs.pop(job)
+        calls["ended"] += 1
+        return decode_chunks(hid, n, held[0][0], held[1][0], held[2][0], held[3][0], held[4][0], rank, hdf5_chunks,
+                             stream)
+
+    calls["begun"] = calls["ended"] = 0
     monkeypatch.setattr(decode.Decoder, "dataset", recording_dataset)
-    monkeypatch.setattr(decode, "native", types.SimpleNamespace(h5gds_py_decode_chunks=decode_chunks))
+    monkeypatch.setattr(decode, "native", types.SimpleNamespace(h5gds_py_decode_chunks_begin=decode_chunks_begin,
+                                                                h5gds_py_decode_chunks_end=decode_chunks_end))
     monkeypatch.setattr(decode, "hdf5_error_text", lambda: error["text"])
     return calls

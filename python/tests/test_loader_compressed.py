@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import h5gds
+import h5gds._loader_decode as decode_module
 from loader_stand_in import install_decode_stand_in
 from support import nvcomp_missing
 
@@ -432,6 +433,32 @@ def test_a_chunk_corrupt_for_both_names_both_findings(tmp_path, monkeypatch, lik
         assert "could not be decoded on the GPU" in message and "HDF5's own filters failed on it as well" in message, message
 
 
+@pytest.mark.parametrize("like", REFUSALS)
+def test_an_epoch_left_early_ends_its_decodes(tmp_path, monkeypatch, like):
+    """An epoch left after its first batch, while the next groups' decodes
+    run in the background: each is ended (waited for, its memory kept for
+    reuse), and the next epochs read every sample right."""
+    gpu_decodes = _gpu_decodes(like)
+    calls = install_decode_stand_in(monkeypatch) if like == "stand-in" else None
+    path, want = _tiled_file(tmp_path, 800, (37, 72), (4, 37, 72))
+    with h5gds.Loader([path], 16, dataset=["x", "label"], like="cupy", window="128KiB", buffer="512KiB",
+                      seed=4) as ld:
+        for epoch in range(3):
+            ld.set_epoch(epoch)
+            it = iter(ld)
+            next(it)
+            if calls is not None:
+                assert calls["begun"] > calls["ended"], calls  # a later group's decode is still open
+            it.close()
+            if calls is not None:
+                assert calls["begun"] == calls["ended"], calls
+        retired = len(decode_module._RETIRED)
+        _check_device_epoch(ld, want)
+        assert len(decode_module._RETIRED) == retired
+        if gpu_decodes:
+            assert ld._decoder.gpu_decoded > 0
+
+
 @pytest.mark.parametrize("staging", ["pinned", "device"])
 @pytest.mark.parametrize("cache", ["off", "loader"])
 @pytest.mark.parametrize("shape,chunk", [((37, 72), (1, 12, 24)), ((6, 37, 19), (3, 4, 10, 8)), ((100,), (10, 128)),
@@ -458,6 +485,7 @@ def test_device_path_places_every_chunk_on_a_stand_in(tmp_path, fake_gpu_decode,
             _check_device_epoch(ld, data)
         assert ld._decoder.gpu_decoded > 0 and ld._decoder.hdf5_decoded_rows == 0
     assert fake_gpu_decode["n"] > 0
+    assert fake_gpu_decode["begun"] == fake_gpu_decode["ended"] == fake_gpu_decode["n"]
 
 
 @pytest.mark.parametrize("like", ["numpy", "stand-in"])

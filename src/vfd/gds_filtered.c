@@ -50,33 +50,6 @@ herr_t H5FD_gds_last_encode_stats(H5FD_gds_encode_stats_t *stats)
     return 0;
 }
 
-/* The pipeline as stored in the dataset's creation list (set_local values
- * included: HDF5 returns what the file holds). */
-static bool describe_pipeline(hid_t dcpl, size_t type_size, const hsize_t *cdims, int rank, gds_codec_pipeline_t *p)
-{
-    memset(p, 0, sizeof *p);
-    int nf = H5Pget_nfilters(dcpl);
-    if (nf <= 0 || nf > GDS_CODEC_MAX_FILTERS)
-        return false;
-    p->nfilters = (size_t)nf;
-    for (int i = 0; i < nf; i++) {
-        size_t ncd = GDS_CODEC_MAX_CD;
-        unsigned config = 0;
-        char name[64];
-        H5Z_filter_t id = H5Pget_filter2(dcpl, (unsigned)i, &p->filter[i].flags, &ncd, p->filter[i].cd, sizeof name,
-                                         name, &config);
-        if (id < 0 || ncd > GDS_CODEC_MAX_CD)
-            return false;
-        p->filter[i].id = (unsigned)id;
-        p->filter[i].ncd = ncd;
-    }
-    p->type_size = type_size;
-    p->chunk_bytes = type_size;
-    for (int d = 0; d < rank; d++)
-        p->chunk_bytes *= (size_t)cdims[d];
-    return true;
-}
-
 /* Writes store every chunk through every filter, with filter mask 0, even
  * where an optional filter's output is not smaller than its input (HDF5's
  * own filters would skip it and set the chunk's mask bit). H5Dwrite_chunk
@@ -216,7 +189,7 @@ static int filtered_io(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_s
             if (mem_space != H5S_ALL && (H5Sget_select_type(mem_space) != H5S_SEL_ALL ||
                                          H5Sget_select_npoints(mem_space) != (hssize_t)npoints))
                 break;
-            if (!describe_pipeline(dcpl, H5Tget_size(ftype), s.cdims, s.box.rank, &s.pipe))
+            if (!gds_filtered_describe_pipeline(dcpl, H5Tget_size(ftype), s.cdims, s.box.rank, &s.pipe))
                 break;
             if (write)
                 keep_every_filter(&s.pipe);
@@ -345,117 +318,4 @@ int gds_filtered_read(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_sp
 int gds_filtered_write(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_space, hid_t dxpl, const void *buf)
 {
     return filtered_io(dset, mem_type, mem_space, file_space, dxpl, (void *)buf, true);
-}
-
-int gds_filtered_decode_chunks(hid_t dset, size_t n, const void *const *src, const size_t *src_bytes,
-                               const unsigned *masks, void *const *dst, const hsize_t *chunk_lo, int chunk_rank,
-                               size_t *hdf5_chunks, void *stream)
-{
-    char name[256] = "?";
-    gds_filtered_pending.set = false;
-    if (hdf5_chunks)
-        *hdf5_chunks = 0;
-    gds_codec_pipeline_t pipe;
-    hsize_t cdims[H5S_MAX_RANK], dims[H5S_MAX_RANK];
-    hid_t dcpl = H5I_INVALID_HID, ftype = H5I_INVALID_HID, space = H5I_INVALID_HID;
-    bool described = false;
-    int rank = -1;
-    H5E_BEGIN_TRY
-    {
-        H5Iget_name(dset, name, sizeof name);
-        unsigned opts = 0;
-        /* partial edge chunks stored unfiltered: HDF5's reads know which */
-        if ((dcpl = H5Dget_create_plist(dset)) >= 0 && H5Pget_layout(dcpl) == H5D_CHUNKED &&
-            H5Pget_chunk_opts(dcpl, &opts) >= 0 && !(opts & H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS) &&
-            (ftype = H5Dget_type(dset)) >= 0 && (rank = H5Pget_chunk(dcpl, H5S_MAX_RANK, cdims)) > 0 &&
-            (space = H5Dget_space(dset)) >= 0 && H5Sget_simple_extent_dims(space, dims, NULL) == rank)
-            described = describe_pipeline(dcpl, H5Tget_size(ftype), cdims, rank, &pipe);
-    }
-    H5E_END_TRY;
-    if (dcpl >= 0)
-        H5Pclose(dcpl);
-    if (ftype >= 0)
-        H5Tclose(ftype);
-    if (space >= 0)
-        H5Sclose(space);
-    if (!described || n == 0 || !gds_codec_can_decode(&pipe, NULL, 0))
-        return 0;
-    if (chunk_lo && chunk_rank != rank) {
-        GDS_ERROR(H5E_ARGS, H5E_BADVALUE, "dataset '%s': chunk coordinates of rank %d for a dataset of rank %d", name,
-                  chunk_rank, rank);
-        return -1;
-    }
-    const gds_cuda_api_t *cu = gds_cuda_if_loaded();
-    gds_buffer_info_t info;
-    gds_classify_buffer(dst[0], &info);
-    gds_status_t st;
-    gds_codec_t *codec = NULL;
-    if (!cu || info.kind != GDS_MEMORY_DEVICE || !(codec = gds_filtered_codec_for((CUcontext)info.context, &st)) ||
-        gds_codec_stopped(codec))
-        return 0;
-    gds_codec_chunk_t *batch = malloc(n * sizeof *batch);
-    gds_codec_finding_t *found = chunk_lo ? malloc(n * sizeof *found) : NULL;
-    const hsize_t **lo = chunk_lo ? malloc(n * sizeof *lo) : NULL;
-    if (!batch || (chunk_lo && (!found || !lo))) {
-        free(batch);
-        free(found);
-        free(lo);
-        GDS_ERROR(H5E_RESOURCE, H5E_NOSPACE, "dataset '%s': out of memory for a batch of %zu chunks", name, n);
-        return -1;
-    }
-    for (size_t i = 0; i < n; i++) {
-        batch[i] = (gds_codec_chunk_t){src[i], src_bytes[i], masks ? masks[i] : 0u, dst[i]};
-        if (lo)
-            lo[i] = chunk_lo + i * (size_t)rank;
-    }
-    CUresult erc;
-    void *previous = gds_cuda_enter(info.context, &erc);
-    size_t bad = n, nfound = 0;
-    bool others_decoded = true;
-    int rc = erc == CUDA_SUCCESS ? gds_codec_decode_findings(codec, &pipe, batch, n, (CUstream)stream, &bad, found,
-                                                             &nfound, &others_decoded, &st)
-                                 : -1;
-    int refused = 0; /* with the chunks' coordinates: the refused ones read by HDF5 (1), or failed (-1) */
-    if (rc < 0 && erc == CUDA_SUCCESS && nfound > 0) {
-        gds_refused_t r = {cu, codec, &pipe, dset, H5P_DEFAULT, name, rank, dims, cdims, (CUstream)stream};
-        uint64_t taken = 0;
-        int codec_err = 0;
-        refused = gds_filtered_refused(&r, batch, lo, n, found, nfound, others_decoded, &taken, &codec_err) < 0 ? -1 : 1;
-        CUresult sync = cu->StreamSynchronize((CUstream)stream); /* the refused chunks' copies */
-        if (refused == 1 && sync != CUDA_SUCCESS) {
-            FILTERED_ERROR(H5E_DATASET, H5E_CANTCOPY, "dataset '%s': copying the chunks HDF5 read: %s", name,
-                           gds_cuda_error_text(sync));
-            refused = -1;
-        }
-        if (hdf5_chunks)
-            *hdf5_chunks = (size_t)taken;
-        if (refused < 0 && (codec_err == EOPNOTSUPP || codec_err == ECANCELED || codec_err == ENOMEM))
-            refused = 0, gds_filtered_pending.set = false; /* the codec's own trouble: HDF5 reads them all */
-    }
-    gds_cuda_restore(previous);
-    free(batch);
-    free(found);
-    free(lo);
-    if (rc == 0 || refused == 1)
-        return 1;
-    if (refused < 0) {
-        gds_error_push(gds_filtered_pending.func, gds_filtered_pending.line, gds_filtered_pending.major,
-                       gds_filtered_pending.minor, "%s", gds_filtered_pending.msg);
-        return -1;
-    }
-    if (nfound > 0) /* chunks found bad, then the codec's own trouble decoding the others again */
-        return 0;
-    /* not decodable here, a stopped codec, or not even one chunk at a time
-     * fitted the device's memory: the caller reads them with HDF5's filters */
-    if (erc == CUDA_SUCCESS && (st.err == EOPNOTSUPP || st.err == ECANCELED || st.err == ENOMEM))
-        return 0;
-    if (erc == CUDA_SUCCESS && gds_filtered_hdf5_judges(st.err, gds_codec_failed_filter()))
-        return 0; /* without the chunks' coordinates: the caller's HDF5 read judges them, as for h5py */
-    if (erc != CUDA_SUCCESS)
-        GDS_ERROR(H5E_DATASET, H5E_READERROR, "dataset '%s': cannot use the buffers' CUDA context: %s", name,
-                  gds_cuda_error_text(erc));
-    else
-        GDS_ERROR(H5E_PLINE, H5E_READERROR, "dataset '%s': chunk %zu of %zu could not be decoded on the GPU: %s", name,
-                  bad, n, st.msg);
-    return -1;
 }

@@ -24,26 +24,37 @@ int gds_filtered_read(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_sp
  * direct chunk writes: 1 written, 0 not taken, -1 failed (error stack). */
 int gds_filtered_write(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_space, hid_t dxpl, const void *buf);
 
-/* Decodes `n` stored chunks of the chunked, filtered dataset `dset` that are
- * already in device memory (src[i], src_bytes[i] bytes, HDF5's filter mask
- * masks[i]) into device buffers of one whole decoded chunk each (dst[i]),
- * on `stream` (a CUstream, NULL: the legacy stream), in the CUDA context of
- * dst[0]; returns after they are done. For callers that read the stored
- * bytes themselves (the Python loader, with chunk addresses it located
- * once). With chunk_lo (the dataset coordinates of each chunk's first
- * element, chunk_rank per chunk: the dataset's rank), the chunks the GPU refuses that HDF5 is the
- * judge of (a Deflate or Fletcher-32 finding, a Blosc chunk of a
- * compressor nvCOMP lacks) are read by HDF5's filters, each alone, into
- * their dst, *hdf5_chunks (if given) counting them. 1: decoded; 0: not
- * taken, nothing usable written (a filter the GPU cannot decode, no
- * nvCOMP, or not even one chunk at a time fitted the device's memory; and
- * without chunk_lo a chunk the GPU refused: HDF5's filters must read
- * them all); -1: failed, with the dataset, the chunk
- * and the filter on the error stack (and HDF5's own error where its
- * filters failed on a refused chunk as well). */
-int gds_filtered_decode_chunks(hid_t dset, size_t n, const void *const *src, const size_t *src_bytes,
-                               const unsigned *masks, void *const *dst, const hsize_t *chunk_lo, int chunk_rank,
-                               size_t *hdf5_chunks, void *stream);
+/* Begins the decode of `n` stored chunks of the chunked, filtered dataset
+ * `dset` that are already in device memory (src[i], src_bytes[i] bytes,
+ * HDF5's filter mask masks[i]) into device buffers of one whole decoded
+ * chunk each (dst[i]), on `stream` (a CUstream, NULL: the legacy stream),
+ * in the CUDA context of dst[0]. For callers that read the stored bytes
+ * themselves (the Python loader, with chunk addresses it located once).
+ * The set-up runs here, on the caller's thread; the codec's work (enqueued
+ * on `stream`, with the host waits of its checks) on a thread of its own
+ * that calls no HDF5 function, so that the caller's thread goes on while
+ * the GPU decodes. With chunk_lo (the dataset coordinates of each chunk's
+ * first element, chunk_rank per chunk: the dataset's rank), the chunks the
+ * GPU refuses that HDF5 is the judge of (a Deflate or Fletcher-32 finding,
+ * a Blosc chunk of a compressor nvCOMP lacks) are read by HDF5's filters,
+ * each alone, into their dst at the end. 1: begun, *job to be ended once
+ * with gds_filtered_decode_chunks_end, on the same thread, before anything
+ * that depends on dst is enqueued on `stream` and before src, dst or the
+ * stream are reused; 0: not taken, nothing begun (a filter the GPU cannot
+ * decode, no nvCOMP, a stopped codec); -1: failed, on the error stack. */
+typedef struct gds_decode_job gds_decode_job_t;
+int gds_filtered_decode_chunks_begin(hid_t dset, size_t n, const void *const *src, const size_t *src_bytes,
+                                     const unsigned *masks, void *const *dst, const hsize_t *chunk_lo, int chunk_rank,
+                                     void *stream, gds_decode_job_t **job);
+/* Waits for the job's GPU work and does the rest (the refused chunks, the
+ * error stack); frees the job. 1: decoded (the refused chunks HDF5 judges
+ * read by its filters, *hdf5_chunks (if given) counting them); 0: not
+ * taken, nothing usable written (not even one chunk at a time fitted the
+ * device's memory, the codec stopped; and without chunk_lo a chunk the GPU
+ * refused: HDF5's filters must read them all); -1: failed, with the
+ * dataset, the chunk and the filter on the error stack (and HDF5's own
+ * error where its filters failed on a refused chunk as well). */
+int gds_filtered_decode_chunks_end(gds_decode_job_t *job, size_t *hdf5_chunks);
 
 /* Gives the device memory that the GPU reads and writes keep for the next
  * one back to the driver (called when the last file open with the driver

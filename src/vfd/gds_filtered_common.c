@@ -2,8 +2,9 @@
  * What every part of the GPU read/write of filtered datasets shares, apart
  * from device memory: the per-process codec cache (one codec per CUDA
  * context), the deferred first error of a read or write (pushed on the
- * error stack at its end), and small helpers: the decoded bytes per batch,
- * the clock, a chunk's coordinates as text.
+ * error stack at its end), the dataset's pipeline as the codec takes it,
+ * and small helpers: the decoded bytes per batch, the clock, a chunk's
+ * coordinates as text.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -83,6 +84,33 @@ bool gds_filtered_trace_on(void)
 }
 
 double gds_filtered_seconds_now(void) { return 1e-9 * (double)gds_now_ns(); }
+
+/* The pipeline as stored in the dataset's creation list (set_local values
+ * included: HDF5 returns what the file holds). */
+bool gds_filtered_describe_pipeline(hid_t dcpl, size_t type_size, const hsize_t *cdims, int rank, gds_codec_pipeline_t *p)
+{
+    memset(p, 0, sizeof *p);
+    int nf = H5Pget_nfilters(dcpl);
+    if (nf <= 0 || nf > GDS_CODEC_MAX_FILTERS)
+        return false;
+    p->nfilters = (size_t)nf;
+    for (int i = 0; i < nf; i++) {
+        size_t ncd = GDS_CODEC_MAX_CD;
+        unsigned config = 0;
+        char name[64];
+        H5Z_filter_t id = H5Pget_filter2(dcpl, (unsigned)i, &p->filter[i].flags, &ncd, p->filter[i].cd, sizeof name,
+                                         name, &config);
+        if (id < 0 || ncd > GDS_CODEC_MAX_CD)
+            return false;
+        p->filter[i].id = (unsigned)id;
+        p->filter[i].ncd = ncd;
+    }
+    p->type_size = type_size;
+    p->chunk_bytes = type_size;
+    for (int d = 0; d < rank; d++)
+        p->chunk_bytes *= (size_t)cdims[d];
+    return true;
+}
 
 /* One codec per CUDA context, opened on first use and kept (nvCOMP's and
  * the kernels' set-up is paid once per process), and the context's pool of

@@ -13,6 +13,8 @@
  *                           base; gds_filtered_locate_chunks for tests)
  *   gds_filtered_refused.c  chunks the GPU refused, read by HDF5's filters
  *                           one at a time (reads and the loader's decodes)
+ *   gds_filtered_given.c    stored chunks the caller read itself (the
+ *                           loader's), decoded now or in the background
  *   gds_filtered_read.c     the read: batches, read-ahead, decode, placing
  *   gds_filtered_write.c    the write: encode batches, direct chunk writes
  *   gds_filtered.c          eligibility and set-up (filtered_io), the public
@@ -112,6 +114,11 @@ extern _Thread_local gds_filtered_pending_t gds_filtered_pending;
 void gds_filtered_error(const char *func, int line, hid_t major, hid_t minor, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 
+/* The pipeline as stored in the dataset's creation list (its filters and
+ * their values, the type and chunk sizes); false where HDF5 cannot say or
+ * it has more filters than the codec takes. */
+bool gds_filtered_describe_pipeline(hid_t dcpl, size_t type_size, const hsize_t *cdims, int rank,
+                                    gds_codec_pipeline_t *p);
 size_t gds_filtered_batch_decoded_bytes(bool writing);
 /* The end of the batch of a read (write) that starts at chunk `from`. */
 size_t gds_filtered_read_batch_end(const read_state_t *s, size_t from);

@@ -126,9 +126,11 @@ native.h5gds_py_file_close.restype = None
 native.h5gds_py_file_submit.argtypes = [_c_void_p, ctypes.c_int, ctypes.c_int, _c_size_t, _u64p, _u64p, _u64p, _c_void_p,
                                         ctypes.POINTER(_c_void_p), ctypes.c_char_p, _c_size_t]
 native.h5gds_py_file_submit.restype = ctypes.c_int
-native.h5gds_py_decode_chunks.argtypes = [_c_int64, _c_size_t, _u64p, _u64p, ctypes.POINTER(ctypes.c_uint32), _u64p,
-                                          _u64p, _c_size_t, ctypes.POINTER(_c_size_t), ctypes.c_uint64]
-native.h5gds_py_decode_chunks.restype = ctypes.c_int
+native.h5gds_py_decode_chunks_begin.argtypes = [_c_int64, _c_size_t, _u64p, _u64p, ctypes.POINTER(ctypes.c_uint32),
+                                                _u64p, _u64p, _c_size_t, ctypes.c_uint64, _u64p]
+native.h5gds_py_decode_chunks_begin.restype = ctypes.c_int
+native.h5gds_py_decode_chunks_end.argtypes = [ctypes.c_uint64, ctypes.POINTER(_c_size_t)]
+native.h5gds_py_decode_chunks_end.restype = ctypes.c_int
 native.h5gds_py_io_done.argtypes = [_c_void_p]
 native.h5gds_py_io_done.restype = ctypes.c_int
 native.h5gds_py_io_wait.argtypes = [_c_void_p, ctypes.c_char_p, _c_size_t]

@@ -3,7 +3,11 @@ stored chunks that hold them (addresses located once, _loader_layout), by
 the engine straight into device memory, and decoded on the GPU into the
 read buffer once every window of the group is in: one decode call per file
 and group, so nvCOMP sees hundreds of chunks at a time rather than the few
-of one window.
+of one window. The call is begun when the group's reads are in and runs in
+the background (a native thread waits for the GPU; it calls no HDF5
+function), so the caller's thread goes on with the batches of the groups
+before; it is ended (its errors raised, the chunks the GPU refused read by
+HDF5) when the group's first batch is wanted.
 
 A chunk whose rows all belong to the window decodes in place; one cut by
 the window's ends (a file's last chunk, or a cache fill of a part of a
@@ -21,7 +25,7 @@ from __future__ import annotations
 import ctypes
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import h5py
 import numpy as np
@@ -57,6 +61,31 @@ class CompressedLoad:
     staging_addr: int = 0
 
 
+@dataclass
+class DecodeJob:
+    """One decode call begun (a native job of gds_filtered_decode_chunks_begin),
+    the file's pieces it decodes, and what follows it once done (the cut
+    chunks' or tiles' copies into the rows)."""
+    col: FixedColumn
+    fi: int
+    n: int
+    job: int
+    pieces: list[FilePiece]
+    after: Callable[[], None]
+
+
+@dataclass
+class PendingGroup:
+    """A group whose decode is begun (Decoder.begin_group): its jobs end in
+    finish_group (or abandon), each once."""
+    reader: Any
+    buffer: Any
+    stream: Any
+    used: list[Any]                  # device memory the decode uses, given back at its end
+    jobs: list[DecodeJob] = field(default_factory=list)
+    jobs_open: list[DecodeJob] = field(default_factory=list)  # begun, not yet ended
+
+
 # Device memory a failed decode may still be using (a decoder that never
 # ended): kept for the life of the process, never handed back to the pool.
 _RETIRED: list[Any] = []
@@ -77,7 +106,7 @@ class Decoder:
         self.gpu_decoded = 0             # chunks decoded on the GPU
         self.hdf5_decoded_rows = 0       # rows read through HDF5's filters
         self.hdf5_chunks = 0             # chunks the GPU refused that HDF5's filters read in its place
-        self.decode_seconds = 0.0        # host time in decode_group (the reads wait meanwhile)
+        self.decode_seconds = 0.0        # the caller's time in begin_group and finish_group
 
     def _take(self, reader: Any, nbytes: int) -> Any:
         fits = [k for k, m in enumerate(self._free) if int(m.shape[0]) >= nbytes]
@@ -156,16 +185,17 @@ class Decoder:
 
     # ---- decoding -------------------------------------------------------------
 
-    def decode_group(self, reader: Any, buffer: Any, loads: list[CompressedLoad], stream: Any) -> None:
-        """Decodes the loads of one group into `buffer` (the group's read
-        buffer, or the cache); returns with the rows in place (the stream
-        synchronised)."""
+    def begin_group(self, reader: Any, buffer: Any, loads: list[CompressedLoad], stream: Any) -> PendingGroup:
+        """Begins the decode of one group's loads into `buffer` (the group's
+        read buffer, or the cache): each file's GPU decode runs in the
+        background (the caller's thread goes on), the rows HDF5 reads are
+        read now. Nothing may use the rows before finish_group."""
         t0 = time.perf_counter()
         by_file: dict[tuple[int, int], list[tuple[CompressedLoad, FilePiece]]] = {}
         for load in loads:
             for p in load.pieces:
                 by_file.setdefault((load.column, p.fi), []).append((load, p))
-        used: list[Any] = [load.staging for load in loads]
+        pg = PendingGroup(reader, buffer, stream, [load.staging for load in loads])
         try:
             for (ci, fi), items in by_file.items():
                 col = reader.columns[ci]
@@ -173,25 +203,78 @@ class Decoder:
                 # uncompressed file, chunks never written, host batches) are HDF5's
                 on_gpu = [k for k, (load, p) in enumerate(items) if len(p.chunks) and load.staging is not None] \
                     if self.ld.module != "numpy" and col.layouts[fi].filtered else []
-                if on_gpu and not self._gpu(reader, col, fi, buffer, [items[k] for k in on_gpu], stream, used):
+                job = self._gpu(reader, col, fi, buffer, [items[k] for k in on_gpu], stream, pg.used) \
+                    if on_gpu else None
+                if job is None:
                     on_gpu = []
+                else:
+                    pg.jobs.append(job)
+                    pg.jobs_open.append(job)
                 taken = set(on_gpu)
                 for k, (_, p) in enumerate(items):
                     if k not in taken:
                         self._hdf5_rows(reader, col, fi, p, buffer, stream)
-            if self.ld.module != "numpy":
-                stream.synchronize()
         except BaseException:
-            _RETIRED.extend(m for m in used if m is not None)  # a decode may still be writing them
+            self.abandon(pg)
             raise
         finally:
             self.decode_seconds += time.perf_counter() - t0
-        self._give(used)
+        return pg
+
+    def finish_group(self, pg: PendingGroup) -> None:
+        """Ends a group's decode: waits for its GPU work, reads what the GPU
+        did not take through HDF5, copies the cut chunks' and tiles' rows;
+        returns with the rows in place (the stream synchronised)."""
+        t0 = time.perf_counter()
+        try:
+            taken = self._end_all(pg)
+            for job, ok in zip(pg.jobs, taken):
+                if ok:
+                    job.after()
+                else:
+                    for p in job.pieces:
+                        self._hdf5_rows(pg.reader, job.col, job.fi, p, pg.buffer, pg.stream)
+            if self.ld.module != "numpy":
+                pg.stream.synchronize()
+        except BaseException:
+            _RETIRED.extend(m for m in pg.used if m is not None)  # a decode may still be writing them
+            raise
+        finally:
+            self.decode_seconds += time.perf_counter() - t0
+        self._give(pg.used)
+
+    def abandon(self, pg: PendingGroup) -> None:
+        """Ends a group's decode whose rows nobody will read (an error, an
+        epoch left early): its memory comes back once the GPU is done with it."""
+        try:
+            self._end_all(pg)
+            if self.ld.module != "numpy":
+                pg.stream.synchronize()
+        except BaseException:
+            _RETIRED.extend(m for m in pg.used if m is not None)
+            return
+        self._give(pg.used)
+
+    def _end_all(self, pg: PendingGroup) -> list[bool]:
+        """Ends every job of the group (each once, even after one fails):
+        per job whether the GPU took its chunks; the first failure raised."""
+        taken: list[bool] = []
+        error: BaseException | None = None
+        jobs, pg.jobs_open = pg.jobs_open, []
+        for job in jobs:
+            try:
+                taken.append(self._end(job))
+            except BaseException as exc:
+                error = error or exc
+                taken.append(False)
+        if error is not None:
+            raise error
+        return taken
 
     def _gpu(self, reader: Any, col: FixedColumn, fi: int, buffer: Any,
-             items: list[tuple[CompressedLoad, FilePiece]], stream: Any, used: list[Any]) -> bool:
-        """One decode call for the chunks of file `fi` in this group; False
-        when the GPU cannot decode them (nothing written then)."""
+             items: list[tuple[CompressedLoad, FilePiece]], stream: Any, used: list[Any]) -> DecodeJob | None:
+        """Begins one decode call for the chunks of file `fi` in this group;
+        None when the GPU cannot decode them (nothing written then)."""
         lay = col.layouts[fi]
         assert lay.stored is not None and lay.mask is not None
         if lay.tiles is not None:
@@ -224,16 +307,17 @@ class Decoder:
             dst_a[holes] = scratch_addr + np.arange(len(holes), dtype=np.int64) * chunk_bytes
         lo = np.zeros((len(src_a), 1 + len(col.row_shape)), np.uint64)  # each chunk's first element
         lo[:, 0] = np.concatenate(first)
-        if not self._decode(col, fi, src_a, size_a, mask_a, dst_a.astype(np.uint64), lo, stream):
-            return False
-        copy = self._strided_copy(stream)
-        for k, row0, nrows, at in cut:
-            s0, n = k * chunk_bytes + row0 * col.row_bytes, nrows * col.row_bytes
-            copy(buffer, slice(at, at + n), scratch, slice(s0, s0 + n))
-        return True
+
+        def copy_cut() -> None:
+            copy = self._strided_copy(stream)
+            for k, row0, nrows, at in cut:
+                s0, n = k * chunk_bytes + row0 * col.row_bytes, nrows * col.row_bytes
+                copy(buffer, slice(at, at + n), scratch, slice(s0, s0 + n))
+        return self._begin(col, fi, src_a, size_a, mask_a, dst_a.astype(np.uint64), lo, stream,
+                           [p for _, p in items], copy_cut)
 
     def _gpu_tiles(self, reader: Any, col: FixedColumn, fi: int, buffer: Any,
-                   items: list[tuple[CompressedLoad, FilePiece]], stream: Any, used: list[Any]) -> bool:
+                   items: list[tuple[CompressedLoad, FilePiece]], stream: Any, used: list[Any]) -> DecodeJob | None:
         """The decode of chunks that cut samples into tiles: every tile into
         scratch memory, the tiles of one position side by side (`m` chunk
         rows of a piece, tile t at chunk index base + t * m + i), then one
@@ -259,38 +343,52 @@ class Decoder:
             dst.append(scratch_addr + (base + t * m + i) * chunk_bytes)
             lo.append(np.column_stack([p.chunks[i] * lay.c0, origin[t]]))  # each tile's first element
             base += m * ntiles
-        if not self._decode(col, fi, np.concatenate(src).astype(np.uint64), np.concatenate(size).astype(np.uint64),
-                            np.concatenate(mask).astype(np.uint32), np.concatenate(dst).astype(np.uint64),
-                            np.concatenate(lo).astype(np.uint64), stream):
-            return False
-        base, copy = 0, self._strided_copy(stream)
-        for _, p in items:
-            m = len(p.chunks)
-            place_tiles(scratch, base * chunk_bytes, buffer, p.dst, tiles, col.dtype.itemsize, lay.c0, m,
-                        int(p.chunks[0]) * lay.c0, p.lo, p.hi, copy)
-            base += m * ntiles
-        return True
 
-    def _decode(self, col: FixedColumn, fi: int, src: np.ndarray, size: np.ndarray, mask: np.ndarray,
-                dst: np.ndarray, lo: np.ndarray, stream: Any) -> bool:
-        """One GPU decode call for chunks of file `fi` (lo: each chunk's
-        first element, so that HDF5's filters read a chunk the GPU refuses
-        in its place); False when the GPU cannot decode them (nothing
-        written then)."""
+        def place() -> None:
+            at, copy = 0, self._strided_copy(stream)
+            for _, p in items:
+                m = len(p.chunks)
+                place_tiles(scratch, at * chunk_bytes, buffer, p.dst, tiles, col.dtype.itemsize, lay.c0, m,
+                            int(p.chunks[0]) * lay.c0, p.lo, p.hi, copy)
+                at += m * ntiles
+        return self._begin(col, fi, np.concatenate(src).astype(np.uint64), np.concatenate(size).astype(np.uint64),
+                           np.concatenate(mask).astype(np.uint32), np.concatenate(dst).astype(np.uint64),
+                           np.concatenate(lo).astype(np.uint64), stream, [p for _, p in items], place)
+
+    def _begin(self, col: FixedColumn, fi: int, src: np.ndarray, size: np.ndarray, mask: np.ndarray,
+               dst: np.ndarray, lo: np.ndarray, stream: Any, pieces: list[FilePiece],
+               after: Callable[[], None]) -> DecodeJob | None:
+        """Begins one GPU decode call for chunks of file `fi` (lo: each
+        chunk's first element, so that HDF5's filters read a chunk the GPU
+        refuses in its place); None when the GPU cannot decode them
+        (nothing written then)."""
         ds = self.dataset(col, fi)
         lo = np.ascontiguousarray(lo, np.uint64)
-        taken = ctypes.c_size_t(0)
+        job = ctypes.c_uint64(0)
         with phil:
-            rc = native.h5gds_py_decode_chunks(ds.id.id, len(src), src.ctypes.data_as(_P64),
-                                               size.ctypes.data_as(_P64), mask.ctypes.data_as(_P32),
-                                               dst.ctypes.data_as(_P64), lo.ctypes.data_as(_P64), lo.shape[1],
-                                               ctypes.byref(taken), _stream_handle(stream))
+            rc = native.h5gds_py_decode_chunks_begin(ds.id.id, len(src), src.ctypes.data_as(_P64),
+                                                     size.ctypes.data_as(_P64), mask.ctypes.data_as(_P32),
+                                                     dst.ctypes.data_as(_P64), lo.ctypes.data_as(_P64), lo.shape[1],
+                                                     _stream_handle(stream), ctypes.byref(job))
             if rc < 0:
                 raise OSError(f"{col.paths[fi]}:{col.layouts[fi].dataset}: cannot decode the loader's chunks "
                               f"({hdf5_error_text()})")
         if rc == 0:
+            return None
+        return DecodeJob(col, fi, len(src), job.value, pieces, after)
+
+    def _end(self, job: DecodeJob) -> bool:
+        """Waits for a decode call begun; False when the GPU did not take
+        its chunks after all (nothing usable written: HDF5 reads them)."""
+        taken = ctypes.c_size_t(0)
+        with phil:
+            rc = native.h5gds_py_decode_chunks_end(job.job, ctypes.byref(taken))
+            if rc < 0:
+                raise OSError(f"{job.col.paths[job.fi]}:{job.col.layouts[job.fi].dataset}: cannot decode the "
+                              f"loader's chunks ({hdf5_error_text()})")
+        if rc == 0:
             return False
-        self.gpu_decoded += len(src) - taken.value
+        self.gpu_decoded += job.n - taken.value
         self.hdf5_chunks += taken.value
         return True
 

@@ -27,7 +27,7 @@ import numpy as np
 
 from . import _loader_io as io
 from ._loader_copy import Copier, Slot, event_done, stream_wait
-from ._loader_decode import CompressedLoad
+from ._loader_decode import CompressedLoad, PendingGroup
 from ._loader_gather import Gatherer
 from ._loader_layout import Column, FixedColumn, RaggedColumn, Segments, range_reads
 from ._loader_order import WindowedPlan
@@ -75,6 +75,7 @@ class _GroupState:
     ragged_start: list[np.ndarray | None] = field(default_factory=list)  # per column, rolling buffers
     to_decode: list[CompressedLoad] = field(default_factory=list)  # decoded once the whole group is read
     decoded_rows: list[tuple[int, int]] = field(default_factory=list)  # their rows (the cache's, once decoded)
+    decoding: PendingGroup | None = None  # the decode begun, ended when the group is wanted
 
 
 class Cache:
@@ -299,12 +300,12 @@ class WindowedReader:
             self._decode(load.group)
 
     def _decode(self, g: int) -> None:
-        """Group `g` is read: its compressed columns' chunks decode into its
-        buffer, one GPU batch per file, ordered after the gathers out of the
-        buffer's previous group (as the copies are)."""
+        """Group `g` is read: the decode of its compressed columns' chunks
+        into its buffer begins (one GPU batch per file, in the background),
+        ordered after the gathers out of the buffer's previous group (as
+        the copies are); _finish_decode ends it."""
         st = self.states[g]
         loads, st.to_decode = st.to_decode, []
-        rows, st.decoded_rows = st.decoded_rows, []
         buf = self._buffer_of(g)
         stream = None
         if self.module != "numpy":
@@ -314,12 +315,22 @@ class WindowedReader:
                 # decode alone: H5GDS_CODEC_TIMEOUT_S), as it would below
                 buf.release_event.synchronize()
                 buf.waited = True
-        self.ld._decoder.decode_group(self, buf.mem, loads, stream)
+        st.decoding = self.ld._decoder.begin_group(self, buf.mem, loads, stream)
+
+    def _finish_decode(self, g: int) -> None:
+        """Group `g`'s decode ends: its rows are in place (an error raised
+        here names the file, dataset and chunk)."""
+        st = self.states[g]
+        pending, st.decoding = st.decoding, None
+        if pending is None:
+            return
+        rows, st.decoded_rows = st.decoded_rows, []
+        self.ld._decoder.finish_group(pending)
         if self.cache is not None:
             for a, b in rows:
                 self.cache.rows_read[a:b] = True
-        if self.staged and stream is not None:
-            st.copied = self.last_copy = self.copier.record(stream)
+        if self.staged and pending.stream is not None:
+            st.copied = self.last_copy = self.copier.record(pending.stream)
 
     def _reap(self, block: bool) -> bool:
         """Completes the oldest load when its reads are done (or waits for
@@ -373,7 +384,10 @@ class WindowedReader:
                         break
                 self._issue(st.loads[st.issued], slot)
                 st.issued += 1
-            if need < 0 or (need < self.next_group and self.states[need].outstanding == 0):
+            if need < 0:
+                return
+            if need < self.next_group and self.states[need].outstanding == 0:
+                self._finish_decode(need)
                 return
             # something to wait for: the oldest read, else the oldest copy out of a staging slot
             if self._reap(block=True):
@@ -460,7 +474,11 @@ class WindowedReader:
 
     def close(self) -> None:
         """Collects every read still writing into the buffers, and every
-        copy still reading the staging slots."""
+        copy still reading the staging slots, and every decode begun."""
+        for st in self.states:
+            pending, st.decoding = st.decoding, None
+            if pending is not None:
+                self.ld._decoder.abandon(pending)
         while self.pending:
             load = self.pending.popleft()
             if load.tickets is not None:
