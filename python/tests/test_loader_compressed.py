@@ -457,6 +457,16 @@ def test_an_epoch_left_early_ends_its_decodes(tmp_path, monkeypatch, like):
         assert len(decode_module._RETIRED) == retired
         if gpu_decodes:
             assert ld._decoder.gpu_decoded > 0
+        # the decoder closed (as Loader.close does) with an iteration still
+        # open: its decodes end first, and the iteration's end ends nothing twice
+        open_iteration = iter(ld)
+        next(open_iteration)
+        ld._decoder.close()
+        assert not ld._decoder._open
+        if calls is not None:
+            assert calls["begun"] == calls["ended"], calls
+        open_iteration.close()
+        assert len(decode_module._RETIRED) == retired
 
 
 @pytest.mark.parametrize("staging", ["pinned", "device"])

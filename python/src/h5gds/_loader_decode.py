@@ -65,9 +65,11 @@ class CompressedLoad:
 class DecodeJob:
     """One decode call begun (a native job of gds_filtered_decode_chunks_begin),
     the file's pieces it decodes, and what follows it once done (the cut
-    chunks' or tiles' copies into the rows)."""
+    chunks' or tiles' copies into the rows). `ds` keeps the dataset's HDF5
+    id open until the end, which reads the refused chunks through it."""
     col: FixedColumn
     fi: int
+    ds: h5py.Dataset
     n: int
     job: int
     pieces: list[FilePiece]
@@ -84,6 +86,7 @@ class PendingGroup:
     used: list[Any]                  # device memory the decode uses, given back at its end
     jobs: list[DecodeJob] = field(default_factory=list)
     jobs_open: list[DecodeJob] = field(default_factory=list)  # begun, not yet ended
+    ended: bool = False              # finish_group or abandon ran
 
 
 # Device memory a failed decode may still be using (a decoder that never
@@ -107,6 +110,7 @@ class Decoder:
         self.hdf5_decoded_rows = 0       # rows read through HDF5's filters
         self.hdf5_chunks = 0             # chunks the GPU refused that HDF5's filters read in its place
         self.decode_seconds = 0.0        # the caller's time in begin_group and finish_group
+        self._open: list[PendingGroup] = []  # groups whose decode is begun and not yet ended
 
     def _take(self, reader: Any, nbytes: int) -> Any:
         fits = [k for k, m in enumerate(self._free) if int(m.shape[0]) >= nbytes]
@@ -130,6 +134,8 @@ class Decoder:
             return self._files[path][col.layouts[fi].dataset]
 
     def close(self) -> None:
+        while self._open:  # an iteration left open: its decodes end before their memory goes
+            self.abandon(self._open[0])
         self._free = []
         for f in self._files.values():
             try:
@@ -196,6 +202,7 @@ class Decoder:
             for p in load.pieces:
                 by_file.setdefault((load.column, p.fi), []).append((load, p))
         pg = PendingGroup(reader, buffer, stream, [load.staging for load in loads])
+        self._open.append(pg)
         try:
             for (ci, fi), items in by_file.items():
                 col = reader.columns[ci]
@@ -226,6 +233,7 @@ class Decoder:
         did not take through HDF5, copies the cut chunks' and tiles' rows;
         returns with the rows in place (the stream synchronised)."""
         t0 = time.perf_counter()
+        self._forget(pg)
         try:
             taken = self._end_all(pg)
             for job, ok in zip(pg.jobs, taken):
@@ -245,7 +253,11 @@ class Decoder:
 
     def abandon(self, pg: PendingGroup) -> None:
         """Ends a group's decode whose rows nobody will read (an error, an
-        epoch left early): its memory comes back once the GPU is done with it."""
+        epoch left early, the loader closed): its memory comes back once the
+        GPU is done with it. Again on an ended group: nothing."""
+        if pg.ended:
+            return
+        self._forget(pg)
         try:
             self._end_all(pg)
             if self.ld.module != "numpy":
@@ -254,6 +266,10 @@ class Decoder:
             _RETIRED.extend(m for m in pg.used if m is not None)
             return
         self._give(pg.used)
+
+    def _forget(self, pg: PendingGroup) -> None:
+        pg.ended = True
+        self._open = [g for g in self._open if g is not pg]
 
     def _end_all(self, pg: PendingGroup) -> list[bool]:
         """Ends every job of the group (each once, even after one fails):
@@ -375,7 +391,7 @@ class Decoder:
                               f"({hdf5_error_text()})")
         if rc == 0:
             return None
-        return DecodeJob(col, fi, len(src), job.value, pieces, after)
+        return DecodeJob(col, fi, ds, len(src), job.value, pieces, after)
 
     def _end(self, job: DecodeJob) -> bool:
         """Waits for a decode call begun; False when the GPU did not take
