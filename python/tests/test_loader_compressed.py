@@ -470,6 +470,29 @@ def test_an_epoch_left_early_ends_its_decodes(tmp_path, monkeypatch, like):
 
 
 @pytest.mark.parametrize("staging", ["pinned", "device"])
+def test_a_group_decodes_in_parts_as_its_windows_are_read(tmp_path, monkeypatch, staging):
+    """H5GDS_LOADER_DECODE_PARTS: a group's windows decode in that many
+    calls, each begun once its windows are read; every sample right
+    whatever the count; a count out of range is refused."""
+    calls = install_decode_stand_in(monkeypatch)
+    path, want = _tiled_file(tmp_path, 800, (37, 72), (4, 37, 72))
+    made = {}
+    for parts in ("1", "4", "64"):
+        monkeypatch.setenv("H5GDS_LOADER_DECODE_PARTS", parts)
+        before = calls["n"]
+        with h5gds.Loader([path], 16, dataset=["x", "label"], like="cupy", window="64KiB", buffer="1MiB",
+                          staging=staging, seed=4) as ld:
+            _check_device_epoch(ld, want)
+        made[parts] = calls["n"] - before
+    assert made["1"] < made["4"] < made["64"], made
+    assert calls["begun"] == calls["ended"], calls
+    for bad in ("0", "65", "four"):
+        monkeypatch.setenv("H5GDS_LOADER_DECODE_PARTS", bad)
+        with pytest.raises(ValueError, match="H5GDS_LOADER_DECODE_PARTS"):
+            h5gds.Loader([path], 16, dataset=["x", "label"], like="cupy", window="64KiB", buffer="1MiB")
+
+
+@pytest.mark.parametrize("staging", ["pinned", "device"])
 @pytest.mark.parametrize("cache", ["off", "loader"])
 @pytest.mark.parametrize("shape,chunk", [((37, 72), (1, 12, 24)), ((6, 37, 19), (3, 4, 10, 8)), ((100,), (10, 128)),
                                          ((37, 72), (7, 37, 72))],

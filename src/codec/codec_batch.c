@@ -178,7 +178,7 @@ int gds_codec_sync_stream(gds_codec_t *c, CUstream s, gds_status_t *st)
         clock_gettime(CLOCK_MONOTONIC, &now);
         double waited = (double)(now.tv_sec - t0.tv_sec) + (double)(now.tv_nsec - t0.tv_nsec) * 1e-9;
         if (waited > c->timeout_s) {
-            c->stuck = true;
+            __atomic_store_n(&c->stuck, true, __ATOMIC_RELEASE); /* gds_codec_stopped reads it unlocked */
             gds_status_set(st, ETIMEDOUT,
                            "GPU codec: the GPU's work on this batch did not finish within %.0f s (garbage inside a "
                            "compressed block can keep nvCOMP's decoder from ending; H5GDS_CODEC_TIMEOUT_S); it is "

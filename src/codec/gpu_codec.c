@@ -339,10 +339,8 @@ bool gds_codec_stopped(const gds_codec_t *c)
 {
     if (!c)
         return false;
-    pthread_mutex_lock((pthread_mutex_t *)&c->lock);
-    bool stuck = c->stuck;
-    pthread_mutex_unlock((pthread_mutex_t *)&c->lock);
-    return stuck;
+    /* not under the lock: a caller asks while another thread's decode holds it */
+    return __atomic_load_n(&c->stuck, __ATOMIC_ACQUIRE);
 }
 
 /* ---- memory ---- */

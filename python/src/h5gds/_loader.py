@@ -87,6 +87,23 @@ def _align(n: int) -> int:
     return -(-int(n) // 4096) * 4096
 
 
+
+def _decode_parts() -> int:
+    """Decode calls a group's compressed windows are cut in, each begun as
+    soon as its windows are read (H5GDS_LOADER_DECODE_PARTS, 1-64; default
+    4): the group's reads go on while its first windows decode, and only
+    the last part's decode is left after the group's last byte."""
+    env = os.environ.get("H5GDS_LOADER_DECODE_PARTS", "")
+    if not env:
+        return 4
+    try:
+        n = int(env)
+    except ValueError:
+        n = 0
+    if not 1 <= n <= 64:
+        raise ValueError(f"H5GDS_LOADER_DECODE_PARTS={env!r}: a number of decode calls a group from 1 to 64")
+    return n
+
 class Loader(ExactBatches):
     """Batches of samples (rows along the first axis) from HDF5 datasets,
     read onto the GPU (or into host arrays).
@@ -236,6 +253,7 @@ class Loader(ExactBatches):
                              "of a compressed dataset: use order='windowed' (the default), or cache='loader' "
                              "(the first epoch decodes every sample into memory, later exact epochs gather from it)")
         self._inflight_loads = self._auto_inflight()
+        self._decode_parts = _decode_parts()
 
     # ---- settings ---------------------------------------------------------
 
@@ -291,8 +309,8 @@ class Loader(ExactBatches):
         """Windows read at once: INFLIGHT_BYTES of what the engine reads for
         the largest window (compressed columns: their stored chunks), 4 to 64
         windows; H5GDS_LOADER_INFLIGHT=N sets it. Counted in stored bytes,
-        the reads in flight while a group decodes on the caller's thread
-        keep the disk busy for as long as a read of decoded bytes would."""
+        the reads in flight while a group decodes keep the disk busy for as
+        long as a read of decoded bytes would."""
         env = os.environ.get("H5GDS_LOADER_INFLIGHT", "")
         if env:
             try:

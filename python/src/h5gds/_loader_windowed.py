@@ -75,7 +75,8 @@ class _GroupState:
     ragged_start: list[np.ndarray | None] = field(default_factory=list)  # per column, rolling buffers
     to_decode: list[CompressedLoad] = field(default_factory=list)  # decoded once the whole group is read
     decoded_rows: list[tuple[int, int]] = field(default_factory=list)  # their rows (the cache's, once decoded)
-    decoding: PendingGroup | None = None  # the decode begun, ended when the group is wanted
+    read_since_decode: int = 0          # loads read since the last decode part began
+    decoding: list[tuple[PendingGroup, list[tuple[int, int]]]] = field(default_factory=list)  # parts begun
 
 
 class Cache:
@@ -292,20 +293,26 @@ class WindowedReader:
         if load.compressed:  # its rows are there once decoded (_decode)
             st.to_decode.extend(load.compressed)
             st.decoded_rows.append((load.start, load.stop))
+            st.read_since_decode += 1
             load.compressed = []
         elif self.cache is not None:
             self.cache.rows_read[load.start:load.stop] = True
         st.outstanding -= 1
-        if st.outstanding == 0 and st.to_decode:
+        # a part of the group's windows decodes as soon as they are read, the last when all are
+        part = -(-len(st.loads) // self.ld._decode_parts)
+        if st.to_decode and (st.outstanding == 0 or st.read_since_decode >= part):
             self._decode(load.group)
 
     def _decode(self, g: int) -> None:
-        """Group `g` is read: the decode of its compressed columns' chunks
-        into its buffer begins (one GPU batch per file, in the background),
-        ordered after the gathers out of the buffer's previous group (as
-        the copies are); _finish_decode ends it."""
+        """A part of group `g` is read (H5GDS_LOADER_DECODE_PARTS): the
+        decode of its compressed columns' chunks into the group's buffer
+        begins (one GPU batch per file, in the background), ordered after
+        the gathers out of the buffer's previous group (as the copies are);
+        _finish_decode ends it."""
         st = self.states[g]
         loads, st.to_decode = st.to_decode, []
+        rows, st.decoded_rows = st.decoded_rows, []
+        st.read_since_decode = 0
         buf = self._buffer_of(g)
         stream = None
         if self.module != "numpy":
@@ -315,22 +322,27 @@ class WindowedReader:
                 # decode alone: H5GDS_CODEC_TIMEOUT_S), as it would below
                 buf.release_event.synchronize()
                 buf.waited = True
-        st.decoding = self.ld._decoder.begin_group(self, buf.mem, loads, stream)
+        st.decoding.append((self.ld._decoder.begin_group(self, buf.mem, loads, stream), rows))
 
     def _finish_decode(self, g: int) -> None:
-        """Group `g`'s decode ends: its rows are in place (an error raised
-        here names the file, dataset and chunk)."""
+        """Group `g`'s decodes end: its rows are in place (an error raised
+        here names the file, dataset and chunk; the parts after it are
+        abandoned)."""
         st = self.states[g]
-        pending, st.decoding = st.decoding, None
-        if pending is None:
-            return
-        rows, st.decoded_rows = st.decoded_rows, []
-        self.ld._decoder.finish_group(pending)
-        if self.cache is not None:
-            for a, b in rows:
-                self.cache.rows_read[a:b] = True
-        if self.staged and pending.stream is not None:
-            st.copied = self.last_copy = self.copier.record(pending.stream)
+        parts, st.decoding = st.decoding, []
+        decoder = self.ld._decoder
+        for k, (pending, rows) in enumerate(parts):
+            try:
+                decoder.finish_group(pending)
+            except BaseException:
+                for later, _ in parts[k + 1:]:
+                    decoder.abandon(later)
+                raise
+            if self.cache is not None:
+                for a, b in rows:
+                    self.cache.rows_read[a:b] = True
+            if self.staged and pending.stream is not None:
+                st.copied = self.last_copy = self.copier.record(pending.stream)
 
     def _reap(self, block: bool) -> bool:
         """Completes the oldest load when its reads are done (or waits for
@@ -476,8 +488,8 @@ class WindowedReader:
         """Collects every read still writing into the buffers, and every
         copy still reading the staging slots, and every decode begun."""
         for st in self.states:
-            pending, st.decoding = st.decoding, None
-            if pending is not None:
+            parts, st.decoding = st.decoding, []
+            for pending, _ in parts:
                 self.ld._decoder.abandon(pending)
         while self.pending:
             load = self.pending.popleft()
