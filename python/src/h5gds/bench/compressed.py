@@ -488,7 +488,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--loader-windows", type=common.size_list_arg, default=[],
                    help="loader part: the loader's window sizes to try (default: the loader's own)")
     p.add_argument("--loader-variants", default="default",
-                   help="loader part: settings separated by ';' (default, or NAME=VALUE environment settings)")
+                   help="loader part: settings separated by ';' (default, or NAME=VALUE[+NAME=VALUE...] environment "
+                        "settings)")
     p.add_argument("--loader-step-ms", type=float, default=0.0,
                    help="loader part: also a cold training epoch with this much GPU compute per step (0: none)")
     p.add_argument("--loader-data", default="field,image", help="loader part: data kinds")

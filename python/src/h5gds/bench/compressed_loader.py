@@ -132,8 +132,8 @@ def run(args: Any, nbytes: int, out_dir: Path, work: Path) -> int:
     windows: list[int | None] = list(args.loader_windows) or [None]
     variants = [v.strip() for v in args.loader_variants.split(";") if v.strip()] or ["default"]
     for v in variants:
-        if v != "default" and "=" not in v:
-            raise SystemExit(f"--loader-variants: {v!r}: 'default' or NAME=VALUE")
+        if v != "default" and not all("=" in a for a in v.split("+")):
+            raise SystemExit(f"--loader-variants: {v!r}: 'default' or NAME=VALUE[+NAME=VALUE...]")
     print(",".join(COLUMNS), flush=True)
     for kind in args.loader_data.split(","):
         for fname in args.loader_filters.split(","):
@@ -153,9 +153,9 @@ def run(args: Any, nbytes: int, out_dir: Path, work: Path) -> int:
                             chunk_bytes=chunk_bytes)
                 decoded = []
                 for wi, (window, variant) in enumerate((w, v) for w in windows for v in variants):
-                    name, _, value = variant.partition("=")
-                    saved = os.environ.get(name)
-                    if variant != "default":
+                    settings = [] if variant == "default" else [a.partition("=")[::2] for a in variant.split("+")]
+                    saved = {name: os.environ.get(name) for name, _ in settings}
+                    for name, value in settings:
                         os.environ[name] = value
                     ld = h5gds.Loader([str(path)], bsz, dataset="x", like="cupy", seed=1, cache="off",
                                       window=window)
@@ -214,11 +214,11 @@ def run(args: Any, nbytes: int, out_dir: Path, work: Path) -> int:
                     decoded.append(f"window {ld.window_bytes >> 20} MiB, {variant}: {ld._decoder.gpu_decoded} chunks "
                                    f"on the GPU, {ld._decoder.hdf5_decoded_rows} rows by HDF5")
                     ld.close()
-                    if variant != "default":
-                        if saved is None:
+                    for name, old in saved.items():
+                        if old is None:
                             os.environ.pop(name, None)
                         else:
-                            os.environ[name] = saved
+                            os.environ[name] = old
                 print(f"# {kind}/{fname}/{row_bytes}: {total / 2**30:.2f} GiB, chunks {chunk_bytes >> 10} KiB, "
                       f"ratio {ratio:.2f}, batch {bsz}; " + "; ".join(decoded), flush=True)
                 path.unlink()
