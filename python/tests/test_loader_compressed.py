@@ -486,6 +486,18 @@ def test_a_group_decodes_in_parts_as_its_windows_are_read(tmp_path, monkeypatch,
         made[parts] = calls["n"] - before
     assert made["1"] < made["4"] < made["64"], made
     assert calls["begun"] == calls["ended"], calls
+    monkeypatch.delenv("H5GDS_LOADER_DECODE_PARTS")
+    with h5gds.Loader([path], 16, dataset=["x", "label"], like="cupy", window="64KiB", buffer="1MiB") as ld:
+        assert ld._decode_parts == 1  # Deflate: one call a group
+    if importlib.util.find_spec("hdf5plugin") is not None:
+        import hdf5plugin
+        zpath = os.path.join(os.fspath(tmp_path), "zstd.h5")
+        with h5py.File(zpath, "w") as f:
+            f.create_dataset("x", data=want, chunks=(4, 37, 72), **hdf5plugin.Zstd())
+            f.create_dataset("label", data=np.arange(len(want), dtype=np.int64))
+        with h5gds.Loader([zpath], 16, dataset=["x", "label"], like="cupy", window="64KiB", buffer="1MiB",
+                          seed=4) as ld:
+            assert ld._decode_parts == 4  # plain zstd: parts decode block by block
     for bad in ("0", "65", "four"):
         monkeypatch.setenv("H5GDS_LOADER_DECODE_PARTS", bad)
         with pytest.raises(ValueError, match="H5GDS_LOADER_DECODE_PARTS"):

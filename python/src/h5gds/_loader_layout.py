@@ -65,6 +65,7 @@ class FileLayout:
     # inner dimensions are cut into tiles where the chunks do not span them
     # (netCDF-4 files often are), each decoded whole and its box copied
     filtered: bool = False
+    filter_ids: tuple[int, ...] = ()  # the pipeline's filters, in HDF5's order
     dataset: str = ""
     stored: np.ndarray | None = None
     mask: np.ndarray | None = None
@@ -147,6 +148,8 @@ def file_layout(dset: h5py.Dataset) -> FileLayout:
                          "or create it with h5gds.create_dataset (early allocation)")
     if filters:
         out.filtered = True
+        with phil:
+            out.filter_ids = tuple(int(dcpl.get_filter(i)[0]) for i in range(dcpl.get_nfilters()))
         out.c0, out.chunk_row_bytes, out.addr = chunk[0], row_bytes, addr
         out.stored, out.mask = stored, mask
         if tuple(chunk[1:]) != tuple(shape[1:]):  # tiles, or chunks wider than a sample (unlimited dimensions)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, Generator
 
 import numpy as np
 
@@ -507,7 +507,7 @@ class WindowedReader:
         self.staging = []
 
 
-def iterate(reader: WindowedReader, batch_size: int, drop_last: bool) -> Iterator[list[Any]]:
+def iterate(reader: WindowedReader, batch_size: int, drop_last: bool) -> Generator[list[Any], None, None]:
     """The batches (lists of parts) of a windowed epoch."""
     n = len(reader.order)
     end = n // batch_size * batch_size if drop_last else n
