@@ -232,6 +232,7 @@ class Loader(ExactBatches):
         self._rolling: list[Any] = []
         self._cache: Cache | None = None
         self._closed = False
+        self._open_epoch: Generator[Any, None, None] | None = None  # the epoch being iterated (one at a time)
         self._decoder = Decoder(self)
         self._tuple, columns = columns_from(source, dataset)
         lengths = {c.rows for c in columns}
@@ -549,17 +550,12 @@ class Loader(ExactBatches):
     def __iter__(self) -> Generator[Any, None, None]:
         if self._closed:
             raise ValueError("the loader is closed")
+        self._end_open_epoch()  # epochs share the loader's buffers: a new one ends the one still open
         kind, plan = self._plan()
         if kind == "windowed":
             if self.cache == "loader":
                 self._ensure_cache()
-            # closed explicitly: an epoch left early ends its reads and decodes now, not when collected
-            epoch = iterate(WindowedReader(self, plan), self.batch_size, self.drop_last)
-            try:
-                for parts in epoch:
-                    yield self._assemble(parts)
-            finally:
-                epoch.close()
+            yield from self._run_epoch(iterate(WindowedReader(self, plan), self.batch_size, self.drop_last), True)
             return
         order = self._trim(plan)
         if self.cache == "loader":
@@ -567,22 +563,36 @@ class Loader(ExactBatches):
             self._ensure_cache()
             fill_cache(self)
             exact = orders.WindowedPlan(order, np.zeros(len(order), np.int64), order, [])
-            epoch = iterate(WindowedReader(self, exact), self.batch_size, False)
-            try:
-                for parts in epoch:
-                    yield self._assemble(parts)
-            finally:
-                epoch.close()
+            yield from self._run_epoch(iterate(WindowedReader(self, exact), self.batch_size, False), True)
             return
         if self.cache == "page" and not self._page_cached():
             self.warm_page_cache()
-        yield from self._iter_exact(order)
+        yield from self._run_epoch(self._iter_exact(order), False)
+
+    def _run_epoch(self, epoch: Generator[Any, None, None], assemble: bool) -> Generator[Any, None, None]:
+        """The batches of `epoch`, which is closed as soon as this ends (an
+        epoch left early ends its reads and decodes at once, not when Python
+        collects it) or a new epoch of the loader begins."""
+        self._open_epoch = epoch
+        try:
+            for parts in epoch:
+                yield self._assemble(parts) if assemble else parts
+        finally:
+            epoch.close()
+            if self._open_epoch is epoch:
+                self._open_epoch = None
+
+    def _end_open_epoch(self) -> None:
+        epoch, self._open_epoch = self._open_epoch, None
+        if epoch is not None:
+            epoch.close()
 
     # ---- the rest -----------------------------------------------------------
 
     def close(self) -> None:
-        """Closes the loader's engine files (iterators must be finished) and
-        drops its buffers."""
+        """Ends an epoch still open (its iterator then stops), closes the
+        loader's engine files and drops its buffers."""
+        self._end_open_epoch()
         for f in self._files.values():
             f.close()
         self._decoder.close()

@@ -11,7 +11,7 @@ device memory (``staging="device"``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Generator
 
 import numpy as np
 
@@ -220,7 +220,7 @@ class ExactBatches:
             assert batch.slot is not None
             batch.slot.copied = self._copier.record(current)
 
-    def _iter_exact(self, order: np.ndarray) -> Iterator[Any]:
+    def _iter_exact(self, order: np.ndarray) -> Generator[Any, None, None]:
         starts = list(range(0, len(order), self.batch_size))
         slots: list[Slot] = []
         if self.module != "numpy" and self.staging == "pinned" and starts:
