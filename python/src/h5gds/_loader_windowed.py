@@ -73,7 +73,7 @@ class _GroupState:
     copied: Any = None                  # event after the group's last copy (pinned staging)
     ready_waited: bool = False          # the current stream waits for `copied`
     ragged_start: list[np.ndarray | None] = field(default_factory=list)  # per column, rolling buffers
-    to_decode: list[CompressedLoad] = field(default_factory=list)  # decoded once the whole group is read
+    to_decode: list[CompressedLoad] = field(default_factory=list)  # read, their decode part not yet begun
     decoded_rows: list[tuple[int, int]] = field(default_factory=list)  # their rows (the cache's, once decoded)
     read_since_decode: int = 0          # loads read since the last decode part began
     decoding: list[tuple[PendingGroup, list[tuple[int, int]]]] = field(default_factory=list)  # parts begun
