@@ -89,6 +89,21 @@ def _align(n: int) -> int:
 
 
 
+def _env_count(name: str, most: int, what: str) -> int:
+    """The count an environment setting gives (1 to `most`), 0 where it is
+    unset; ValueError naming it otherwise."""
+    env = os.environ.get(name, "")
+    if not env:
+        return 0
+    try:
+        n = int(env)
+    except ValueError:
+        n = 0
+    if not 1 <= n <= most:
+        raise ValueError(f"{name}={env!r}: a number of {what} from 1 to {most}")
+    return n
+
+
 def _decode_parts(columns: list[Column]) -> int:
     """Decode calls a group's compressed windows are cut in, each begun as
     soon as its windows are read, so that the group's reads go on while its
@@ -100,14 +115,8 @@ def _decode_parts(columns: list[Column]) -> int:
     epochs were faster cold, warm and under a training step; a Deflate
     call costs nearly as much whatever its width, so parts multiplied it
     (warm epochs 36-46% slower)."""
-    env = os.environ.get("H5GDS_LOADER_DECODE_PARTS", "")
-    if env:
-        try:
-            n = int(env)
-        except ValueError:
-            n = 0
-        if not 1 <= n <= 64:
-            raise ValueError(f"H5GDS_LOADER_DECODE_PARTS={env!r}: a number of decode calls a group from 1 to 64")
+    n = _env_count("H5GDS_LOADER_DECODE_PARTS", 64, "decode calls a group")
+    if n:
         return n
     pipelines = [lay.filter_ids for c in columns if isinstance(c, FixedColumn) for lay in c.layouts if lay.filtered]
     return 4 if pipelines and all(ZSTD_FILTER in ids for ids in pipelines) else 1
@@ -321,14 +330,8 @@ class Loader(ExactBatches):
         windows; H5GDS_LOADER_INFLIGHT=N sets it. Counted in stored bytes,
         the reads in flight while a group decodes keep the disk busy for as
         long as a read of decoded bytes would."""
-        env = os.environ.get("H5GDS_LOADER_INFLIGHT", "")
-        if env:
-            try:
-                n = int(env)
-            except ValueError:
-                n = 0
-            if not 1 <= n <= 1024:
-                raise ValueError(f"H5GDS_LOADER_INFLIGHT={env!r}: a number of windows from 1 to 1024")
+        n = _env_count("H5GDS_LOADER_INFLIGHT", 1024, "windows")
+        if n:
             return n
         if not len(self._windows):
             return 4
