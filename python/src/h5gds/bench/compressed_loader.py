@@ -17,8 +17,10 @@ Rows: bench,method,data,filter,ratio,cache,GBps,repeat plus sample_bytes,
 chunk_bytes, seconds, epoch_fraction (GB/s of decoded samples delivered),
 window_bytes (the loader's windows; --loader-windows tries several),
 variant (--loader-variants: environment settings such as
-H5GDS_CONFIG=threads=8 beside the default), decode_seconds (h5gds-loader:
-the epoch's host time in the GPU decode calls, which the reads wait for)."""
+H5GDS_CONFIG=threads=8 beside the default; NAME=VALUE+NAME=VALUE sets
+several), decode_seconds (h5gds-loader: the epoch's time the caller's
+thread spent beginning and ending the GPU decodes, waiting for them
+included)."""
 from __future__ import annotations
 
 import os
