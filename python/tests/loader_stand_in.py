@@ -43,8 +43,8 @@ def _decode_chunk(stored: bytes, filters: list[int], mask: int, itemsize: int) -
 
 def install_decode_stand_in(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     """Installs the stand-ins for the test; returns the decode calls' count,
-    the calls refused for a corrupt stream, and the decodes begun and ended
-    (``{"n": ..., "refused": ..., "begun": ..., "ended": ...}``)."""
+    the calls refused for a corrupt stream, the decodes begun and ended, and
+    the most open at once (``{"n", "refused", "begun", "ended", "most_open"}``)."""
     import h5gds._loader_decode as decode
 
     fake = loader_fake_cupy.make()
@@ -134,6 +134,7 @@ def install_decode_stand_in(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
         jobs[key] = (hid, n, rank, stream, held)
         job._obj.value = key  # ctypes.byref(c_uint64)
         calls["begun"] += 1
+        calls["most_open"] = max(calls["most_open"], len(jobs))
         return 1
 
     def decode_chunks_end(job: int, hdf5_chunks: Any) -> int:
@@ -143,7 +144,7 @@ def install_decode_stand_in(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
         return decode_chunks(hid, n, held[0][0], held[1][0], held[2][0], held[3][0], held[4][0], rank, hdf5_chunks,
                              stream)
 
-    calls["begun"] = calls["ended"] = 0
+    calls["begun"] = calls["ended"] = calls["most_open"] = 0
     monkeypatch.setattr(decode.Decoder, "dataset", recording_dataset)
     monkeypatch.setattr(decode, "native", types.SimpleNamespace(h5gds_py_decode_chunks_begin=decode_chunks_begin,
                                                                 h5gds_py_decode_chunks_end=decode_chunks_end))

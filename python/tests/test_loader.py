@@ -175,8 +175,9 @@ def test_break_out_of_iteration_and_reiterate(src):
 @pytest.mark.parametrize("order", ["windowed", "exact"])
 def test_a_new_epoch_ends_the_one_still_open(src, order):
     """Epochs share the loader's buffers: an iterator kept open while a new
-    epoch begins stops (StopIteration), the new one reads every sample
-    right, and closing the loader ends an epoch still open."""
+    epoch begins raises RuntimeError (it does not stop short), the new one
+    reads every sample right, and closing the loader ends an epoch still
+    open."""
     f, data = src
     kw = dict(window="2KiB", buffer="8KiB") if order == "windowed" else dict(order="exact")
     loader = h5gds.Loader((f["x"], f["y"]), 10, like="numpy", seed=1, **kw)
@@ -187,12 +188,14 @@ def test_a_new_epoch_ends_the_one_still_open(src, order):
         np.testing.assert_array_equal(x, data[y])
         seen.extend(ids((x, y)))
     assert sorted(seen) == list(range(len(data)))
+    with pytest.raises(RuntimeError, match="ended by a new epoch of this loader"):
+        next(first)
     with pytest.raises(StopIteration):
         next(first)
     second = iter(loader)
     next(second)
     loader.close()
-    with pytest.raises(StopIteration):
+    with pytest.raises(RuntimeError, match=r"ended by Loader.close\(\)"):
         next(second)
 
 

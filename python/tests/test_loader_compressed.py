@@ -469,6 +469,19 @@ def test_an_epoch_left_early_ends_its_decodes(tmp_path, monkeypatch, like):
         assert len(decode_module._RETIRED) == retired
 
 
+def test_a_cache_fill_keeps_few_decodes_open(tmp_path, monkeypatch):
+    """A cache fill reads as far ahead as its reads in flight allow (no
+    buffer bounds it): the decodes of groups more than one behind end as
+    the next begins, so that their memory comes back; every sample right."""
+    calls = install_decode_stand_in(monkeypatch)
+    path, want = _tiled_file(tmp_path, 800, (37, 72), (4, 37, 72))
+    with h5gds.Loader([path], 16, dataset=["x", "label"], like="cupy", window="64KiB", buffer="256KiB",
+                      cache="loader", seed=4) as ld:
+        _check_device_epoch(ld, want)
+    assert calls["begun"] == calls["ended"] > 8, calls
+    assert calls["most_open"] <= 3, calls  # the group begun, the one before, and one ending
+
+
 @pytest.mark.parametrize("staging", ["pinned", "device"])
 def test_a_group_decodes_in_parts_as_its_windows_are_read(tmp_path, monkeypatch, staging):
     """H5GDS_LOADER_DECODE_PARTS: a group's windows decode in that many

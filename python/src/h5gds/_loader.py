@@ -89,6 +89,14 @@ def _align(n: int) -> int:
 
 
 
+class _OpenEpoch:
+    """The epoch a loader is iterating, and what ended it early (if anything did)."""
+
+    def __init__(self, epoch: Generator[Any, None, None]):
+        self.epoch = epoch
+        self.ended_by = ""
+
+
 def _env_count(name: str, most: int, what: str) -> int:
     """The count an environment setting gives (1 to `most`), 0 where it is
     unset; ValueError naming it otherwise."""
@@ -241,7 +249,7 @@ class Loader(ExactBatches):
         self._rolling: list[Any] = []
         self._cache: Cache | None = None
         self._closed = False
-        self._open_epoch: Generator[Any, None, None] | None = None  # the epoch being iterated (one at a time)
+        self._open_epoch: _OpenEpoch | None = None  # the epoch being iterated (one at a time)
         self._decoder = Decoder(self)
         self._tuple, columns = columns_from(source, dataset)
         lengths = {c.rows for c in columns}
@@ -553,7 +561,7 @@ class Loader(ExactBatches):
     def __iter__(self) -> Generator[Any, None, None]:
         if self._closed:
             raise ValueError("the loader is closed")
-        self._end_open_epoch()  # epochs share the loader's buffers: a new one ends the one still open
+        self._end_open_epoch("a new epoch of this loader")  # epochs share the loader's buffers
         kind, plan = self._plan()
         if kind == "windowed":
             if self.cache == "loader":
@@ -575,27 +583,33 @@ class Loader(ExactBatches):
     def _run_epoch(self, epoch: Generator[Any, None, None], assemble: bool) -> Generator[Any, None, None]:
         """The batches of `epoch`, which is closed as soon as this ends (an
         epoch left early ends its reads and decodes at once, not when Python
-        collects it) or a new epoch of the loader begins."""
-        self._open_epoch = epoch
+        collects it), or when a new epoch of the loader begins or the loader
+        closes: its iterator then raises RuntimeError rather than stop short."""
+        record = _OpenEpoch(epoch)
+        self._open_epoch = record
         try:
             for parts in epoch:
                 yield self._assemble(parts) if assemble else parts
+            if record.ended_by:
+                raise RuntimeError(f"this epoch was ended by {record.ended_by} before its last batch (epochs of "
+                                   "one loader share its buffers: iterate one at a time)")
         finally:
             epoch.close()
-            if self._open_epoch is epoch:
+            if self._open_epoch is record:
                 self._open_epoch = None
 
-    def _end_open_epoch(self) -> None:
-        epoch, self._open_epoch = self._open_epoch, None
-        if epoch is not None:
-            epoch.close()
+    def _end_open_epoch(self, by: str) -> None:
+        record, self._open_epoch = self._open_epoch, None
+        if record is not None:
+            record.ended_by = by
+            record.epoch.close()
 
     # ---- the rest -----------------------------------------------------------
 
     def close(self) -> None:
-        """Ends an epoch still open (its iterator then stops), closes the
-        loader's engine files and drops its buffers."""
-        self._end_open_epoch()
+        """Ends an epoch still open (its iterator then raises RuntimeError),
+        closes the loader's engine files and drops its buffers."""
+        self._end_open_epoch("Loader.close()")
         for f in self._files.values():
             f.close()
         self._decoder.close()

@@ -210,13 +210,8 @@ class Decoder:
                 # uncompressed file, chunks never written, host batches) are HDF5's
                 on_gpu = [k for k, (load, p) in enumerate(items) if len(p.chunks) and load.staging is not None] \
                     if self.ld.module != "numpy" and col.layouts[fi].filtered else []
-                job = self._gpu(reader, col, fi, buffer, [items[k] for k in on_gpu], stream, pg.used) \
-                    if on_gpu else None
-                if job is None:
+                if on_gpu and not self._gpu(reader, col, fi, buffer, [items[k] for k in on_gpu], stream, pg):
                     on_gpu = []
-                else:
-                    pg.jobs.append(job)
-                    pg.jobs_open.append(job)
                 taken = set(on_gpu)
                 for k, (_, p) in enumerate(items):
                     if k not in taken:
@@ -232,6 +227,8 @@ class Decoder:
         """Ends a group's decode: waits for its GPU work, reads what the GPU
         did not take through HDF5, copies the cut chunks' and tiles' rows;
         returns with the rows in place (the stream synchronised)."""
+        if pg.ended:
+            raise RuntimeError("internal error: a group's decode finished after it ended")
         t0 = time.perf_counter()
         self._forget(pg)
         try:
@@ -276,8 +273,8 @@ class Decoder:
         per job whether the GPU took its chunks; the first failure raised."""
         taken: list[bool] = []
         error: BaseException | None = None
-        jobs, pg.jobs_open = pg.jobs_open, []
-        for job in jobs:
+        while pg.jobs_open:
+            job = pg.jobs_open.pop(0)  # off the list first: a job is freed by its end, never ended twice
             try:
                 taken.append(self._end(job))
             except BaseException as exc:
@@ -288,13 +285,14 @@ class Decoder:
         return taken
 
     def _gpu(self, reader: Any, col: FixedColumn, fi: int, buffer: Any,
-             items: list[tuple[CompressedLoad, FilePiece]], stream: Any, used: list[Any]) -> DecodeJob | None:
-        """Begins one decode call for the chunks of file `fi` in this group;
-        None when the GPU cannot decode them (nothing written then)."""
+             items: list[tuple[CompressedLoad, FilePiece]], stream: Any, pg: PendingGroup) -> bool:
+        """Begins one decode call for the chunks of file `fi` in this group
+        (its job joins pg's); False when the GPU cannot decode them
+        (nothing written then)."""
         lay = col.layouts[fi]
         assert lay.stored is not None and lay.mask is not None
         if lay.tiles is not None:
-            return self._gpu_tiles(reader, col, fi, buffer, items, stream, used)
+            return self._gpu_tiles(reader, col, fi, buffer, items, stream, pg)
         chunk_bytes = lay.c0 * col.row_bytes
         buf_addr = reader.gatherer.address(buffer)
         src, size, mask, dst, first = [], [], [], [], []
@@ -317,7 +315,7 @@ class Decoder:
         scratch = None
         if cut:
             scratch = self._take(reader, len(cut) * chunk_bytes)
-            used.append(scratch)
+            pg.used.append(scratch)
             scratch_addr = reader.gatherer.address(scratch)
             holes = np.flatnonzero(dst_a < 0)
             dst_a[holes] = scratch_addr + np.arange(len(holes), dtype=np.int64) * chunk_bytes
@@ -330,10 +328,10 @@ class Decoder:
                 s0, n = k * chunk_bytes + row0 * col.row_bytes, nrows * col.row_bytes
                 copy(buffer, slice(at, at + n), scratch, slice(s0, s0 + n))
         return self._begin(col, fi, src_a, size_a, mask_a, dst_a.astype(np.uint64), lo, stream,
-                           [p for _, p in items], copy_cut)
+                           [p for _, p in items], copy_cut, pg)
 
     def _gpu_tiles(self, reader: Any, col: FixedColumn, fi: int, buffer: Any,
-                   items: list[tuple[CompressedLoad, FilePiece]], stream: Any, used: list[Any]) -> DecodeJob | None:
+                   items: list[tuple[CompressedLoad, FilePiece]], stream: Any, pg: PendingGroup) -> bool:
         """The decode of chunks that cut samples into tiles: every tile into
         scratch memory, the tiles of one position side by side (`m` chunk
         rows of a piece, tile t at chunk index base + t * m + i), then one
@@ -345,7 +343,7 @@ class Decoder:
         chunk_bytes = lay.c0 * int(np.prod(tiles.chunk, dtype=np.int64)) * col.dtype.itemsize
         total = sum(len(p.chunks) for _, p in items) * ntiles
         scratch = self._take(reader, total * chunk_bytes)
-        used.append(scratch)
+        pg.used.append(scratch)
         scratch_addr = reader.gatherer.address(scratch)
         src, size, mask, dst, lo = [], [], [], [], []
         origin = np.array(tiles.origin, np.int64).reshape(ntiles, -1)
@@ -369,15 +367,15 @@ class Decoder:
                 at += m * ntiles
         return self._begin(col, fi, np.concatenate(src).astype(np.uint64), np.concatenate(size).astype(np.uint64),
                            np.concatenate(mask).astype(np.uint32), np.concatenate(dst).astype(np.uint64),
-                           np.concatenate(lo).astype(np.uint64), stream, [p for _, p in items], place)
+                           np.concatenate(lo).astype(np.uint64), stream, [p for _, p in items], place, pg)
 
     def _begin(self, col: FixedColumn, fi: int, src: np.ndarray, size: np.ndarray, mask: np.ndarray,
                dst: np.ndarray, lo: np.ndarray, stream: Any, pieces: list[FilePiece],
-               after: Callable[[], None]) -> DecodeJob | None:
+               after: Callable[[], None], pg: PendingGroup) -> bool:
         """Begins one GPU decode call for chunks of file `fi` (lo: each
         chunk's first element, so that HDF5's filters read a chunk the GPU
-        refuses in its place); None when the GPU cannot decode them
-        (nothing written then)."""
+        refuses in its place), its job in pg's at once; False when the GPU
+        cannot decode them (nothing written then)."""
         ds = self.dataset(col, fi)
         lo = np.ascontiguousarray(lo, np.uint64)
         job = ctypes.c_uint64(0)
@@ -389,9 +387,11 @@ class Decoder:
             if rc < 0:
                 raise OSError(f"{col.paths[fi]}:{col.layouts[fi].dataset}: cannot decode the loader's chunks "
                               f"({hdf5_error_text()})")
-        if rc == 0:
-            return None
-        return DecodeJob(col, fi, ds, len(src), job.value, pieces, after)
+            if rc == 1:
+                begun = DecodeJob(col, fi, ds, len(src), job.value, pieces, after)
+                pg.jobs.append(begun)
+                pg.jobs_open.append(begun)
+        return rc == 1
 
     def _end(self, job: DecodeJob) -> bool:
         """Waits for a decode call begun; False when the GPU did not take

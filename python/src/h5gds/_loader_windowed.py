@@ -117,6 +117,7 @@ class WindowedReader:
         self.states = [_GroupState() for _ in self.groups]
         self.pending: deque[_Load] = deque()  # issued, not yet complete, oldest first
         self.next_group = 0                   # the next group to prepare (buffer, loads)
+        self.decodes_ended_before = 0         # groups before this one have no decode still open
         self.cur_group = 0                    # the group whose loads are being issued
         self.released_upto = 0
         self.inflight: int = loader._inflight_loads
@@ -323,6 +324,11 @@ class WindowedReader:
                 buf.release_event.synchronize()
                 buf.waited = True
         st.decoding.append((self.ld._decoder.begin_group(self, buf.mem, loads, stream), rows))
+        # Decodes more than a group behind end now (most likely done), so that their
+        # memory comes back: nothing else bounds how far a cache fill reads ahead.
+        for older in range(self.decodes_ended_before, g - 1):
+            self._finish_decode(older)
+        self.decodes_ended_before = max(self.decodes_ended_before, g - 1)
 
     def _finish_decode(self, g: int) -> None:
         """Group `g`'s decodes end: its rows are in place (an error raised
