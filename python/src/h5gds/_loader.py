@@ -88,7 +88,6 @@ def _align(n: int) -> int:
     return -(-int(n) // 4096) * 4096
 
 
-
 class _OpenEpoch:
     """The epoch a loader is iterating, and what ended it early (if anything did)."""
 

@@ -83,12 +83,13 @@ class TileBoxes:
     extent: list[tuple[int, ...]]
 
 
-def _filter_names(dcpl: Any) -> list[str]:
-    names = []
+def _filters(dcpl: Any) -> list[tuple[int, str]]:
+    """The pipeline's filters in HDF5's order: (id, name for messages)."""
+    out = []
     for i in range(dcpl.get_nfilters()):
         code, _flags, _vals, name = dcpl.get_filter(i)
-        names.append(f"{name.decode(errors='replace') or 'filter'} (id {code})")
-    return names
+        out.append((int(code), f"{name.decode(errors='replace') or 'filter'} (id {code})"))
+    return out
 
 
 def file_layout(dset: h5py.Dataset) -> FileLayout:
@@ -102,7 +103,8 @@ def file_layout(dset: h5py.Dataset) -> FileLayout:
         raise ValueError(f"{name}: a scalar dataset has no samples")
     with phil:
         dcpl = dset.id.get_create_plist()
-        filters = _filter_names(dcpl)
+        pipeline = _filters(dcpl)
+        filters = [name for _, name in pipeline]
         layout = dcpl.get_layout()
         if dcpl.get_external_count():
             raise ValueError(f"{name} uses external storage, which the loader does not read")
@@ -148,8 +150,7 @@ def file_layout(dset: h5py.Dataset) -> FileLayout:
                          "or create it with h5gds.create_dataset (early allocation)")
     if filters:
         out.filtered = True
-        with phil:
-            out.filter_ids = tuple(int(dcpl.get_filter(i)[0]) for i in range(dcpl.get_nfilters()))
+        out.filter_ids = tuple(code for code, _ in pipeline)
         out.c0, out.chunk_row_bytes, out.addr = chunk[0], row_bytes, addr
         out.stored, out.mask = stored, mask
         if tuple(chunk[1:]) != tuple(shape[1:]):  # tiles, or chunks wider than a sample (unlimited dimensions)
