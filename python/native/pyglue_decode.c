@@ -81,3 +81,8 @@ API int h5gds_py_decode_chunks_end(uint64_t job, size_t *hdf5_chunks)
 {
     return gds_filtered_decode_chunks_end((gds_decode_job_t *)(uintptr_t)job, hdf5_chunks);
 }
+
+/* Waits for a decode begun, calling no HDF5 function: the caller need not
+ * hold h5py's lock (other threads' HDF5 calls go on meanwhile); its end
+ * follows. */
+API void h5gds_py_decode_chunks_wait(uint64_t job) { gds_filtered_decode_chunks_wait((gds_decode_job_t *)(uintptr_t)job); }

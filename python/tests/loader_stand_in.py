@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import ctypes
 import sys
+import threading
 import types
 import zlib
 from typing import Any
 
 import numpy as np
 import pytest
+from h5py._objects import phil
 
 import loader_fake_cupy
 
@@ -44,7 +46,9 @@ def _decode_chunk(stored: bytes, filters: list[int], mask: int, itemsize: int) -
 def install_decode_stand_in(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     """Installs the stand-ins for the test; returns the decode calls' count,
     the calls refused for a corrupt stream, the decodes begun and ended, and
-    the most open at once (``{"n", "refused", "begun", "ended", "most_open"}``)."""
+    the most open at once, and the waits for a decode made while another
+    thread could take h5py's lock (``{"n", "refused", "begun", "ended",
+    "most_open", "waited_unlocked"}``)."""
     import h5gds._loader_decode as decode
 
     fake = loader_fake_cupy.make()
@@ -137,16 +141,30 @@ def install_decode_stand_in(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
         calls["most_open"] = max(calls["most_open"], len(jobs))
         return 1
 
+    waited: set[int] = set()
+
+    def decode_chunks_wait(job: int) -> None:
+        assert job in jobs, f"decode job {job} waited for after its end, or never begun"
+        waited.add(job)
+        free = []
+        probe = threading.Thread(target=lambda: free.append(phil.acquire(False) and (phil.release() or True)))
+        probe.start()
+        probe.join()
+        calls["waited_unlocked"] += bool(free and free[0])
+
     def decode_chunks_end(job: int, hdf5_chunks: Any) -> int:
         assert job in jobs, f"decode job {job} ended twice, or never begun"
+        assert job in waited, f"decode job {job} ended without its wait"
+        waited.discard(job)
         hid, n, rank, stream, held = jobs.pop(job)
         calls["ended"] += 1
         return decode_chunks(hid, n, held[0][0], held[1][0], held[2][0], held[3][0], held[4][0], rank, hdf5_chunks,
                              stream)
 
-    calls["begun"] = calls["ended"] = calls["most_open"] = 0
+    calls["begun"] = calls["ended"] = calls["most_open"] = calls["waited_unlocked"] = 0
     monkeypatch.setattr(decode.Decoder, "dataset", recording_dataset)
     monkeypatch.setattr(decode, "native", types.SimpleNamespace(h5gds_py_decode_chunks_begin=decode_chunks_begin,
-                                                                h5gds_py_decode_chunks_end=decode_chunks_end))
+                                                                h5gds_py_decode_chunks_end=decode_chunks_end,
+                                                                h5gds_py_decode_chunks_wait=decode_chunks_wait))
     monkeypatch.setattr(decode, "hdf5_error_text", lambda: error["text"])
     return calls

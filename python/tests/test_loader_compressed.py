@@ -480,6 +480,7 @@ def test_a_cache_fill_keeps_few_decodes_open(tmp_path, monkeypatch):
         _check_device_epoch(ld, want)
     assert calls["begun"] == calls["ended"] > 8, calls
     assert calls["most_open"] <= 3, calls  # the group begun, the one before, and one ending
+    assert calls["waited_unlocked"] == calls["ended"], calls  # h5py's lock free while a decode is waited for
 
 
 @pytest.mark.parametrize("staging", ["pinned", "device"])

@@ -627,7 +627,7 @@ int gds_codec_decode(gds_codec_t *c, const gds_codec_pipeline_t *p, const gds_co
  * callers' second decode without the bad chunks runs on valid data. */
 static bool redecode_asked(void)
 {
-    const char *e = getenv("H5GDS_CODEC_TEST_REDECODE");
+    const char *e = gds_codec_setting(GDS_SET_TEST_REDECODE);
     return e && *e && strcmp(e, "0") != 0;
 }
 

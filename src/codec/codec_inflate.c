@@ -15,7 +15,7 @@
 /* Compressed bytes per segment: H5GDS_INFLATE_SEGMENT_KIB, else IS_SEGMENT_BYTES. */
 static size_t segment_bytes(void)
 {
-    const char *e = getenv("H5GDS_INFLATE_SEGMENT_KIB");
+    const char *e = gds_codec_setting(GDS_SET_INFLATE_SEGMENT_KIB);
     long kib = e ? atol(e) : 0;
     return kib > 0 && kib <= 65536 ? (size_t)kib << 10 : IS_SEGMENT_BYTES;
 }
@@ -62,7 +62,7 @@ double gds_codec_inflate_model_us(bool split, size_t n, size_t max_stored, size_
 /* H5GDS_INFLATE_SPLIT: 0 never (0), 1 always (1), else -1 */
 static int split_forced(void)
 {
-    const char *e = getenv("H5GDS_INFLATE_SPLIT");
+    const char *e = gds_codec_setting(GDS_SET_INFLATE_SPLIT);
     if (e && strcmp(e, "0") == 0)
         return 0;
     if (e && strcmp(e, "1") == 0)

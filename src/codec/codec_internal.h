@@ -10,7 +10,8 @@
  *   codec_blosc.c   Blosc-1's decode stage
  *   codec_decode.c  gds_codec_decode: groups, sub-batches, per-filter stages
  *   codec_encode.c  gds_codec_encode: plan, sub-batches, per-filter stages
- * (codec_plan.c, the host-only logic, calls none of them.)
+ * (codec_plan.c, the host-only logic, calls none of them; codec_settings.c,
+ * the environment variables read while decoding, is called by all.)
  */
 #ifndef H5GDS_CODEC_INTERNAL_H
 #define H5GDS_CODEC_INTERNAL_H
@@ -24,6 +25,19 @@
 #include "codec_shared.h"
 #include "gpu_codec.h"
 #include "nvcomp_api.h"
+
+/* The settings of gds_codec_settings_t (codec_settings.c names them). */
+enum codec_setting {
+    GDS_SET_CODEC_DEBUG,
+    GDS_SET_TEST_REDECODE,
+    GDS_SET_INFLATE_SEGMENT_KIB,
+    GDS_SET_INFLATE_SPLIT,
+    GDS_SET_ZSTD_BLOCKS,
+    GDS_SET_COUNT
+};
+/* A setting's value: this thread's copy where it uses one
+ * (gds_codec_settings_use), else the environment's; NULL where unset. */
+const char *gds_codec_setting(int which);
 
 /* The kernels of codec_kernels.cu (names: gpu_codec.c). */
 enum kernel_id {

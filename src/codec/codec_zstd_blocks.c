@@ -27,7 +27,7 @@
  * holds: 0 where none is, SIZE_MAX where every one is (H5GDS_ZSTD_BLOCKS). */
 static size_t widest_batch(size_t expect)
 {
-    const char *e = getenv("H5GDS_ZSTD_BLOCKS");
+    const char *e = gds_codec_setting(GDS_SET_ZSTD_BLOCKS);
     if (expect >= ZB_SYM || (e && strcmp(e, "0") == 0))
         return 0;
     if (e && strcmp(e, "1") == 0)

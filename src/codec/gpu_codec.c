@@ -489,6 +489,6 @@ const char *gds_codec_kernel_name(int k) { return k >= 0 && k < K_COUNT ? kernel
 
 bool gds_codec_debug_on(void)
 {
-    const char *e = getenv("H5GDS_CODEC_DEBUG");
+    const char *e = gds_codec_setting(GDS_SET_CODEC_DEBUG);
     return e && *e && strcmp(e, "0") != 0;
 }

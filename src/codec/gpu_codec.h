@@ -79,6 +79,22 @@ size_t gds_codec_zstd_piece(int level);
  * GDS_DEFLATE_PIECE); 0: chunks compressed whole. */
 size_t gds_codec_deflate_piece(void);
 
+/* The environment variables the codec reads while it decodes
+ * (H5GDS_CODEC_DEBUG, H5GDS_CODEC_TEST_REDECODE, H5GDS_INFLATE_SEGMENT_KIB,
+ * H5GDS_INFLATE_SPLIT, H5GDS_ZSTD_BLOCKS), copied: a caller that decodes
+ * on a thread of its own copies them on its thread and has the decoding
+ * thread use the copy, since getenv is not safe against a concurrent
+ * setenv. */
+#define GDS_CODEC_SETTINGS 5
+typedef struct gds_codec_settings {
+    char value[GDS_CODEC_SETTINGS][32];
+    unsigned char set[GDS_CODEC_SETTINGS];
+} gds_codec_settings_t;
+void gds_codec_settings_copy(gds_codec_settings_t *s);
+/* This thread's codec calls read s from now on instead of the environment
+ * (NULL: the environment again); s must outlive that use. */
+void gds_codec_settings_use(const gds_codec_settings_t *s);
+
 /* One per CUDA context: nvCOMP entry points, the NVRTC-compiled module,
  * cached temporary memory (kept until close up to what sub-batches within
  * 2 GiB make, 2.5 GiB, more given back by gds_codec_trim; a sub-batch's arenas and nvCOMP memory stay within

@@ -55,6 +55,10 @@ int gds_filtered_decode_chunks_begin(hid_t dset, size_t n, const void *const *sr
  * dataset, the chunk and the filter on the error stack (and HDF5's own
  * error where its filters failed on a refused chunk as well). */
 int gds_filtered_decode_chunks_end(gds_decode_job_t *job, size_t *hdf5_chunks);
+/* Waits for the job's GPU work only, calling no HDF5 function (a caller
+ * that serialises its HDF5 calls with a lock waits here without it); on the
+ * thread that ends the job, before its end, once or more. */
+void gds_filtered_decode_chunks_wait(gds_decode_job_t *job);
 
 /* Gives the device memory that the GPU reads and writes keep for the next
  * one back to the driver (called when the last file open with the driver

@@ -38,6 +38,7 @@ struct gds_decode_job {
     hsize_t *lo_all;        /* n x rank coordinates (NULL: none given) */
     const hsize_t **lo;     /* chunk k's at lo[k] */
     gds_codec_finding_t *found;
+    gds_codec_settings_t settings; /* the codec's environment, read here: the thread must not call getenv */
     /* the codec's part (the background thread's, when there is one) */
     CUresult erc;
     int rc;
@@ -137,6 +138,7 @@ static int job_prepare(hid_t dset, size_t n, const void *const *src, const size_
     }
     j->bad = n;
     j->others_decoded = true;
+    gds_codec_settings_copy(&j->settings);
     *out = j;
     return 1;
 }
@@ -145,12 +147,14 @@ static int job_prepare(hid_t dset, size_t n, const void *const *src, const size_
 static void *job_run(void *arg)
 {
     gds_decode_job_t *j = arg;
+    gds_codec_settings_use(&j->settings);
     void *previous = gds_cuda_enter(j->context, &j->erc);
     j->rc = j->erc == CUDA_SUCCESS ? gds_codec_decode_findings(j->codec, &j->pipe, j->batch, j->n, j->stream, &j->bad,
                                                               j->found, &j->nfound, &j->others_decoded, &j->st)
                                    : -1;
     j->failed_filter = gds_codec_failed_filter();
     gds_cuda_restore(previous);
+    gds_codec_settings_use(NULL);
     return NULL;
 }
 
@@ -253,7 +257,14 @@ int gds_filtered_decode_chunks_end(gds_decode_job_t *job, size_t *hdf5_chunks)
         GDS_ERROR(H5E_ARGS, H5E_BADVALUE, "no decode begun");
         return -1;
     }
-    if (job->threaded)
-        pthread_join(job->thread, NULL);
+    gds_filtered_decode_chunks_wait(job);
     return job_finish(job, hdf5_chunks);
+}
+
+void gds_filtered_decode_chunks_wait(gds_decode_job_t *job)
+{
+    if (job && job->threaded) {
+        pthread_join(job->thread, NULL);
+        job->threaded = false;
+    }
 }

@@ -7,6 +7,7 @@
  * and clean failures when nvCOMP or CUDA is absent.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -1317,6 +1318,49 @@ static void test_zstd_blocks_batches(void)
     unsetenv("H5GDS_ZSTD_BLOCKS");
 }
 
+/* A decode in the background reads the settings its caller copied, not the
+ * environment as changed since (getenv is not safe against a concurrent
+ * setenv); other threads, and that one after, read the environment. */
+static void *debug_on_elsewhere(void *arg)
+{
+    *(bool *)arg = gds_codec_debug_on();
+    return NULL;
+}
+
+static void test_settings_copy(void)
+{
+    const size_t MB = 1 << 20;
+    setenv("H5GDS_CODEC_DEBUG", "1", 1);
+    setenv("H5GDS_ZSTD_BLOCKS", "1", 1);
+    unsetenv("H5GDS_INFLATE_SPLIT");
+    setenv("H5GDS_INFLATE_SEGMENT_KIB", "1234567890123456789012345678901234567890", 1);
+    gds_codec_settings_t copy;
+    gds_codec_settings_copy(&copy);
+    setenv("H5GDS_CODEC_DEBUG", "0", 1);
+    setenv("H5GDS_ZSTD_BLOCKS", "0", 1);
+    setenv("H5GDS_INFLATE_SPLIT", "1", 1);
+    CHECK(!gds_codec_debug_on() && !gds_codec_zstd_blocks_batch(1000, MB));
+    gds_codec_settings_use(&copy);
+    CHECK(gds_codec_debug_on());
+    CHECK(gds_codec_zstd_blocks_batch(1000, MB)); /* "1": every batch block by block */
+    CHECK(gds_codec_setting(GDS_SET_INFLATE_SPLIT) == NULL);
+    const char *seg = gds_codec_setting(GDS_SET_INFLATE_SEGMENT_KIB);
+    CHECK_MSG(seg && strcmp(seg, "?") == 0, "a value too long for the copy: %s", seg ? seg : "(unset)");
+    CHECK(gds_codec_setting(-1) == NULL && gds_codec_setting(GDS_SET_COUNT) == NULL);
+    bool other = true;
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, debug_on_elsewhere, &other) == 0 && pthread_join(t, NULL) == 0);
+    CHECK_MSG(!other, "another thread read this thread's copy");
+    gds_codec_settings_use(NULL);
+    CHECK(!gds_codec_debug_on() && !gds_codec_zstd_blocks_batch(1000, MB));
+    const char *split = gds_codec_setting(GDS_SET_INFLATE_SPLIT);
+    CHECK(split && strcmp(split, "1") == 0);
+    unsetenv("H5GDS_CODEC_DEBUG");
+    unsetenv("H5GDS_ZSTD_BLOCKS");
+    unsetenv("H5GDS_INFLATE_SPLIT");
+    unsetenv("H5GDS_INFLATE_SEGMENT_KIB");
+}
+
 int main(void)
 {
     ref_load();
@@ -1336,6 +1380,7 @@ int main(void)
     test_read_tail();
     test_inflate_choose();
     test_zstd_blocks_batches();
+    test_settings_copy();
     test_widest_fitting();
     test_blosc_shuffle_units();
     test_blosc_encode_frames();

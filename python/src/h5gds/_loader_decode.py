@@ -397,6 +397,7 @@ class Decoder:
         """Waits for a decode call begun; False when the GPU did not take
         its chunks after all (nothing usable written: HDF5 reads them)."""
         taken = ctypes.c_size_t(0)
+        native.h5gds_py_decode_chunks_wait(job.job)  # without h5py's lock: other threads' HDF5 calls go on
         with phil:
             rc = native.h5gds_py_decode_chunks_end(job.job, ctypes.byref(taken))
             if rc < 0:
