@@ -147,10 +147,16 @@ def install_decode_stand_in(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
         assert job in jobs, f"decode job {job} waited for after its end, or never begun"
         waited.add(job)
         free = []
-        probe = threading.Thread(target=lambda: free.append(phil.acquire(False) and (phil.release() or True)))
+
+        def try_lock() -> None:  # on another thread: fails while this one holds h5py's lock
+            if phil.acquire(False):
+                phil.release()
+                free.append(True)
+
+        probe = threading.Thread(target=try_lock)
         probe.start()
         probe.join()
-        calls["waited_unlocked"] += bool(free and free[0])
+        calls["waited_unlocked"] += bool(free)
 
     def decode_chunks_end(job: int, hdf5_chunks: Any) -> int:
         assert job in jobs, f"decode job {job} ended twice, or never begun"

@@ -625,11 +625,7 @@ int gds_codec_decode(gds_codec_t *c, const gds_codec_pipeline_t *p, const gds_co
 /* H5GDS_CODEC_TEST_REDECODE=1 (tests): every failed call reports the
  * other chunks undefined, as after a decompressor's garbage, so that the
  * callers' second decode without the bad chunks runs on valid data. */
-static bool redecode_asked(void)
-{
-    const char *e = gds_codec_setting(GDS_SET_TEST_REDECODE);
-    return e && *e && strcmp(e, "0") != 0;
-}
+static bool redecode_asked(void) { return gds_codec_setting_on(GDS_SET_TEST_REDECODE); }
 
 /* Every chunk found bad, in index order, from the call's per-chunk record. */
 static size_t list_findings(const gds_codec_pipeline_t *p, const error_list_t *e, size_t n,

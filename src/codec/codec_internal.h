@@ -38,6 +38,8 @@ enum codec_setting {
 /* A setting's value: this thread's copy where it uses one
  * (gds_codec_settings_use), else the environment's; NULL where unset. */
 const char *gds_codec_setting(int which);
+/* Whether a flag setting is on: set, not empty and not "0". */
+bool gds_codec_setting_on(int which);
 
 /* The kernels of codec_kernels.cu (names: gpu_codec.c). */
 enum kernel_id {

@@ -32,7 +32,10 @@ void gds_codec_settings_copy(gds_codec_settings_t *s)
         /* every value the codec takes is short (a number, 0 or 1); a longer
          * one is kept as "?", which none of them accepts */
         size_t len = strlen(v);
-        memcpy(s->value[i], len < sizeof s->value[i] ? v : "?", len < sizeof s->value[i] ? len + 1 : 2);
+        if (len < sizeof s->value[i])
+            memcpy(s->value[i], v, len + 1);
+        else
+            strcpy(s->value[i], "?");
     }
 }
 
@@ -46,4 +49,10 @@ const char *gds_codec_setting(int which)
     if (s)
         return s->set[which] ? s->value[which] : NULL;
     return getenv(setting_names[which]);
+}
+
+bool gds_codec_setting_on(int which)
+{
+    const char *e = gds_codec_setting(which);
+    return e && *e && strcmp(e, "0") != 0;
 }

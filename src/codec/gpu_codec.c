@@ -487,8 +487,4 @@ int gds_codec_launch_threads(gds_codec_t *c, int k, unsigned gx, unsigned gy, un
 
 const char *gds_codec_kernel_name(int k) { return k >= 0 && k < K_COUNT ? kernel_names[k] : NULL; }
 
-bool gds_codec_debug_on(void)
-{
-    const char *e = gds_codec_setting(GDS_SET_CODEC_DEBUG);
-    return e && *e && strcmp(e, "0") != 0;
-}
+bool gds_codec_debug_on(void) { return gds_codec_setting_on(GDS_SET_CODEC_DEBUG); }
