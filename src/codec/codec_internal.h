@@ -303,8 +303,6 @@ int gds_codec_launch(gds_codec_t *c, int k, unsigned gx, unsigned gy, CUstream s
 /* The same with `threads` threads a block (kernels that size their own shared memory). */
 int gds_codec_launch_threads(gds_codec_t *c, int k, unsigned gx, unsigned gy, unsigned threads, CUstream s,
                              void **args, gds_status_t *st);
-/* H5GDS_CODEC_DEBUG set: print the batching to stderr. */
-bool gds_codec_debug_on(void);
 /* Kernel k's name (NULL past the last): the unit tests compile the kernels
  * with NVRTC and look for each. */
 const char *gds_codec_kernel_name(int k);

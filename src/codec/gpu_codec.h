@@ -94,6 +94,9 @@ void gds_codec_settings_copy(gds_codec_settings_t *s);
 /* This thread's codec calls read s from now on instead of the environment
  * (NULL: the environment again); s must outlive that use. */
 void gds_codec_settings_use(const gds_codec_settings_t *s);
+/* H5GDS_CODEC_DEBUG set (not empty, not 0): the codec prints its batching
+ * to stderr, and its callers their reads' and writes' batches. */
+bool gds_codec_debug_on(void);
 
 /* One per CUDA context: nvCOMP entry points, the NVRTC-compiled module,
  * cached temporary memory (kept until close up to what sub-batches within

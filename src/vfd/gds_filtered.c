@@ -271,11 +271,11 @@ static int filtered_io(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_s
          * a second time. */
         if (result == 1 && (write ? gds_filtered_write_all(&s) : gds_filtered_read_all(&s)) < 0)
             result = s.cpu_decode || (s.out_of_memory && (!write || s.wstats.chunks == 0)) ? 0 : -1;
-        if (!write && result == 1 && s.stats.hdf5_chunks && gds_filtered_trace_on())
+        if (!write && result == 1 && s.stats.hdf5_chunks && gds_codec_debug_on())
             fprintf(stderr, "h5gds read '%s': %llu chunks the GPU refused read by HDF5's filters\n", s.name,
                     (unsigned long long)s.stats.hdf5_chunks);
         s.stats.total_s = s.wstats.total_s = gds_filtered_seconds_now() - t0;
-        trace = gds_filtered_trace_on();
+        trace = gds_codec_debug_on();
         moved_ms = 1e3 * s.stats.total_s;
         prepared_ms = 1e3 * (t0 - t_locate);
         if (result == 1 && !write)

@@ -77,12 +77,6 @@ bool gds_filtered_hdf5_judges(int err, unsigned filter)
     return err == EBADMSG && (filter == GDS_FILTER_DEFLATE || filter == GDS_FILTER_FLETCHER32);
 }
 
-bool gds_filtered_trace_on(void)
-{
-    const char *e = getenv("H5GDS_CODEC_DEBUG");
-    return e && *e && strcmp(e, "0") != 0;
-}
-
 double gds_filtered_seconds_now(void) { return 1e-9 * (double)gds_now_ns(); }
 
 /* The pipeline as stored in the dataset's creation list (set_local values

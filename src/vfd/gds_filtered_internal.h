@@ -149,7 +149,6 @@ double gds_filtered_seconds_now(void);
  * its decoded size and passes on bytes it never wrote. */
 bool gds_filtered_hdf5_judges(int err, unsigned filter);
 
-bool gds_filtered_trace_on(void);
 gds_codec_t *gds_filtered_codec_for(CUcontext ctx, gds_status_t *st);
 /* The pool of device memory of `ctx` (current), made on first use; NULL
  * where pools are not used. Its allocations and frees are ordered on the

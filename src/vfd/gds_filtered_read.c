@@ -241,7 +241,7 @@ herr_t gds_filtered_read_all(read_state_t *s)
     size_t next = 0; /* the first chunk not yet being read */
     int issued = 0, decoded = 0;
     herr_t rc = 0;
-    bool trace = gds_filtered_trace_on();
+    bool trace = gds_codec_debug_on();
     size_t largest = largest_from(s, 0);
     bool cached = stored_bytes_cached(s);
     s->read_batch_chunks = gds_codec_read_batch_chunks(s->codec, &s->pipe, largest,

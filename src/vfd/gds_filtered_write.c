@@ -163,7 +163,7 @@ herr_t gds_filtered_write_all(read_state_t *s)
     herr_t rc = 0;
     gds_status_t st;
     unsigned slot = 0;
-    bool trace = gds_filtered_trace_on();
+    bool trace = gds_codec_debug_on();
     s->write_batch_chunks = gds_codec_write_batch_chunks(s->codec, &s->pipe, gds_filtered_write_batch_cap(s->pipe.chunk_bytes));
     size_t largest_m = 0;
     for (size_t from = 0, to; from < s->nchunks; from = to) {
