@@ -8,7 +8,7 @@
 #            distribution's Open MPI (libopenmpi-dev), or the MPI whose C
 #            compiler wrapper H5_MPI_CC names (another prefix: Open MPI 5 for
 #            the GPU machine, scripts/gpu.sh prepare-mpio). Patches:
-#            tests/hdf5-suite/*.patch, then tests/hdf5-parallel/*.patch.
+#            tests/hdf5-suite/*.patch, then tests/hdf5-parallel/*.patch where that folder exists.
 #        scripts/build-hdf5.sh --print-source [ETC_APT]
 #            only print which archive the source would come from, as chosen
 #            from the apt sources under ETC_APT (default /etc/apt): no root,
@@ -120,7 +120,7 @@ fi
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO_ROOT=$(cd "$SCRIPT_DIR/.." && pwd)
 PATCH_DIR=$REPO_ROOT/tests/hdf5-suite   # every *.patch there is applied (sorted), `patch -p1`
-PAR_PATCH_DIR=$REPO_ROOT/tests/hdf5-parallel  # parallel build: these too, after those
+PAR_PATCH_DIR=$REPO_ROOT/tests/hdf5-parallel  # parallel build: these too, after those (the folder is optional)
 
 PREFIX_ROOT=${1:-$REPO_ROOT/build/deps}
 mkdir -p "$PREFIX_ROOT"
