@@ -23,6 +23,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/types.h>
 
 /* ---- settings ---- */
@@ -68,6 +70,17 @@ typedef struct gds_status {
 } gds_status_t;
 
 void gds_status_set(gds_status_t *st, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* ---- settings ---- */
+
+/* Whether the environment flag `name` (H5GDS_STATS, H5GDS_TEST_NO_FALLOCATE...)
+ * is on: set, not empty and not "0", the one reading of every such flag
+ * above the CUDA loader. */
+static inline bool gds_env_flag(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v && strcmp(v, "0") != 0;
+}
 
 /* ---- memory kinds ---- */
 

@@ -133,8 +133,7 @@ static bool lookahead_off(void)
     static int off = -1; /* atomic: computed once, same value from any thread */
     int v = __atomic_load_n(&off, __ATOMIC_RELAXED);
     if (v < 0) {
-        const char *e = getenv("H5GDS_TEST_NO_LOOKAHEAD");
-        v = e && *e && *e != '0';
+        v = gds_env_flag("H5GDS_TEST_NO_LOOKAHEAD");
         __atomic_store_n(&off, v, __ATOMIC_RELAXED);
     }
     return v != 0;

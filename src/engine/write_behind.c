@@ -145,13 +145,12 @@ gds_wb_t *gds_wb_create(size_t budget)
         return NULL;
     pthread_mutex_init(&wb->lock, NULL);
     wb->budget = budget;
-    const char *no_fallocate = getenv("H5GDS_TEST_NO_FALLOCATE");
-    wb->cannot_reserve = no_fallocate && *no_fallocate && strcmp(no_fallocate, "0") != 0;
+    wb->cannot_reserve = gds_env_flag("H5GDS_TEST_NO_FALLOCATE");
     const char *hold = getenv("H5GDS_TEST_WB_HOLD");
     if (hold && strncmp(hold, "random:", 7) == 0)
         wb->hold_random = strtoull(hold + 7, NULL, 0) * 0x9E3779B97F4A7C15ULL | 1;
     else
-        wb->hold = hold && *hold && strcmp(hold, "0") != 0;
+        wb->hold = gds_env_flag("H5GDS_TEST_WB_HOLD");
     return wb;
 }
 

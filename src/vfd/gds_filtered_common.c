@@ -156,8 +156,7 @@ static CUmemoryPool make_pool(const gds_cuda_api_t *cu)
 {
     CUdevice dev;
     int supported = 0;
-    const char *off = getenv("H5GDS_DISABLE_DEVICE_POOL");
-    if ((off && *off && strcmp(off, "0") != 0) || !cu->MemPoolCreate || !cu->MemPoolSetAttribute ||
+    if (gds_env_flag("H5GDS_DISABLE_DEVICE_POOL") || !cu->MemPoolCreate || !cu->MemPoolSetAttribute ||
         !cu->MemAllocFromPoolAsync || !cu->MemFreeAsync || gds_nvfs_present() ||
         cu->CtxGetDevice(&dev) != CUDA_SUCCESS ||
         cu->DeviceGetAttribute(&supported, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, dev) != CUDA_SUCCESS ||

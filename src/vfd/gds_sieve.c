@@ -61,8 +61,7 @@ void gds_sieve_init(gds_sieve_t *sieve, size_t capacity, bool writable, int fd)
     sieve->writable = writable;
     sieve->fd = fd;
     /* Tests: behave as on a file system without fallocate. */
-    const char *no_fallocate = getenv("H5GDS_TEST_NO_FALLOCATE");
-    sieve->cannot_reserve = no_fallocate && *no_fallocate && strcmp(no_fallocate, "0") != 0;
+    sieve->cannot_reserve = gds_env_flag("H5GDS_TEST_NO_FALLOCATE");
     if (capacity) {
         struct timespec now;
         clock_gettime(CLOCK_REALTIME_COARSE, &now);

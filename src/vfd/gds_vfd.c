@@ -183,8 +183,7 @@ fail:
 static herr_t gds_close(H5FD_t *_file)
 {
     gds_vfd_file_t *file = (gds_vfd_file_t *)_file;
-    const char *env = getenv("H5GDS_STATS");
-    if (file->config.stats || (env && *env && strcmp(env, "0") != 0))
+    if (file->config.stats || gds_env_flag("H5GDS_STATS"))
         gds_vfd_print_stats(file);
     herr_t ret = 0;
     gds_status_t st;
