@@ -783,3 +783,53 @@ def test_zstd_block_by_block_leaves_a_damaged_chunk(tmp_path, monkeypatch, capfd
         with pytest.raises(OSError, match=r"/x.*\(512,0\)"):
             h5gds.read(f["x"], like="cupy")
     assert _zstd_made_up(capfd.readouterr().err) == (3, 4)
+
+
+_KERNEL_CACHE_CHILD = """
+import sys, h5py, numpy as np, h5gds, cupy
+with h5py.File(sys.argv[1], "r", driver="gds") as f:
+    x = h5gds.read(f["x"])
+    assert h5gds.last_route() == "gpu-decode", h5gds.last_route()
+    assert cupy.asnumpy(x).tobytes() == np.load(sys.argv[2]).tobytes()
+"""
+
+
+@pytest.mark.skipif(NVCOMP is not None, reason=str(NVCOMP))
+def test_kernels_kept_on_disk_between_processes(tmp_path):
+    """The first process compiles the codec's kernels and keeps them in
+    H5GDS_KERNEL_CACHE_DIR; the next loads them from there; a damaged file
+    is compiled anew and replaced; H5GDS_KERNEL_CACHE=0 keeps nothing."""
+    import os
+    import subprocess
+    import sys
+
+    arr = field((256, 1024))
+    path, want = tmp_path / "k.h5", tmp_path / "want.npy"
+    np.save(want, arr)
+    with h5py.File(path, "w") as f:
+        f.create_dataset("x", data=arr, chunks=(64, 1024), compression="gzip", shuffle=True)
+    cache = tmp_path / "kernels"
+
+    def child(**env):
+        e = dict(os.environ, H5GDS_CODEC_DEBUG="1", H5GDS_KERNEL_CACHE_DIR=str(cache), **env)
+        r = subprocess.run([sys.executable, "-c", _KERNEL_CACHE_CHILD, str(path), str(want)], capture_output=True,
+                           text=True, env=e, timeout=600)
+        assert r.returncode == 0, r.stderr[-3000:]
+        return [ln for ln in r.stderr.splitlines() if "h5gds codec: kernels for" in ln]
+
+    first = child()
+    assert len(first) == 1 and "compiled by NVRTC" in first[0] and "kept in" in first[0], first
+    files = list(cache.glob("codec-sm*.bin"))
+    assert len(files) == 1 and oct(files[0].stat().st_mode & 0o777) == "0o600", files
+    second = child()
+    assert len(second) == 1 and f"from {files[0]}" in second[0], second
+    blob = bytearray(files[0].read_bytes())
+    blob[len(blob) // 2] ^= 0xFF  # a damaged image: its checksum fails, it is compiled again
+    files[0].write_bytes(bytes(blob))
+    third = child()
+    assert len(third) == 1 and "compiled by NVRTC" in third[0] and "kept in" in third[0], third
+    assert "from" in child()[0]
+    files[0].unlink()
+    off = child(H5GDS_KERNEL_CACHE="0")
+    assert len(off) == 1 and "compiled by NVRTC" in off[0] and "kept in" not in off[0], off
+    assert not list(cache.glob("codec-sm*.bin"))

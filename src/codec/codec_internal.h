@@ -11,7 +11,8 @@
  *   codec_decode.c  gds_codec_decode: groups, sub-batches, per-filter stages
  *   codec_encode.c  gds_codec_encode: plan, sub-batches, per-filter stages
  * (codec_plan.c, the host-only logic, calls none of them; codec_settings.c,
- * the environment variables read while decoding, is called by all.)
+ * the environment variables read while decoding, is called by all;
+ * codec_kernel_cache.c, the compiled kernels kept on disk, by gpu_codec.c.)
  */
 #ifndef H5GDS_CODEC_INTERNAL_H
 #define H5GDS_CODEC_INTERNAL_H
@@ -40,6 +41,19 @@ enum codec_setting {
 const char *gds_codec_setting(int which);
 /* Whether a flag setting is on: set, not empty and not "0". */
 bool gds_codec_setting_on(int which);
+
+/* The compiled kernels kept on disk between processes
+ * (codec_kernel_cache.c). The key of a compilation: its sources, options
+ * and NVRTC version, in order. The cache's file for it in buf, false where
+ * there is none (H5GDS_KERNEL_CACHE=0, no directory). Load: the image
+ * (malloc'd, NUL after its *size bytes), NULL where the file is absent,
+ * another user's or writable by others, or does not hold this key, arch
+ * and checksum. Store: 0, or -1 where it could not be written (no error:
+ * the kernels are compiled again next time). */
+uint64_t gds_codec_kernel_key(const char *const *parts, size_t nparts);
+bool gds_codec_kernel_cache_path(uint64_t key, int arch, char *buf, size_t size);
+char *gds_codec_kernel_cache_load(const char *path, uint64_t key, int arch, size_t *size, bool *ptx);
+int gds_codec_kernel_cache_store(const char *path, uint64_t key, int arch, const char *image, size_t size, bool ptx);
 
 /* The kernels of codec_kernels.cu (names: gpu_codec.c). */
 enum kernel_id {

@@ -1,6 +1,7 @@
 /*
  * The GPU codec object (see gpu_codec.h): open and close, the kernels of
- * codec_kernels.cu compiled by NVRTC (cached per process and architecture)
+ * codec_kernels.cu compiled by NVRTC (kept per process and architecture, and
+ * on disk: codec_kernel_cache.c)
  * and their launch, nvCOMP's alignment needs, the tiny valid streams the
  * kernels substitute for failing ones, the device and pinned buffers that
  * grow with the batches and are kept until close. Decoding is
@@ -10,9 +11,11 @@
 #include "codec_internal.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* Generated at build time from codec_kernels.cu, codec_shared.h, zstd_splice.h, deflate_splice.h,
  * inflate_split.h and zstd_blocks.h. */
@@ -51,7 +54,7 @@ int gds_codec_cuda_fail(gds_status_t *st, const char *what, CUresult rc)
     return -1;
 }
 
-/* ---- the kernels' module: compiled once per process and architecture ---- */
+/* ---- the kernels' module: compiled once per architecture, kept in the process and on disk ---- */
 
 typedef struct image {
     int arch;
@@ -61,14 +64,40 @@ static pthread_mutex_t image_lock = PTHREAD_MUTEX_INITIALIZER;
 static image_t images[8];
 static int nimages;
 
-static int compile_kernels(int arch, char **data, gds_status_t *st)
+/* -lineinfo: profilers map the kernels' time to their source lines */
+#define COMPILE_OPTIONS "--std=c++17", "-default-device", "-lineinfo"
+
+static const char *const header_names[] = {"codec_shared.h", "zstd_splice.h", "deflate_splice.h", "inflate_split.h",
+                                           "zstd_blocks.h"};
+
+static const char *header_source(int i)
 {
-    const char *why = NULL;
-    const gds_nvrtc_api_t *rtc = gds_nvrtc_load(&why);
-    if (!rtc) {
-        gds_status_set(st, 0, "GPU codec: %s", why);
-        return -1;
-    }
+    const unsigned char *const sources[] = {gds_codec_shared_source, gds_codec_zstd_splice_source,
+                                            gds_codec_deflate_splice_source, gds_codec_inflate_split_source,
+                                            gds_codec_zstd_blocks_source};
+    return (const char *)sources[i];
+}
+
+static double seconds_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* The disk cache's key of this compilation: sources, options, NVRTC's version. */
+static uint64_t compile_key(const gds_nvrtc_api_t *rtc)
+{
+    char version[32];
+    snprintf(version, sizeof version, "nvrtc %d.%d", rtc->major, rtc->minor);
+    const char *parts[] = {"h5gds codec kernels 1", version, COMPILE_OPTIONS, (const char *)gds_codec_kernels_source,
+                           header_source(0), header_source(1), header_source(2), header_source(3), header_source(4)};
+    return gds_codec_kernel_key(parts, sizeof parts / sizeof *parts);
+}
+
+static int compile_kernels(const gds_nvrtc_api_t *rtc, int arch, char **data, size_t *size_out, bool *ptx_out,
+                           gds_status_t *st)
+{
     /* cubin for the device; PTX of an older architecture when this NVRTC
      * does not know the device's (the driver compiles it) */
     char opt_arch[64];
@@ -76,16 +105,12 @@ static int compile_kernels(int arch, char **data, gds_status_t *st)
     for (int t = 0; t < 2; t++) {
         bool ptx = t == 1;
         snprintf(opt_arch, sizeof opt_arch, "--gpu-architecture=%s_%d", ptx ? "compute" : "sm", tries[t]);
-        /* -lineinfo: profilers map the kernels' time to their source lines */
-        const char *opts[] = {opt_arch, "--std=c++17", "-default-device", "-lineinfo"};
-        const char *headers[] = {(const char *)gds_codec_shared_source, (const char *)gds_codec_zstd_splice_source,
-                                 (const char *)gds_codec_deflate_splice_source,
-                                 (const char *)gds_codec_inflate_split_source,
-                                 (const char *)gds_codec_zstd_blocks_source};
-        const char *names[] = {"codec_shared.h", "zstd_splice.h", "deflate_splice.h", "inflate_split.h",
-                               "zstd_blocks.h"};
+        const char *opts[] = {opt_arch, COMPILE_OPTIONS};
+        const char *headers[] = {header_source(0), header_source(1), header_source(2), header_source(3),
+                                 header_source(4)};
         gds_nvrtc_program_t prog = NULL;
-        int rc = rtc->CreateProgram(&prog, (const char *)gds_codec_kernels_source, "codec_kernels.cu", 5, headers, names);
+        int rc = rtc->CreateProgram(&prog, (const char *)gds_codec_kernels_source, "codec_kernels.cu", 5, headers,
+                                    header_names);
         if (rc != 0) {
             gds_status_set(st, 0, "GPU codec: nvrtcCreateProgram failed: %s", rtc->GetErrorString(rc));
             return -1;
@@ -120,25 +145,61 @@ static int compile_kernels(int arch, char **data, gds_status_t *st)
         }
         image[size] = 0;
         *data = image;
+        *size_out = ptx ? strlen(image) + 1 : size;
+        *ptx_out = ptx;
         return 0;
     }
     return -1;
 }
 
-static int kernel_image(int arch, const char **data, gds_status_t *st)
+/* The kernels' image for `arch`: this process's, else the disk cache's
+ * (*from_disk), else compiled and stored there. anew: compiled again
+ * whatever either holds (a cached image the driver refused). */
+static int kernel_image(int arch, bool anew, const char **data, bool *from_disk, gds_status_t *st)
 {
-    int rc = 0;
+    *from_disk = false;
     pthread_mutex_lock(&image_lock);
+    int slot = -1;
     for (int i = 0; i < nimages; i++)
-        if (images[i].arch == arch) {
-            *data = images[i].data;
-            pthread_mutex_unlock(&image_lock);
-            return 0;
-        }
-    char *image = NULL;
-    rc = compile_kernels(arch, &image, st);
+        if (images[i].arch == arch)
+            slot = i;
+    if (slot >= 0 && !anew) {
+        *data = images[slot].data;
+        pthread_mutex_unlock(&image_lock);
+        return 0;
+    }
+    const char *why = NULL;
+    const gds_nvrtc_api_t *rtc = gds_nvrtc_load(&why);
+    if (!rtc) {
+        pthread_mutex_unlock(&image_lock);
+        gds_status_set(st, 0, "GPU codec: %s", why);
+        return -1;
+    }
+    uint64_t key = compile_key(rtc);
+    char path[PATH_MAX + 64];
+    bool cache = gds_codec_kernel_cache_path(key, arch, path, sizeof path), debug = gds_codec_debug_on(), ptx = false;
+    size_t size = 0;
+    char *image = cache && !anew ? gds_codec_kernel_cache_load(path, key, arch, &size, &ptx) : NULL;
+    int rc = 0;
+    if (image) {
+        *from_disk = true;
+        if (debug)
+            fprintf(stderr, "h5gds codec: kernels for sm_%d from %s\n", arch, path);
+    }
+    else {
+        double t0 = seconds_now();
+        rc = compile_kernels(rtc, arch, &image, &size, &ptx, st);
+        int stored = rc == 0 && cache ? gds_codec_kernel_cache_store(path, key, arch, image, size, ptx) : -1;
+        if (rc == 0 && debug)
+            fprintf(stderr, "h5gds codec: kernels for sm_%d compiled by NVRTC %d.%d in %.1f s%s%s\n", arch, rtc->major,
+                    rtc->minor, seconds_now() - t0, stored == 0 ? ", kept in " : cache ? ", not kept in " : "",
+                    cache ? path : "");
+    }
     if (rc == 0) {
-        if (nimages < (int)(sizeof images / sizeof images[0]))
+        /* a replaced image stays allocated: another thread may be loading it */
+        if (slot >= 0)
+            images[slot].data = image;
+        else if (nimages < (int)(sizeof images / sizeof images[0]))
             images[nimages++] = (image_t){arch, image};
         /* else (never: 8 architectures in one process) it stays allocated for the module's life */
         *data = image;
@@ -261,6 +322,7 @@ int gds_codec_open(gds_codec_t **out, CUcontext ctx, gds_status_t *st)
     int ret = -1;
     CUdevice dev;
     const char *image = NULL;
+    bool from_disk = false;
     if (rc != CUDA_SUCCESS)
         gds_codec_cuda_fail(st, "making the context current", rc);
     else if ((rc = cu->CtxGetDevice(&dev)) != CUDA_SUCCESS)
@@ -270,10 +332,14 @@ int gds_codec_open(gds_codec_t **out, CUcontext ctx, gds_status_t *st)
              (rc = cu->DeviceGetAttribute(&c->sm_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev)) !=
                  CUDA_SUCCESS)
         gds_codec_cuda_fail(st, "cuDeviceGetAttribute", rc);
-    else if (kernel_image(c->sm_major * 10 + c->sm_minor, &image, st) < 0) {
+    else if (kernel_image(c->sm_major * 10 + c->sm_minor, false, &image, &from_disk, st) < 0) {
         /* st set */
     }
-    else if ((rc = cu->ModuleLoadData(&c->module, image)) != CUDA_SUCCESS)
+    else if ((rc = cu->ModuleLoadData(&c->module, image)) != CUDA_SUCCESS && from_disk &&
+             kernel_image(c->sm_major * 10 + c->sm_minor, true, &image, &from_disk, st) < 0) {
+        /* the disk's image refused, and compiling anew failed: st set */
+    }
+    else if (rc != CUDA_SUCCESS && (rc = cu->ModuleLoadData(&c->module, image)) != CUDA_SUCCESS)
         gds_codec_cuda_fail(st, "loading the kernels (cuModuleLoadData)", rc);
     else if (query_alignments(c, st) < 0) {
         /* st set */

@@ -10,6 +10,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "blosc_chunks.h"
 #include "blosc_encode_model.h"
@@ -1361,6 +1363,64 @@ static void test_settings_copy(void)
     unsetenv("H5GDS_INFLATE_SEGMENT_KIB");
 }
 
+/* The compiled kernels kept on disk (codec_kernel_cache.c): what is stored
+ * loads back, and nothing foreign, damaged or another key's does. */
+static void test_kernel_cache(void)
+{
+    const char *ab_c[] = {"ab", "c"}, *a_bc[] = {"a", "bc"};
+    CHECK(gds_codec_kernel_key(ab_c, 2) != gds_codec_kernel_key(a_bc, 2));
+    CHECK(gds_codec_kernel_key(ab_c, 2) == gds_codec_kernel_key(ab_c, 2));
+    char root[] = "/tmp/h5gds-kcache-XXXXXX", dir[100], path[200], other[300];
+    CHECK(mkdtemp(root) != NULL);
+    snprintf(dir, sizeof dir, "%s/not/yet", root);
+    unsetenv("H5GDS_KERNEL_CACHE");
+    setenv("H5GDS_KERNEL_CACHE_DIR", dir, 1);
+    uint64_t key = 0x1234abcdULL;
+    CHECK(gds_codec_kernel_cache_path(key, 90, path, sizeof path) && strstr(path, dir) == path &&
+          strstr(path, "sm90"));
+    size_t size = 0;
+    bool ptx = true;
+    CHECK(gds_codec_kernel_cache_load(path, key, 90, &size, &ptx) == NULL); /* nothing yet */
+    char image[5000];
+    for (size_t i = 0; i < sizeof image; i++)
+        image[i] = (char)(i * 7 + 3);
+    CHECK(gds_codec_kernel_cache_store(path, key, 90, image, sizeof image, false) == 0); /* makes the folders */
+    struct stat sb;
+    CHECK(stat(path, &sb) == 0 && (sb.st_mode & 0777) == 0600);
+    char *got = gds_codec_kernel_cache_load(path, key, 90, &size, &ptx);
+    CHECK(got && size == sizeof image && !ptx && memcmp(got, image, size) == 0 && got[size] == '\0');
+    free(got);
+    CHECK(gds_codec_kernel_cache_load(path, key + 1, 90, &size, &ptx) == NULL); /* another key's */
+    CHECK(gds_codec_kernel_cache_load(path, key, 80, &size, &ptx) == NULL);     /* another architecture's */
+    CHECK(chmod(path, 0620) == 0 && gds_codec_kernel_cache_load(path, key, 90, &size, &ptx) == NULL);
+    CHECK(chmod(path, 0600) == 0);
+    FILE *f = fopen(path, "r+b"); /* one byte of the image changed: the checksum fails */
+    CHECK(f && fseek(f, 100, SEEK_SET) == 0 && fputc(0x55 ^ image[60], f) != EOF && fclose(f) == 0);
+    CHECK(gds_codec_kernel_cache_load(path, key, 90, &size, &ptx) == NULL);
+    CHECK(gds_codec_kernel_cache_store(path, key, 90, "PTX text", 9, true) == 0); /* replaced whole */
+    got = gds_codec_kernel_cache_load(path, key, 90, &size, &ptx);
+    CHECK(got && size == 9 && ptx && strcmp(got, "PTX text") == 0);
+    free(got);
+    CHECK(truncate(path, 40 + 4) == 0 && gds_codec_kernel_cache_load(path, key, 90, &size, &ptx) == NULL);
+    snprintf(other, sizeof other, "%s/link.bin", dir); /* a symbolic link is not followed */
+    CHECK(gds_codec_kernel_cache_store(path, key, 90, image, sizeof image, false) == 0 && symlink(path, other) == 0);
+    CHECK(gds_codec_kernel_cache_load(other, key, 90, &size, &ptx) == NULL);
+    snprintf(other, sizeof other, "%s/x.bin", path); /* a folder under a file cannot be made: -1, no more */
+    CHECK(gds_codec_kernel_cache_store(other, key, 90, image, sizeof image, false) == -1);
+    setenv("H5GDS_KERNEL_CACHE_DIR", "relative/dir", 1);
+    CHECK(!gds_codec_kernel_cache_path(key, 90, other, sizeof other));
+    unsetenv("H5GDS_KERNEL_CACHE_DIR");
+    setenv("XDG_CACHE_HOME", root, 1);
+    CHECK(gds_codec_kernel_cache_path(key, 90, other, sizeof other) && strstr(other, "/h5gds/kernels/codec-sm90-"));
+    setenv("H5GDS_KERNEL_CACHE", "0", 1);
+    CHECK(!gds_codec_kernel_cache_path(key, 90, other, sizeof other));
+    unsetenv("H5GDS_KERNEL_CACHE");
+    unsetenv("XDG_CACHE_HOME");
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+    CHECK(system(cmd) == 0);
+}
+
 int main(void)
 {
     ref_load();
@@ -1381,6 +1441,7 @@ int main(void)
     test_inflate_choose();
     test_zstd_blocks_batches();
     test_settings_copy();
+    test_kernel_cache();
     test_widest_fitting();
     test_blosc_shuffle_units();
     test_blosc_encode_frames();
