@@ -492,3 +492,66 @@ def test_bench_summary_keeps_first_and_steady_apart() -> None:
     assert any("| first | no |" in ln and "1.500" in ln for ln in lines)
     assert any("| first | ahead |" in ln and "0.030" in ln for ln in lines)
     assert any("| steady | - |" in ln and "0.030" in ln for ln in lines)  # the median of the two
+
+
+@pytest.mark.parametrize("compression", [None, "gzip"])
+def test_big_endian_leaves_load_with_their_values(tmp_path, compression):
+    """numpy arrays stored big-endian load with their values (native order),
+    not their bytes reinterpreted."""
+    state = {"a": np.arange(40000, dtype=">i4"), "f": np.linspace(-2, 2, 20000).astype(">f8"),
+             "n": np.arange(6, dtype="<i2")}
+    p = tmp_path / "be.h5"
+    h5gds.save(state, p, compression=compression).wait()
+    out = h5gds.load(p)
+    for k, v in state.items():
+        assert out[k].dtype == v.dtype.newbyteorder("=") and out[k].dtype.isnative
+        assert np.array_equal(out[k], v), k
+    into = {k: np.zeros(v.shape, v.dtype.newbyteorder("=")) for k, v in state.items()}
+    h5gds.load(p, into=into)
+    assert all(np.array_equal(into[k], v) for k, v in state.items())
+
+
+def test_load_into_a_state_of_other_keys_refused(tmp_path):
+    """into= is read in place only into the same structure: a key missing
+    on either side is a KeyError naming it, and that dict is left as it was."""
+    p = tmp_path / "k.h5"
+    h5gds.save({"layer1.weight": np.ones(4), "inner": {"b": np.ones(2)}}, p).wait()
+    state = {"layer1.weights": np.zeros(4), "inner": {"b": np.zeros(2)}}
+    with pytest.raises(KeyError, match=r"only in the state: \['layer1.weights'\].*only in the checkpoint: "
+                                       r"\['layer1.weight'\]"):
+        h5gds.load(p, into=state)
+    assert sorted(state) == ["inner", "layer1.weights"] and not state["layer1.weights"].any()
+    state = {"layer1.weight": np.zeros(4), "inner": {"b": np.zeros(2), "c": np.zeros(1)}}
+    with pytest.raises(KeyError, match=r"/inner: .*only in the state: \['c'\]"):
+        h5gds.load(p, into=state)
+
+
+def test_saves_of_one_path_in_flight_at_once(tmp_path):
+    """A loop saving one path without waiting: every save succeeds, each
+    renames after the one before it, and the last call's state is left."""
+    p = tmp_path / "latest.h5"
+    handles = [h5gds.save({"v": np.full(size, i, "f4"), "i": i}, p)
+               for i, size in enumerate([8 << 20, 1024, 4 << 20, 16])]
+    for h in handles:
+        h.wait()
+    assert h5gds.load(p)["i"] == 3 and h5gds.load(p)["v"].tolist() == [3.0] * 16
+    assert sorted(os.listdir(tmp_path)) == ["latest.h5"]  # no temporary file left
+
+
+def test_keys_and_scalars_of_a_state(tmp_path):
+    """numpy scalars (a step counter, a loss) load with their dtype; bool
+    keys, which load could not tell from int ones, and keys stored under one
+    name are refused before any file is made."""
+    p = tmp_path / "s.h5"
+    state = {"step": np.int64(7), "loss": np.float32(0.25), "flag": np.bool_(True), "lr": [np.float32(0.5), 2],
+             "w": np.ones(3)}
+    h5gds.save(state, p).wait()
+    out = h5gds.load(p)
+    for k in ("step", "loss", "flag"):
+        assert type(out[k]) is type(state[k]) and out[k] == state[k], k
+    assert type(out["lr"][0]) is np.float32 and out["lr"] == [0.5, 2]
+    with pytest.raises(TypeError, match="not bool"):
+        h5gds.save({True: np.ones(2)}, tmp_path / "b.h5")
+    with pytest.raises(ValueError, match="one name"):
+        h5gds.save({5: np.ones(2), "5": np.ones(2)}, tmp_path / "c.h5")
+    assert sorted(os.listdir(tmp_path)) == ["s.h5"]

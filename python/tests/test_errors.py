@@ -124,3 +124,79 @@ def test_hdf5_failure_is_oserror_with_stack_text(tmp_h5, monkeypatch):
         assert rc < 0
         text = hdf5_error_text()
         assert "H5Dread" in text or "not a datatype" in text or "()" in text, text
+
+
+@pytest.mark.parametrize("kind", ["vlen-str", "vlen-int", "ref", "array", "compound-vlen"])
+def test_pointer_and_array_types_refused(tmp_path, kind):
+    """Variable-length data and references are pointers HDF5 makes in
+    memory, HDF5 array types elements with a shape of their own: read and
+    write refuse them with TypeError (a read once crashed the process, a
+    write stored Python's pointers) and the file stays readable."""
+    p = tmp_path / "t.h5"
+    with h5py.File(p, "w") as f:
+        if kind == "vlen-str":
+            d = f.create_dataset("x", data=["ab", "cde"])
+        elif kind == "vlen-int":
+            d = f.create_dataset("x", (2,), dtype=h5py.vlen_dtype("i4"))
+            d[0], d[1] = np.arange(2, dtype="i4"), np.arange(3, dtype="i4")
+        elif kind == "ref":
+            d = f.create_dataset("x", data=[f.ref], dtype=h5py.ref_dtype)
+        elif kind == "array":
+            d = f.create_dataset("x", (4,), dtype=np.dtype(("<i2", (2, 3))))
+            d[()] = np.arange(24, dtype="i2").reshape(4, 2, 3)
+        else:
+            f.create_dataset("x", (3,), dtype=np.dtype([("a", "f4"), ("s", h5py.string_dtype())]))
+        want = repr(f["x"][()].tolist())
+    with h5py.File(p, "r+", driver="gds") as f:
+        with pytest.raises(TypeError, match="h5gds does not move"):
+            h5gds.read(f["x"], like="numpy")
+        with pytest.raises(TypeError):
+            h5gds.write(f["x"], np.array([b"xy", b"z"], dtype=object) if kind != "array"
+                        else np.zeros((4, 2, 3), "i2"))
+    with h5py.File(p, "r") as f:
+        assert repr(f["x"][()].tolist()) == want
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "chunked"])
+def test_never_filled_storage_reads_as_h5py_does(tmp_path, layout):
+    """Fill time never and storage not (all) written: HDF5 leaves those
+    bytes of the buffer as they were, h5py reads into zeros; so does a new
+    array of h5gds.read, whatever the allocator held before."""
+    p = tmp_path / "n.h5"
+    with h5py.File(p, "w") as f:
+        dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+        dcpl.set_fill_time(h5py.h5d.FILL_TIME_NEVER)
+        if layout == "chunked":
+            dcpl.set_chunk((256,))
+        h5py.h5d.create(f.id, b"x", h5py.h5t.NATIVE_FLOAT, h5py.h5s.create_simple((4096,)), dcpl=dcpl)
+        if layout == "chunked":
+            f["x"][1000:1100] = 5.0
+    with h5py.File(p, "r", driver="gds") as f:
+        want = f["x"][()]
+        for _ in range(3):
+            junk = [np.full(4096, 1e30, "f4") for _ in range(8)]
+            del junk
+            got = h5gds.read(f["x"], like="numpy")
+            assert got.tobytes() == want.tobytes()
+
+
+def test_create_dataset_keeps_a_fill_value_asked_for(tmp_path):
+    """h5gds.create_dataset writes no fill value (fill time never) unless
+    one is given: then the elements never written read as it."""
+    p = tmp_path / "f.h5"
+    with h5py.File(p, "w", driver="gds") as f:
+        d = h5gds.create_dataset(f, "x", shape=(10,), dtype="f4", chunks=(5,), fillvalue=7)
+        h5gds.write(d, np.ones(5, "f4"), (slice(0, 5),))
+        plain = h5gds.create_dataset(f, "y", shape=(10,), dtype="f4", chunks=(5,))
+        assert plain.id.get_create_plist().get_fill_time() == h5py.h5d.FILL_TIME_NEVER
+    with h5py.File(p, "r") as f:
+        assert f["x"][()].tolist() == [1] * 5 + [7] * 5
+
+
+def test_fapl_config_of_other_files(tmp_path):
+    p = tmp_path / "s.h5"
+    with h5py.File(p, "w") as f:
+        with pytest.raises(ValueError, match="not open with driver='gds'"):
+            h5gds.fapl_config(f)
+    with pytest.raises(TypeError, match="h5py.File"):
+        h5gds.fapl_config(None)

@@ -99,10 +99,12 @@ def numpy_dtype_of_torch(t: Any) -> np.dtype:
     return np.dtype(name)
 
 
-def empty(shape: tuple[int, ...], dtype: np.dtype, module: ArrayModule, device: int | None = None) -> Any:
-    """A new C-contiguous array of `module` (on the GPU for cupy/torch)."""
+def empty(shape: tuple[int, ...], dtype: np.dtype, module: ArrayModule, device: int | None = None,
+          zeros: bool = False) -> Any:
+    """A new C-contiguous array of `module` (on the GPU for cupy/torch),
+    its bytes zero where `zeros`."""
     if module == "numpy":
-        return np.empty(shape, dtype)
+        return np.zeros(shape, dtype) if zeros else np.empty(shape, dtype)
     if module == "cupy":
         cp = _try_import("cupy")
         if cp is None:
@@ -114,15 +116,16 @@ def empty(shape: tuple[int, ...], dtype: np.dtype, module: ArrayModule, device: 
             raise RuntimeError("no CUDA GPU is available for a CuPy result; host arrays (like='numpy') work") from None
         if device is not None:
             with cp.cuda.Device(device):
-                return cp.empty(shape, dtype)
-        return cp.empty(shape, dtype)
+                return cp.zeros(shape, dtype) if zeros else cp.empty(shape, dtype)
+        return cp.zeros(shape, dtype) if zeros else cp.empty(shape, dtype)
     torch = _try_import("torch")
     if torch is None:
         raise RuntimeError("PyTorch is not importable: pass like='numpy' or 'cupy', or install torch")
     if not torch.cuda.is_available():
         raise RuntimeError("no CUDA GPU is available for a torch result; host arrays (like='numpy') work")
     dev = torch.device("cuda", device if device is not None else torch.cuda.current_device())
-    return torch.empty(shape, dtype=torch_dtype(dtype), device=dev)
+    make = torch.zeros if zeros else torch.empty
+    return make(shape, dtype=torch_dtype(dtype), device=dev)
 
 
 @dataclass

@@ -37,6 +37,7 @@ _checkpoint_prepare.py, which builds on this module.
 from __future__ import annotations
 
 import ctypes
+import itertools
 import json
 import os
 import threading
@@ -51,7 +52,7 @@ from h5py._objects import phil
 
 from ._checkpoint_compress import (_COMPRESS_MIN_BYTES, _chunk_shape, _Compression, _CompressedLeaf,
                                    _compression_of, _snapshot_copy, _write_compressed, _write_copies)
-from ._checkpoint_leaves import _array_info, _escape, _is_array, _leaves, _plain, _raw_view
+from ._checkpoint_leaves import _array_info, _escape, _is_array, _leaves, _plain, _plain_entry, _raw_view
 from ._checkpoint_memory import _snapshot_budget, _wait_for_warmups
 from ._io import _dxpl, gds_dcpl
 from ._lib import errbuf, hdf5_error_text, native
@@ -97,6 +98,7 @@ class CheckpointHandle:
         self._error: BaseException | None = None
         self._done = threading.Event()
         self._thread: threading.Thread | None = None
+        self._before: CheckpointHandle | None = None  # the same path's save before it, until renamed
 
     def done(self) -> bool:
         return self._done.is_set()
@@ -190,6 +192,9 @@ def _finish(handle: CheckpointHandle, f: h5py.File, tmp: str, path: str, t0: flo
                 handle.reserved_bytes = int(stats[9])
                 handle.snapshots = int(stats[0])
         f.close()  # HDF5's metadata; the driver fsyncs at the flush
+        before, handle._before = handle._before, None
+        if before is not None:  # the same path's earlier save renames first
+            before._done.wait()
         previous = _hold(path)
         os.replace(tmp, path)
         dfd = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY)
@@ -214,6 +219,8 @@ def _finish(handle: CheckpointHandle, f: h5py.File, tmp: str, path: str, t0: flo
     finally:
         if previous is not None:  # started before the handle says done, so it can be joined from then on
             threading.Thread(target=os.close, args=(previous,), name="h5gds-checkpoint-free").start()
+        handle._before = None
+        _forget_save(path, handle)
         handle._done.set()
 
 
@@ -259,10 +266,18 @@ def save(state: Any, path: str | os.PathLike[str], *, async_: bool = True, memor
     starts while ``prepare_checkpoint(path=...)`` is still at work waits
     for it (``timings['warmup']``)."""
     t0 = time.perf_counter()
-    compress = _compression_of(compression, compression_opts, shuffle, compress_min_bytes)  # before any file
+    _check_snapshot_args(memory, budget)  # before any file
+    compress = _compression_of(compression, compression_opts, shuffle, compress_min_bytes)
     waited = _wait_for_warmups()  # prepare_checkpoint(path=...) in progress: its engine and memory
     return _save_now(state, os.fspath(path), async_=async_, memory=memory, budget=budget, options=options, t0=t0,
                      waited=waited, compress=compress)
+
+
+def _check_snapshot_args(memory: Any, budget: Any) -> None:
+    if memory not in ("auto", "device", "host"):
+        raise ValueError(f"memory={memory!r}: expected 'auto', 'device' or 'host'")
+    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget <= 0):
+        raise ValueError(f"budget={budget!r}: expected a number of bytes (an int > 0) or None")
 
 
 def _save_now(state: Any, path: str, *, async_: bool, memory: str, budget: int | None, options: dict[str, Any],
@@ -282,7 +297,7 @@ def _save_now(state: Any, path: str, *, async_: bool, memory: str, budget: int |
             # Synchronous saves take the same path (snapshots written side by
             # side, many leaves in flight); a bounded pool is enough for that.
             budget = min(budget, _SYNC_BUDGET)
-    tmp = f"{path}.h5gds-tmp-{os.getpid()}-{threading.get_ident()}"
+    tmp = f"{path}.h5gds-tmp-{os.getpid()}-{next(_tmp_serial)}"
     opts: dict[str, Any] = dict(options)
     opts.update(write_behind=int(budget), write_behind_memory=memory)
     f = h5py.File(tmp, "w", driver="gds", **opts)
@@ -305,6 +320,7 @@ def _save_now(state: Any, path: str, *, async_: bool, memory: str, budget: int |
     except BaseException:
         _discard(f, tmp)
         raise
+    handle._before = _follow_last_save(path, handle)
     handle.stall_s = time.perf_counter() - t0
     if async_:
         handle._thread = threading.Thread(target=_finish, args=(handle, f, tmp, path, t0, meta), daemon=False,
@@ -322,6 +338,31 @@ def _save_now(state: Any, path: str, *, async_: bool, memory: str, budget: int |
 
 
 _SYNC_BUDGET = 1 << 30
+
+# Temporary files are named per save, not per thread: two saves of one path
+# may be in flight at once. Their renames go in the order of the calls: a
+# save waits, before its rename, for the one of the same path before it, so
+# the last call's checkpoint is the one left at the path.
+_tmp_serial = itertools.count()
+_last_save_lock = threading.Lock()
+_last_save: dict[str, CheckpointHandle] = {}
+
+
+def _follow_last_save(path: str, handle: CheckpointHandle) -> CheckpointHandle | None:
+    """The save of `path` still in flight before this one, if any; this
+    one becomes the path's last."""
+    key = os.path.abspath(path)
+    with _last_save_lock:
+        before = _last_save.get(key)
+        _last_save[key] = handle
+    return before if before is not None and not before.done() else None
+
+
+def _forget_save(path: str, handle: CheckpointHandle) -> None:
+    key = os.path.abspath(path)
+    with _last_save_lock:
+        if _last_save.get(key) is handle:
+            del _last_save[key]
 
 
 def _discard(f: h5py.File, tmp: str) -> None:
@@ -505,7 +546,7 @@ def _structure(state: Any, where: str = "/", plan: list[tuple[str, dict[str, Any
             if _is_array(v):
                 continue
             if _plain(v):
-                plain[name] = [type(v).__name__, v if not isinstance(v, tuple) else list(v)]
+                plain[name] = _plain_entry(v)
             else:
                 _structure(v, f"{where.rstrip('/')}/{name}", plan)
         attrs["h5gds_values"] = json.dumps(plain)
@@ -518,7 +559,7 @@ def _structure(state: Any, where: str = "/", plan: list[tuple[str, dict[str, Any
             if _is_array(v):
                 continue
             if _plain(v):
-                plain[str(i)] = [type(v).__name__, v if not isinstance(v, tuple) else list(v)]
+                plain[str(i)] = _plain_entry(v)
             else:
                 _structure(v, f"{where.rstrip('/')}/{i}", plan)
         attrs["h5gds_values"] = json.dumps(plain)

@@ -44,8 +44,13 @@ def _is_array(obj: Any) -> bool:
         hasattr(obj, "__cuda_array_interface__")
 
 
+def _numpy_scalar(value: Any) -> bool:
+    """A numpy bool, integer or float scalar (a step counter, a loss)."""
+    return isinstance(value, np.generic) and value.dtype.kind in "biuf"
+
+
 def _plain(value: Any) -> bool:
-    if isinstance(value, _PLAIN):
+    if isinstance(value, _PLAIN) or _numpy_scalar(value):
         return True
     return isinstance(value, (list, tuple)) and all(isinstance(v, _PLAIN) for v in value)
 
@@ -55,13 +60,27 @@ def _leaves(state: Any, path: str) -> Iterator[tuple[str, Any]]:
     if _is_array(state):
         yield path, state
     elif isinstance(state, dict):
+        names: dict[str, Any] = {}
         for k, v in state.items():
-            if not isinstance(k, (str, int)):
+            if isinstance(k, bool) or not isinstance(k, (str, int)):
                 raise TypeError(f"{path or '/'}: dict keys must be str or int, not {type(k).__name__}")
-            yield from _leaves(v, f"{path}/{_escape(str(k))}")
+            name = _escape(str(k))
+            if name in names:
+                raise ValueError(f"{path or '/'}: the keys {names[name]!r} and {k!r} would be stored under one "
+                                 f"name, {name!r}")
+            names[name] = k
+            yield from _leaves(v, f"{path}/{name}")
     elif isinstance(state, (list, tuple)) and not _plain(state):
         for i, v in enumerate(state):
             yield from _leaves(v, f"{path}/{i}")
+
+
+def _plain_entry(value: Any) -> list[Any]:
+    """How a plain value is kept in the JSON of its container: [type, value];
+    numpy scalars as "numpy.<dtype>" and their value, made again on load."""
+    if _numpy_scalar(value):
+        return [f"numpy.{value.dtype.name}", value.item()]
+    return [type(value).__name__, list(value) if isinstance(value, tuple) else value]
 
 
 _TYPES: dict[Any, Any] = {}  # HDF5 file type per dtype, made once

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from typing import Any
 
 import h5py
 import numpy as np
-from h5py import h5d, h5z
+from h5py import h5d, h5t, h5z
 from h5py._objects import phil
 
 from . import _arrays
@@ -22,9 +23,12 @@ from ._lib import hdf5_error_text, native
 __all__ = ["load"]
 
 _H5S_ALL = 0
+_NATIVE_ORDER = h5t.ORDER_LE if sys.byteorder == "little" else h5t.ORDER_BE
 
 
 def _plain_value(kind: str, value: Any) -> Any:
+    if kind.startswith("numpy."):  # a numpy scalar, made again with its dtype
+        return np.dtype(kind[len("numpy."):]).type(value)
     return tuple(value) if kind == "tuple" else value
 
 
@@ -70,6 +74,9 @@ def _read_into(dset: h5py.Dataset, target: Any) -> None:
             pass
     with phil:
         ftype = dset.id.get_type()
+        if isinstance(ftype, (h5t.TypeIntegerID, h5t.TypeFloatID)) and ftype.get_order() != _NATIVE_ORDER \
+                and v.dtype.kind in "iuf":
+            ftype = h5t.py_create(v.dtype)  # a leaf saved in the other byte order: HDF5 converts it
         dxpl = _dxpl(v)  # kept: the id closes with the object
         rc = native.H5Dread_gds(dset.id.id, ftype.id, _H5S_ALL, _H5S_ALL, dxpl.id, v.ptr)
         if rc < 0:
@@ -107,6 +114,12 @@ def _load_node(f: h5py.File, where: str, device: Any, into: Any, arrays: dict[st
         int_keys = set(json.loads(node.attrs.get("h5gds_int_keys", "[]")))
         order = json.loads(node.attrs.get("h5gds_order", "null")) or list(node.keys()) + list(plain)
         out = into if isinstance(into, dict) else {}
+        if isinstance(into, dict):  # the same keys, or nothing read at this level
+            keys = {int(_unescape(n)) if n in int_keys else _unescape(n) for n in order}
+            missing, extra = [k for k in into if k not in keys], [k for k in keys if k not in into]
+            if missing or extra:
+                raise KeyError(f"{where}: the state and the checkpoint hold different keys (only in the state: "
+                               f"{missing}, only in the checkpoint: {extra})")
         for name in order:
             key: Any = int(_unescape(name)) if name in int_keys else _unescape(name)
             if name in plain:

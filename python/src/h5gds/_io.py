@@ -117,9 +117,13 @@ def _set_fapl_gds(plist: h5p.PropFAID, config: str | None = None, **options: Any
 
 def fapl_config(f: h5py.File) -> str:
     """The gds configuration of an open file, as ``key=value,...``."""
+    if not isinstance(f, h5py.File):
+        raise TypeError(f"expected an h5py.File, not {type(f).__name__}")
     buf = ctypes.create_string_buffer(1024)
     with phil:
         plist = f.id.get_access_plist()
+        if plist.get_driver() != driver_id():
+            raise ValueError(f"{f.filename} is not open with driver='gds'")
         rc = native.h5gds_py_get_fapl(plist.id, buf, len(buf))
     if rc < 0:
         raise ValueError(f"{f.filename}: {hdf5_error_text()}")
@@ -164,11 +168,44 @@ def _selection(dset: h5py.Dataset, sel: Any) -> tuple[Any, tuple[int, ...], h5s.
     return fspace, tuple(selection.array_shape), mspace
 
 
+def _unsupported_dtype(dtype: np.dtype) -> str | None:
+    """Why h5gds cannot move a dataset of `dtype` (h5py reads it), or None:
+    variable-length data (strings, sequences) and references are pointers
+    HDF5 makes in memory; HDF5 array types have a shape of their own."""
+    if dtype.subdtype is not None:
+        return "an HDF5 array type (elements with a shape of their own)"
+    if h5py.check_vlen_dtype(dtype) is not None or dtype.kind == "O":
+        string = h5py.check_string_dtype(dtype)
+        return "variable-length strings" if string is not None and string.length is None else \
+            "variable-length or object data"
+    if h5py.check_ref_dtype(dtype) is not None:
+        return "references"
+    for name, field in (dtype.fields or {}).items():
+        why = _unsupported_dtype(field[0])
+        if why:
+            return f"{why} in field {name!r}"
+    return None
+
+
 def _check_dtype(dset: h5py.Dataset, device: bool) -> np.dtype:
     dtype = dset.dtype
+    why = _unsupported_dtype(dtype)
+    if why:
+        raise TypeError(f"dataset {dset.name!r} holds {why} (dtype {dtype}), which h5gds does not move: "
+                        "read and write it with h5py")
     if device and (dtype.kind not in "biufc" or dtype.fields is not None):
         raise TypeError(f"dataset dtype {dtype} cannot live in a device array (numeric types only)")
     return dtype
+
+
+def _never_filled(dset: h5py.Dataset) -> bool:
+    """Whether HDF5 may leave parts of a read untouched: storage not all
+    allocated, and no fill value written for it (fill time never). h5py
+    reads into zeros; a new array is then zeroed first, as h5py's is."""
+    with phil:
+        if dset.id.get_create_plist().get_fill_time() != h5d.FILL_TIME_NEVER:
+            return False
+        return bool(dset.id.get_space_status() != h5d.SPACE_STATUS_ALLOCATED)
 
 
 def _device_dtype(dtype: np.dtype, device: bool) -> np.dtype:
@@ -218,14 +255,14 @@ def read(dset: h5py.Dataset, sel: Any = (), out: Any = None, *, like: Any = None
     if out is None:
         module = _arrays.resolve_module(like)
         dtype = _device_dtype(_check_dtype(dset, module != "numpy"), module != "numpy")
-        out = _arrays.empty(shape, dtype, module)
+        out = _arrays.empty(shape, dtype, module, zeros=int(np.prod(shape)) > 0 and _never_filled(dset))
     v = _arrays.view(out, writable=True, name="out")
     dtype = _check_dtype(dset, v.device)
     if v.dtype != dtype:  # a device array of a big-endian dataset: its native twin, HDF5 converting
         dtype = _device_dtype(dtype, v.device)
     if v.dtype != dtype:
-        raise TypeError(f"out has dtype {v.dtype}, the dataset {dset.name!r} has {dset.dtype} "
-                        "(device reads convert byte order only: pass an array of the dataset's dtype)")
+        raise TypeError(f"out has dtype {v.dtype}, the dataset {dset.name!r} has {dset.dtype}: pass an array of "
+                        "the dataset's dtype" + (" (or, on the device, its native byte order)" if v.device else ""))
     if v.shape != shape and not (int(np.prod(v.shape)) == int(np.prod(shape)) == 1):
         raise ValueError(f"out has shape {v.shape}, the selection has shape {shape}")
     if int(np.prod(shape)) == 0:
@@ -249,13 +286,16 @@ def write(dset: h5py.Dataset, array: Any, sel: Any = ()) -> None:
     if not any(hasattr(array, a) for a in ("__cuda_array_interface__", "__dlpack__", "__array_interface__")) \
             and type(array).__module__.split(".")[0] != "torch":
         array = np.asarray(array)  # lists, scalars: as h5py accepts them
+    _check_dtype(dset, False)
     v = _arrays.view(array, writable=False, name="array", contiguous_copy=True)
     fspace, shape, mspace = _selection(dset, sel)
     if v.shape != shape and not (int(np.prod(v.shape)) == int(np.prod(shape)) == 1):
         raise ValueError(f"array has shape {v.shape}, the selection has shape {shape}")
     dtype = _check_dtype(dset, v.device)
-    if v.dtype.kind not in "biufc" and v.dtype != dtype:
-        raise TypeError(f"array dtype {v.dtype} cannot be written to a dataset of {dtype}")
+    why = _unsupported_dtype(v.dtype)
+    if why or (v.dtype.kind not in "biufc" and v.dtype != dtype):
+        raise TypeError(f"array dtype {v.dtype} cannot be written to a dataset of {dtype}"
+                        + (f" (the array holds {why})" if why else ""))
     if dset.file.mode != "r+":
         raise OSError(f"Can't write data (file {dset.file.filename!r} is open read-only)")
     if int(np.prod(shape)) == 0:
@@ -281,7 +321,8 @@ def gds_dcpl() -> h5p.PropDCID:
 
 def create_dataset(group: h5py.Group, name: str, data: Any = None, *, shape: Any = None, dtype: Any = None,
                    chunks: Any = None, **kwds: Any) -> h5py.Dataset:
-    """``group.create_dataset`` for device data: fill never, early
+    """``group.create_dataset`` for device data: fill never (unless
+    ``fillvalue=`` is given: HDF5 then writes it at the allocation), early
     allocation, the chunk cache off for chunked datasets (so chunks go
     straight to the driver), then ``data`` (device or host) written with
     :func:`write`. Other keywords go to h5py: with ``compression=`` (gzip,
@@ -321,6 +362,8 @@ def create_dataset(group: h5py.Group, name: str, data: Any = None, *, shape: Any
     # ones that replace them (and filtered chunks never pass through anyway).
     filtered = any(kwds.get(k) for k in ("compression", "shuffle", "fletcher32", "scaleoffset"))
     extra = {} if filtered else {"dcpl": gds_dcpl()}
+    if extra and kwds.get("fillvalue") is not None:  # asked for: written at the early allocation, then the data
+        extra["dcpl"].set_fill_time(h5d.FILL_TIME_IFSET)
     dset = group.create_dataset(name, shape=shape, dtype=dtype, chunks=chunks, **extra, **kwds)
     if data is not None:
         if tuple(dset.shape) != tuple(_arrays.view(data, writable=False).shape):

@@ -276,7 +276,7 @@ class Loader(ExactBatches):
         self.compressed = any(c.compressed for c in columns)
         if self.compressed and order == "exact" and cache != "loader":
             raise ValueError("order='exact' reads samples one by one, which would decode a whole chunk per sample "
-                             "of a compressed dataset: use order='windowed' (the default), or cache='loader' "
+                             "of a compressed dataset: use order='windowed' (or 'auto', the default), or cache='loader' "
                              "(the first epoch decodes every sample into memory, later exact epochs gather from it)")
         self._inflight_loads = self._auto_inflight()
         self._decode_parts = _decode_parts(self.columns)

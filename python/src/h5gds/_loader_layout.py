@@ -98,7 +98,8 @@ def file_layout(dset: h5py.Dataset) -> FileLayout:
     if dset.dtype.kind not in "biufc" or dset.dtype.fields is not None:
         raise TypeError(f"{name}: dtype {dset.dtype} is not a numeric type the loader can return")
     if not dset.dtype.isnative:
-        raise TypeError(f"{name}: dtype {dset.dtype} is not in native byte order")
+        raise TypeError(f"{name}: dtype {dset.dtype} is not in native byte order: the loader moves stored bytes "
+                        "as they are (h5gds.read converts them; or store the dataset in native order)")
     if len(dset.shape) < 1:
         raise ValueError(f"{name}: a scalar dataset has no samples")
     with phil:
