@@ -28,9 +28,15 @@ if(NOT h5gds_hdf5_plugindir)
   set(h5gds_hdf5_plugindir /usr/local/hdf5/lib/plugin) # HDF5's own default
   message(STATUS "h5gds: H5_DEFAULT_PLUGINDIR not found in HDF5's H5pubconf.h, assuming ${h5gds_hdf5_plugindir}")
 endif()
-set(H5GDS_PLUGIN_INSTALL_DIR "${h5gds_hdf5_plugindir}" CACHE PATH
+# STRING, not PATH: CMake would make a relative -D value absolute under the
+# directory cmake runs in, where a relative one is meant under the prefix.
+set(H5GDS_PLUGIN_INSTALL_DIR "${h5gds_hdf5_plugindir}" CACHE STRING
     "Where the gds VFD plugin is installed (default: the HDF5's H5_DEFAULT_PLUGINDIR; relative: under the prefix)")
-message(STATUS "h5gds: the VFD plugin installs into ${H5GDS_PLUGIN_INSTALL_DIR} (HDF5's default plugin directory: "
+set(h5gds_plugin_where "${H5GDS_PLUGIN_INSTALL_DIR}")
+if(NOT IS_ABSOLUTE "${h5gds_plugin_where}")
+  set(h5gds_plugin_where "<prefix>/${h5gds_plugin_where}")
+endif()
+message(STATUS "h5gds: the VFD plugin installs into ${h5gds_plugin_where} (HDF5's default plugin directory: "
                "${h5gds_hdf5_plugindir})")
 install(FILES $<TARGET_FILE:h5gds> DESTINATION ${H5GDS_PLUGIN_INSTALL_DIR} RENAME libh5gds_plugin.so
         COMPONENT plugin)

@@ -51,6 +51,19 @@ endfunction()
 h5gds_link_flags(hdf5_libs ${HDF5_C_LIBRARIES})
 set(H5GDS_RECORDED_HDF5_LIBRARIES "${hdf5_libs_PATHS}")
 set(H5GDS_PC_HDF5_LIBS "${hdf5_libs_FLAGS}")
+# pkg-config --variable=rpath h5gds: linker flags that let a program find
+# libh5gds and that HDF5 at run time without LD_LIBRARY_PATH.
+set(H5GDS_PC_RPATH "-Wl,-rpath,\${libdir}")
+set(h5gds_rpath_dirs "")
+foreach(lib IN LISTS hdf5_libs_PATHS)
+  if(IS_ABSOLUTE "${lib}")
+    get_filename_component(dir "${lib}" DIRECTORY)
+    if(NOT dir IN_LIST h5gds_rpath_dirs)
+      list(APPEND h5gds_rpath_dirs "${dir}")
+      string(APPEND H5GDS_PC_RPATH " -Wl,-rpath,${dir}")
+    endif()
+  endif()
+endforeach()
 
 install(EXPORT h5gdsTargets NAMESPACE h5gds:: DESTINATION ${h5gds_cmake_dir})
 configure_package_config_file(${CMAKE_SOURCE_DIR}/cmake/h5gdsConfig.cmake.in

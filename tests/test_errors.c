@@ -120,6 +120,10 @@ static int stream_on_default_dxpl(void)
     return H5Pset_dxpl_gds_stream(H5P_DEFAULT, NULL);
 }
 
+static int decode_stats_null(void) { return H5FD_gds_last_decode_stats(NULL); }
+
+static int encode_stats_null(void) { return H5FD_gds_last_encode_stats(NULL); }
+
 static const error_case_t driver_cases[] = {
     /* HDF5's failure (H5Pset_fill_time) and the library's message, in one print. */
     {"H5FD_gds_prepare_dcpl", prepare_dcpl_on_fapl, {"cannot set fill time", "H5Pset_fill_time", NULL}, false},
@@ -132,6 +136,8 @@ static const error_case_t driver_cases[] = {
     {"H5FD_gds_config_parse", parse_unknown_key, {"no_such_key", NULL}, false},
     {"H5FD_gds_get_stats", stats_of_sec2_file, {"does not use the gds driver", NULL}, false},
     {"H5Pset_dxpl_gds_stream", stream_on_default_dxpl, {"cannot be changed", NULL}, false},
+    {"H5FD_gds_last_decode_stats", decode_stats_null, {"stats pointer is NULL", NULL}, false},
+    {"H5FD_gds_last_encode_stats", encode_stats_null, {"stats pointer is NULL", NULL}, false},
 };
 
 static int pending_failures;

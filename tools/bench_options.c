@@ -132,7 +132,10 @@ static void add_block(const char *s, const char *what)
     (void)what;
     if (opt.nblocks == MAX_LIST)
         die_usage("more than %d sizes in --blocks", MAX_LIST);
-    opt.blocks[opt.nblocks++] = strcmp(s, "auto") ? size_option("--blocks", s) : 0;
+    size_t block = strcmp(s, "auto") ? size_option("--blocks", s) : 0;
+    if (block && (block < 4096 || block > ((size_t)1 << 30)))  /* the driver's io_block_size range */
+        die_usage("bad --blocks '%s': an I/O block is 4KiB to 1GiB, or auto", s);
+    opt.blocks[opt.nblocks++] = block;
 }
 static void add_threads(const char *s, const char *what)
 {
@@ -181,7 +184,7 @@ void parse_args(int argc, char **argv)
         {"chunk", required_argument, 0, O_CHUNK},   {"boundary", required_argument, 0, O_BOUNDARY},
         {"filter", required_argument, 0, O_FILTER},
         {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
-    bool full = false;
+    bool full = false, quick = false;
     opt.repeat = 0;
     opt.buffer_mode = -1;
     opt.inject_failure_rank = -1;
@@ -193,7 +196,7 @@ void parse_args(int argc, char **argv)
     /* ':' first: a missing value is told apart from an unknown option */
     while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         switch (c) {
-        case O_QUICK: full = false; break;
+        case O_QUICK: quick = true; break;
         case O_FULL: full = true; break;
         case O_SIZES: parse_list(optarg, "sizes", add_size); break;
         case O_METHODS: parse_list(optarg, "methods", add_method); opt.methods_given = true; break;
@@ -234,6 +237,8 @@ void parse_args(int argc, char **argv)
         default: die_usage("unknown option '%s'", argv[optind - 1]);
         }
     }
+    if (quick && full)
+        die_usage("--quick and --full: one or the other");
     if (optind < argc)
         die_usage("unexpected argument '%s'", argv[optind]);
     if (opt.boundary && opt.chunk)

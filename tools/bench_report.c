@@ -89,16 +89,18 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Median/min/max rate (GB/s) of the rows matching; false if none. */
-static bool stats_for_rank(const char *method, int phase, size_t size, unsigned threads, size_t block, int rank,
-                           double *med, double *lo, double *hi)
+/* Median/min/max rate (GB/s) of the rows matching; false if none. exact:
+ * threads and block as given (0 is auto, a combination of its own), else 0
+ * matches any. */
+static bool stats_matching(const char *method, int phase, size_t size, unsigned threads, size_t block, int rank,
+                           bool exact, double *med, double *lo, double *hi)
 {
     double v[1024];
     int n = 0;
     for (size_t i = 0; i < nresults && n < 1024; i++) {
         result_t *r = &results[i];
         if (!strcmp(r->method, method) && r->phase == phase && r->size == size && r->rank == rank &&
-            (threads == 0 || r->threads == threads) && (block == 0 || r->block == block))
+            ((!exact && threads == 0) || r->threads == threads) && ((!exact && block == 0) || r->block == block))
             v[n++] = r->bytes / r->seconds / 1e9;
     }
     if (!n)
@@ -108,6 +110,12 @@ static bool stats_for_rank(const char *method, int phase, size_t size, unsigned 
     *lo = v[0];
     *hi = v[n - 1];
     return true;
+}
+
+static bool stats_for_rank(const char *method, int phase, size_t size, unsigned threads, size_t block, int rank,
+                           double *med, double *lo, double *hi)
+{
+    return stats_matching(method, phase, size, threads, block, rank, false, med, lo, hi);
 }
 
 /* ... of the aggregate rows */
@@ -178,7 +186,7 @@ void print_table(void)
                     double med, lo, hi;
                     /* Combinations come from every row, ranks' own among them: one with
                      * no aggregate row has nothing to show here. */
-                    if (!stats_for(seen[k], ph, opt.sizes[si], tl[c], bl[c] ? bl[c] : 0, &med, &lo, &hi))
+                    if (!stats_matching(seen[k], ph, opt.sizes[si], tl[c], bl[c], -1, true, &med, &lo, &hi))
                         continue;
                     char range[64], pct[16] = "";
                     snprintf(range, sizeof range, "%7.2f (%.2f-%.2f)", med, lo, hi);

@@ -36,18 +36,22 @@ static _Thread_local H5FD_gds_encode_stats_t last_encode_stats;
 
 herr_t H5FD_gds_last_decode_stats(H5FD_gds_decode_stats_t *stats)
 {
-    if (!stats)
-        return -1;
-    *stats = last_stats;
-    return 0;
+    gds_api_enter();
+    if (stats)
+        *stats = last_stats;
+    else
+        GDS_ERROR(H5E_ARGS, H5E_BADVALUE, "stats pointer is NULL");
+    return gds_api_leave(!stats) ? -1 : 0;
 }
 
 herr_t H5FD_gds_last_encode_stats(H5FD_gds_encode_stats_t *stats)
 {
-    if (!stats)
-        return -1;
-    *stats = last_encode_stats;
-    return 0;
+    gds_api_enter();
+    if (stats)
+        *stats = last_encode_stats;
+    else
+        GDS_ERROR(H5E_ARGS, H5E_BADVALUE, "stats pointer is NULL");
+    return gds_api_leave(!stats) ? -1 : 0;
 }
 
 /* Writes store every chunk through every filter, with filter mask 0, even

@@ -40,8 +40,14 @@ export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
 pkg-config --exists h5gds || fail "pkg-config does not find h5gds"
 # shellcheck disable=SC2046
 "$cc" -o "$scratch/consumer-pc" "$here/consumer/consumer.c" $(pkg-config --cflags h5gds) \
-    $(pkg-config --libs h5gds) -Wl,-rpath,"$prefix/lib" || fail "consumer does not build with pkg-config"
-"$scratch/consumer-pc" "$scratch/pc.h5" || fail "consumer built with pkg-config"
+    $(pkg-config --libs h5gds) $(pkg-config --variable=rpath h5gds) || fail "consumer does not build with pkg-config"
+# the rpath variable alone finds libh5gds and HDF5
+env -u LD_LIBRARY_PATH "$scratch/consumer-pc" "$scratch/pc.h5" || fail "consumer built with pkg-config"
+# the installed bench finds the libraries beside it by its RUNPATH (HDF5's
+# too, where that HDF5 is outside this source tree: CMake leaves the tree's
+# own folders out, hence HDF5's folder on the path above)
+"$prefix/bin/h5gds-bench" --help >"$scratch/bench-help.txt" 2>&1 ||
+    { cat "$scratch/bench-help.txt"; fail "the installed h5gds-bench does not start"; }
 if [ "$mpi" = 1 ]; then
     # shellcheck disable=SC2046
     "$cc" -o "$scratch/consumer-mpi-pc" "$here/consumer/consumer_mpi.c" $(pkg-config --cflags h5gds_mpi) \
