@@ -455,3 +455,14 @@ def test_engine_file_reads_segments(tmp_path, read_once):
         f.close()
     for o, n, a in zip(off.tolist(), size.tolist(), at.tolist()):
         np.testing.assert_array_equal(out[a:a + n], data[o:o + n])
+
+
+def test_loader_config_refused_as_h5py_refuses_it(tmp_path):
+    """A wrong configuration key is the ValueError h5py.File(driver="gds",
+    config=...) gives, naming the key, before any file is opened."""
+    p = tmp_path / "c.h5"
+    with h5py.File(p, "w") as f:
+        f["x"] = np.arange(100, dtype="f4")
+    with h5py.File(p, "r", driver="gds") as f:
+        with pytest.raises(ValueError, match="'bogus'"):
+            h5gds.Loader(f["x"], 4, like="numpy", config="bogus=1")

@@ -256,6 +256,11 @@ class Loader(ExactBatches):
             raise ValueError(f"the datasets have different lengths {sorted(lengths)}: they must have one per sample")
         self.columns: list[Column] = columns
         self.num_samples = columns[0].rows
+        if config:  # a wrong key or value: the message h5py.File(driver="gds", config=...) gives
+            from h5py import h5p
+
+            from ._io import _set_fapl_gds
+            _set_fapl_gds(h5p.create(h5p.FILE_ACCESS), str(config))
         if staging == "pinned" or self.module == "numpy":  # host requests (device ones keep autotuning)
             config = io.loader_config(config)
         self._config = config
