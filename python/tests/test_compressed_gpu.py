@@ -833,3 +833,63 @@ def test_kernels_kept_on_disk_between_processes(tmp_path):
     off = child(H5GDS_KERNEL_CACHE="0")
     assert len(off) == 1 and "compiled by NVRTC" in off[0] and "kept in" not in off[0], off
     assert not list(cache.glob("codec-sm*.bin"))
+
+
+@pytest.mark.parametrize("fname", ["gzip+shuffle", "zstd"])
+def test_many_tiny_chunks(tmp_path, fname):
+    """65536 chunks of 256 bytes (one decode batch of them): every chunk
+    located, read and placed, as h5py reads them."""
+    if fname not in FILTERS_BY_NAME:
+        pytest.skip("hdf5plugin is not installed")
+    _, kw, gpu = FILTERS_BY_NAME[fname]
+    arr = field((1 << 22,))  # 16 MiB of float32
+    path = tmp_path / "tiny.h5"
+    with h5py.File(path, "w") as f:
+        f.create_dataset("x", data=arr, chunks=(64,), **kw)
+    _read_and_compare(path, "x", (), gpu)
+    if gpu and NVCOMP is None:
+        assert h5gds.last_decode_stats().chunks == 1 << 16
+    _read_and_compare(path, "x", (slice(1000, 3_000_001),), gpu)
+
+
+@pytest.mark.parametrize("fname", ["gzip+shuffle", "zstd"])
+def test_one_chunk_of_64_mib(tmp_path, fname):
+    """A dataset stored as one 64 MiB chunk: one stream decoded alone."""
+    if fname not in FILTERS_BY_NAME:
+        pytest.skip("hdf5plugin is not installed")
+    _, kw, gpu = FILTERS_BY_NAME[fname]
+    arr = field((4096, 4096))
+    path = tmp_path / "one.h5"
+    with h5py.File(path, "w") as f:
+        f.create_dataset("x", data=arr, chunks=arr.shape, **kw)
+    _read_and_compare(path, "x", (), gpu)
+    _read_and_compare(path, "x", (slice(4000, 4096), slice(5, 17)), gpu)
+
+
+def test_read_on_a_stream_of_the_callers(tmp_path):
+    """Under a non-blocking CuPy stream the read is ordered on it: work
+    queued after it on that stream sees the decoded data."""
+    arr = field((2048, 1024))
+    path = tmp_path / "s.h5"
+    with h5py.File(path, "w") as f:
+        f.create_dataset("x", data=arr, chunks=(256, 1024), compression="gzip", shuffle=True)
+    s = cupy.cuda.Stream(non_blocking=True)
+    with s, h5py.File(path, "r", driver="gds") as f:
+        y = h5gds.read(f["x"])
+        z = y * 2
+    s.synchronize()
+    assert cupy.asnumpy(z).tobytes() == (arr * 2).tobytes()
+
+
+def test_resized_dataset_with_chunks_past_its_old_extent(tmp_path):
+    """A dataset grown after it was written: chunks past the old extent
+    never written (the fill value), one written at the far corner."""
+    path = tmp_path / "r.h5"
+    with h5py.File(path, "w") as f:
+        d = f.create_dataset("x", shape=(100, 100), maxshape=(None, None), dtype="f8", chunks=(64, 64),
+                             compression="gzip", fillvalue=7.5)
+        d[:] = field((100, 100)).astype("f8")
+        d.resize((300, 130))
+        d[250:300, 120:130] = 1.0
+    for sel in [(), (slice(90, 260), slice(50, 130)), (slice(250, 300), slice(100, 130))]:
+        _read_and_compare(path, "x", sel, True)
