@@ -272,8 +272,21 @@ int main(int argc, char **argv)
     print_table();
     printf("CSV: %s\n", opt.csv);
     if (opt.plot) {
-        char cmd[8192];
-        snprintf(cmd, sizeof cmd, "python3 \"%s/plot_bench.py\" \"%s\"", H5GDS_TOOLS_DIR, opt.csv);
+        /* installed: <prefix>/share/h5gds beside bin/; in the build: the source tree's tools/ */
+        char self[4096], dir[4200], script[4300], cmd[8192];
+        ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+        snprintf(dir, sizeof dir, "%s", H5GDS_TOOLS_DIR);
+        if (n > 0) {
+            self[n] = '\0';
+            char *slash = strrchr(self, '/');
+            if (slash) {
+                *slash = '\0';
+                snprintf(script, sizeof script, "%s/../share/h5gds/plot_bench.py", self);
+                if (access(script, R_OK) == 0)
+                    snprintf(dir, sizeof dir, "%s/../share/h5gds", self);
+            }
+        }
+        snprintf(cmd, sizeof cmd, "python3 \"%s/plot_bench.py\" \"%s\"", dir, opt.csv);
         if (system(cmd) != 0) {
             fprintf(stderr, "h5gds-bench: plotting failed (is matplotlib installed?)\n");
             return par_end(1);

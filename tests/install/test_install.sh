@@ -18,7 +18,8 @@ fail() { echo "test_install: FAIL: $*" >&2; exit 1; }
 
 "$cmake" --install "$build" --prefix "$prefix" --component Unspecified >"$scratch/install.log"
 for f in include/H5FDgds.h lib/libh5gds.so lib/cmake/h5gds/h5gdsConfig.cmake \
-         lib/cmake/h5gds/h5gdsConfigVersion.cmake lib/pkgconfig/h5gds.pc; do
+         lib/cmake/h5gds/h5gdsConfigVersion.cmake lib/pkgconfig/h5gds.pc share/h5gds/plot_bench.py \
+         share/h5gds/cli_common.py; do
     [ -e "$prefix/$f" ] || fail "$f not installed"
 done
 if [ "$mpi" = 1 ]; then
