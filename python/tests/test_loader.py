@@ -466,3 +466,16 @@ def test_loader_config_refused_as_h5py_refuses_it(tmp_path):
     with h5py.File(p, "r", driver="gds") as f:
         with pytest.raises(ValueError, match="'bogus'"):
             h5gds.Loader(f["x"], 4, like="numpy", config="bogus=1")
+
+
+def test_loader_of_a_missing_array_library_refused_at_once(tmp_path, monkeypatch):
+    """like="cupy" where CuPy cannot be imported: a RuntimeError from the
+    constructor, not from the first batch."""
+    import sys
+    p = tmp_path / "m.h5"
+    with h5py.File(p, "w") as f:
+        f["x"] = np.arange(100, dtype="f4")
+    monkeypatch.setitem(sys.modules, "cupy", None)  # import cupy raises ImportError
+    with h5py.File(p, "r", driver="gds") as f:
+        with pytest.raises(RuntimeError, match="cupy is not importable"):
+            h5gds.Loader(f["x"], 4, like="cupy")

@@ -236,6 +236,8 @@ class Loader(ExactBatches):
         self.drop_last, self.prefetch = bool(drop_last), int(prefetch)
         self.rank, self.world_size = int(rank), int(world_size)
         self.module: str = _arrays.resolve_module(like)
+        if self.module != "numpy" and _arrays._try_import(self.module) is None:  # now, not at the first batch
+            raise RuntimeError(f"{self.module} is not importable: pass like='numpy' (host batches), or install it")
         self.staging = staging
         self.order = order
         self.epoch = 0
