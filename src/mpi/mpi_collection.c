@@ -442,18 +442,30 @@ done:
     return ok;
 }
 
+static herr_t collection_write(const char *api, H5FD_gds_collection_t *c, const char *name, hid_t type, int ndims,
+                               const hsize_t global_dims[], const hsize_t offset[], const hsize_t count[],
+                               const void *buf, hid_t dcpl);
+
 herr_t H5FD_gds_mpi_write(H5FD_gds_collection_t *c, const char *name, hid_t type, int ndims,
                           const hsize_t global_dims[], const hsize_t offset[], const hsize_t count[], const void *buf)
 {
-    return H5FD_gds_mpi_write_dcpl(c, name, type, ndims, global_dims, offset, count, buf, H5P_DEFAULT);
+    return collection_write(__func__, c, name, type, ndims, global_dims, offset, count, buf, H5P_DEFAULT);
 }
 
 herr_t H5FD_gds_mpi_write_dcpl(H5FD_gds_collection_t *c, const char *name, hid_t type, int ndims,
                                const hsize_t global_dims[], const hsize_t offset[], const hsize_t count[],
                                const void *buf, hid_t dcpl)
 {
+    return collection_write(__func__, c, name, type, ndims, global_dims, offset, count, buf, dcpl);
+}
+
+/* Both entry points (`api` names the one called, on the error stack). */
+static herr_t collection_write(const char *api, H5FD_gds_collection_t *c, const char *name, hid_t type, int ndims,
+                               const hsize_t global_dims[], const hsize_t offset[], const hsize_t count[],
+                               const void *buf, hid_t dcpl)
+{
     api_t a;
-    api_enter(&a, __func__);
+    api_enter(&a, api);
     if (!c) {
         ERR(H5E_ARGS, H5E_BADVALUE, "the collection is NULL");
         return api_leave(&a, true);

@@ -59,14 +59,22 @@ static herr_t plain_raw(gds_mpio_file_t *file, bool write, hid_t dxpl, haddr_t a
                 MPIO_ERROR(H5E_IO, write ? H5E_WRITEERROR : H5E_READERROR,
                            "collective raw-data %s with MPI derived datatypes from device memory (rank %d: %s "
                            "buffer): HDF5 chose this path because selection I/O is off for this call (type "
-                           "conversion, H5Pset_selection_io off, or a filtered dataset); use selection I/O "
-                           "(the default), independent transfers, or H5Dwrite_gds/H5Dread_gds staging",
+                           "conversion, H5Pset_selection_io off, a filtered dataset, or chunks HDF5's chunk "
+                           "cache holds: H5Pset_chunk_cache(dapl, 0, 0, 1.0) on the dataset turns that off); "
+                           "use selection I/O (the default), independent transfers, or H5Dwrite_gds/H5Dread_gds "
+                           "staging",
                            write ? "write" : "read", file->mpi_rank, (mine & HAS_DEVICE) ? "device" : "host");
                 return -1;
             }
             if (gds_mpio_drain(file) < 0)
                 return -1;
-            file->forwarded_bytes += size;
+            /* size counts elements of the memory datatype (one, the whole
+             * selection, where it is derived): the bytes are its size */
+            int type_bytes = 0;
+            if (btype != MPI_DATATYPE_NULL && MPI_Type_size(btype, &type_bytes) == MPI_SUCCESS && type_bytes > 0)
+                file->forwarded_bytes += size * (size_t)type_bytes;
+            else
+                file->forwarded_bytes += size;
             file->forwarded_calls++;
             return write ? forward_write(file, H5FD_MEM_DRAW, dxpl, addr, size, buf)
                          : forward_read(file, H5FD_MEM_DRAW, dxpl, addr, size, buf);

@@ -491,6 +491,82 @@ static void run_readonly_unallocated(void)
         printf("%-4s readonly-unallocated (fill values through the CPU: device buffers staged)\n", ok ? "ok" : "FAIL");
 }
 
+/* A file opened read-only whose chunks HDF5's chunk cache holds (16 KiB
+ * here): HDF5 turns selection I/O off for such reads (cause 0x40), so a
+ * collective read reaches the driver with MPI derived datatypes, which it
+ * hands to mpio (host buffers; the data right). With the dataset's chunk
+ * cache off the reads are selections again: the engine moves every byte. */
+static void run_readonly_small_chunks(void)
+{
+    char path[512];
+    path_of(path, sizeof path, "readonly-small-chunks");
+    int failures_before = test_failures;
+    hsize_t per = 65536, n = (hsize_t)nranks * per, chunk = 4096;
+    if (rank == 0) {
+        hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+        hid_t space = H5Screate_simple(1, &n, NULL);
+        hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+        H5Pset_chunk(dcpl, 1, &chunk);
+        hid_t c = H5Dcreate2(f, "c", H5T_NATIVE_UINT32, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+        uint32_t *all = malloc(n * 4);
+        for (hsize_t i = 0; i < n; i++)
+            all[i] = value_at(i, 7);
+        CHECK(c >= 0 && H5Dwrite(c, H5T_NATIVE_UINT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, all) >= 0);
+        free(all);
+        H5Pclose(dcpl);
+        H5Dclose(c);
+        H5Sclose(space);
+        CHECK(H5Fclose(f) >= 0);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    hid_t fapl = make_fapl();
+    hid_t file = H5Fopen(path, H5F_ACC_RDONLY, fapl);
+    CHECK(file >= 0);
+    hsize_t start = (hsize_t)rank * per;
+    bool preloaded = fapl_kind == FAPL_MPIO;
+    for (int cache_off = buffers == BUF_HOST ? 0 : 1; cache_off < 2 && file >= 0; cache_off++) {
+        hid_t dapl = H5Pcreate(H5P_DATASET_ACCESS);
+        if (cache_off)
+            H5Pset_chunk_cache(dapl, 0, 0, 1.0);
+        hid_t ds = H5Dopen2(file, "c", dapl);
+        hid_t fs = H5Dget_space(ds), ms = H5Screate_simple(1, &per, NULL);
+        H5Sselect_hyperslab(fs, H5S_SELECT_SET, &start, NULL, &per, NULL);
+        hid_t dxpl = H5Pcreate(H5P_DATASET_XFER);
+        H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_COLLECTIVE);
+        test_buffer_t b = buffer_alloc(my_kind(), per * 4);
+        buffer_fill(&b, 0xEE);
+        uint64_t before = engine_bytes(file, false);
+        herr_t rc = preloaded ? H5Dread(ds, H5T_NATIVE_UINT32, ms, fs, dxpl, b.ptr)
+                              : H5Dread_gds(ds, H5T_NATIVE_UINT32, ms, fs, dxpl, b.ptr);
+        uint64_t moved = engine_bytes(file, false) - before;
+        CHECK_MSG(rc >= 0, "readonly-small-chunks (chunk cache %s) rank %d: read failed", cache_off ? "off" : "on",
+                  rank);
+        uint32_t *got = malloc(per * 4);
+        buffer_get(&b, 0, got, per * 4);
+        hsize_t wrong = 0;
+        for (hsize_t i = 0; i < per; i++)
+            wrong += got[i] != value_at(start + i, 7);
+        CHECK_MSG(wrong == 0, "readonly-small-chunks (chunk cache %s) rank %d: %llu elements wrong",
+                  cache_off ? "off" : "on", rank, (unsigned long long)wrong);
+        if (cache_off)
+            CHECK_MSG(moved >= per * 4, "readonly-small-chunks, chunk cache off, rank %d: the engine read %llu bytes, "
+                      "not %llu", rank, (unsigned long long)moved, (unsigned long long)(per * 4));
+        free(got);
+        buffer_free(&b);
+        H5Pclose(dxpl);
+        H5Sclose(ms);
+        H5Sclose(fs);
+        H5Dclose(ds);
+        H5Pclose(dapl);
+    }
+    if (file >= 0)
+        CHECK(H5Fclose(file) >= 0);
+    H5Pclose(fapl);
+    bool ok = all_true(test_failures == failures_before);
+    if (rank == 0)
+        printf("%-4s readonly-small-chunks (the chunk cache's reads through mpio; off: the engine)\n", ok ? "ok" : "FAIL");
+}
+
 static void run_extend(void)
 {
     char path[512];
@@ -789,6 +865,8 @@ int main(int argc, char **argv)
             run_variant(&variants[i]);
     if (wanted(argc, argv, first, "readonly-unallocated"))
         run_readonly_unallocated();
+    if (wanted(argc, argv, first, "readonly-small-chunks"))
+        run_readonly_small_chunks();
     if (wanted(argc, argv, first, "extend"))
         run_extend();
     if (wanted(argc, argv, first, "failing-rank"))
