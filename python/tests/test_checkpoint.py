@@ -499,7 +499,7 @@ def test_big_endian_leaves_load_with_their_values(tmp_path, compression):
     """numpy arrays stored big-endian load with their values (native order),
     not their bytes reinterpreted."""
     state = {"a": np.arange(40000, dtype=">i4"), "f": np.linspace(-2, 2, 20000).astype(">f8"),
-             "n": np.arange(6, dtype="<i2")}
+             "n": np.arange(6, dtype="<i2"), "c": (np.arange(9000) * (1 + 1j)).astype(">c8")}
     p = tmp_path / "be.h5"
     h5gds.save(state, p, compression=compression).wait()
     out = h5gds.load(p)
@@ -513,7 +513,7 @@ def test_big_endian_leaves_load_with_their_values(tmp_path, compression):
 
 def test_load_into_a_state_of_other_keys_refused(tmp_path):
     """into= is read in place only into the same structure: a key missing
-    on either side is a KeyError naming it, and that dict is left as it was."""
+    on either side is a KeyError naming it, raised before anything is read."""
     p = tmp_path / "k.h5"
     h5gds.save({"layer1.weight": np.ones(4), "inner": {"b": np.ones(2)}}, p).wait()
     state = {"layer1.weights": np.zeros(4), "inner": {"b": np.zeros(2)}}
@@ -524,6 +524,11 @@ def test_load_into_a_state_of_other_keys_refused(tmp_path):
     state = {"layer1.weight": np.zeros(4), "inner": {"b": np.zeros(2), "c": np.zeros(1)}}
     with pytest.raises(KeyError, match=r"/inner: .*only in the state: \['c'\]"):
         h5gds.load(p, into=state)
+    assert not state["layer1.weight"].any() and not state["inner"]["b"].any()  # nothing read
+    state = {"layer1.weight": np.zeros(4), "inner": {"b": np.zeros(3)}}
+    with pytest.raises(ValueError, match="/inner/b"):
+        h5gds.load(p, into=state)
+    assert not state["layer1.weight"].any()
 
 
 def test_saves_of_one_path_in_flight_at_once(tmp_path):
@@ -536,6 +541,30 @@ def test_saves_of_one_path_in_flight_at_once(tmp_path):
         h.wait()
     assert h5gds.load(p)["i"] == 3 and h5gds.load(p)["v"].tolist() == [3.0] * 16
     assert sorted(os.listdir(tmp_path)) == ["latest.h5"]  # no temporary file left
+
+
+def test_saves_of_one_path_in_order_when_one_fails(tmp_path, monkeypatch):
+    """A save between two others fails in its background part: the last
+    call's checkpoint is still the one left, after the first's rename."""
+    import h5gds._checkpoint as ck
+    write = ck._Metadata.write
+
+    def failing_write(self, f, path):
+        if any("boom" in str(a.get("h5gds_values", "")) for _, a in self.plan):
+            raise OSError("a metadata write that fails (test)")
+        return write(self, f, path)
+
+    monkeypatch.setattr(ck._Metadata, "write", failing_write)
+    p = tmp_path / "latest.h5"
+    first = h5gds.save({"v": np.full(16 << 20, 1, "f4"), "i": 1}, p)
+    second = h5gds.save({"v": np.ones(4, "f4"), "i": 2, "boom": 1}, p)
+    third = h5gds.save({"v": np.ones(4, "f4"), "i": 3}, p)
+    third.wait()
+    assert first.done() and second.done()
+    with pytest.raises(OSError, match="fails"):
+        second.wait()
+    first.wait()
+    assert h5gds.load(p)["i"] == 3
 
 
 def test_keys_and_scalars_of_a_state(tmp_path):

@@ -126,6 +126,20 @@ def test_hdf5_failure_is_oserror_with_stack_text(tmp_h5, monkeypatch):
         assert "H5Dread" in text or "not a datatype" in text or "()" in text, text
 
 
+def test_compound_with_array_fields_read_as_h5py_reads_it(tmp_path):
+    """A compound whose field is an array (fixed-size) is moved like any
+    fixed-size data; only the dataset's own type being an array is refused."""
+    dt = np.dtype([("id", "<i8"), ("pos", "<f4", (3,))])
+    arr = np.zeros(5, dt)
+    arr["id"] = np.arange(5)
+    arr["pos"] = np.arange(15, dtype="f4").reshape(5, 3)
+    p = tmp_path / "c.h5"
+    with h5py.File(p, "w") as f:
+        f["x"] = arr
+    with h5py.File(p, "r", driver="gds") as f:
+        assert h5gds.read(f["x"], like="numpy").tobytes() == arr.tobytes()
+
+
 @pytest.mark.parametrize("kind", ["vlen-str", "vlen-int", "ref", "array", "compound-vlen"])
 def test_pointer_and_array_types_refused(tmp_path, kind):
     """Variable-length data and references are pointers HDF5 makes in

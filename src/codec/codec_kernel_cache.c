@@ -97,7 +97,8 @@ bool gds_codec_kernel_cache_path(uint64_t key, int arch, char *buf, size_t size)
 
 char *gds_codec_kernel_cache_load(const char *path, uint64_t key, int arch, size_t *size, bool *ptx)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    /* O_NONBLOCK: a FIFO put there opens at once (and is refused below) */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     if (fd < 0)
         return NULL;
     struct stat sb;
@@ -140,8 +141,10 @@ int gds_codec_kernel_cache_store(const char *path, uint64_t key, int arch, const
     dir[slash - path] = '\0';
     if (!dir[0] || !make_dirs(dir))
         return -1;
-    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    /* a new file of our own (0600, O_EXCL): nothing another user put in
+     * a shared folder is opened, truncated or followed */
+    snprintf(tmp, sizeof tmp, "%s.tmp-XXXXXX", path);
+    int fd = mkstemp(tmp);
     if (fd < 0)
         return -1;
     cache_header_t h = {.key = key, .size = size, .ptx = ptx, .arch = (uint32_t)arch};

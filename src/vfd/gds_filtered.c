@@ -34,24 +34,30 @@
 static _Thread_local H5FD_gds_decode_stats_t last_stats;
 static _Thread_local H5FD_gds_encode_stats_t last_encode_stats;
 
-herr_t H5FD_gds_last_decode_stats(H5FD_gds_decode_stats_t *stats)
+/* The success path calls no HDF5 function: a caller may ask right after a
+ * failed read, whose error stack must stay, and from any thread. */
+static herr_t null_stats(void)
 {
     gds_api_enter();
-    if (stats)
-        *stats = last_stats;
-    else
-        GDS_ERROR(H5E_ARGS, H5E_BADVALUE, "stats pointer is NULL");
-    return gds_api_leave(!stats) ? -1 : 0;
+    GDS_ERROR(H5E_ARGS, H5E_BADVALUE, "stats pointer is NULL");
+    gds_api_leave(true);
+    return -1;
+}
+
+herr_t H5FD_gds_last_decode_stats(H5FD_gds_decode_stats_t *stats)
+{
+    if (!stats)
+        return null_stats();
+    *stats = last_stats;
+    return 0;
 }
 
 herr_t H5FD_gds_last_encode_stats(H5FD_gds_encode_stats_t *stats)
 {
-    gds_api_enter();
-    if (stats)
-        *stats = last_encode_stats;
-    else
-        GDS_ERROR(H5E_ARGS, H5E_BADVALUE, "stats pointer is NULL");
-    return gds_api_leave(!stats) ? -1 : 0;
+    if (!stats)
+        return null_stats();
+    *stats = last_encode_stats;
+    return 0;
 }
 
 /* Writes store every chunk through every filter, with filter mask 0, even

@@ -1405,6 +1405,8 @@ static void test_kernel_cache(void)
     snprintf(other, sizeof other, "%s/link.bin", dir); /* a symbolic link is not followed */
     CHECK(gds_codec_kernel_cache_store(path, key, 90, image, sizeof image, false) == 0 && symlink(path, other) == 0);
     CHECK(gds_codec_kernel_cache_load(other, key, 90, &size, &ptx) == NULL);
+    snprintf(other, sizeof other, "%s/fifo.bin", dir); /* a FIFO is refused, not waited on */
+    CHECK(mkfifo(other, 0600) == 0 && gds_codec_kernel_cache_load(other, key, 90, &size, &ptx) == NULL);
     snprintf(other, sizeof other, "%s/x.bin", path); /* a folder under a file cannot be made: -1, no more */
     CHECK(gds_codec_kernel_cache_store(other, key, 90, image, sizeof image, false) == -1);
     setenv("H5GDS_KERNEL_CACHE_DIR", "relative/dir", 1);

@@ -99,6 +99,7 @@ class CheckpointHandle:
         self._done = threading.Event()
         self._thread: threading.Thread | None = None
         self._before: CheckpointHandle | None = None  # the same path's save before it, until renamed
+        self._key: str | None = None  # the path, absolute, as the saves in flight are kept
 
     def done(self) -> bool:
         return self._done.is_set()
@@ -192,9 +193,7 @@ def _finish(handle: CheckpointHandle, f: h5py.File, tmp: str, path: str, t0: flo
                 handle.reserved_bytes = int(stats[9])
                 handle.snapshots = int(stats[0])
         f.close()  # HDF5's metadata; the driver fsyncs at the flush
-        before, handle._before = handle._before, None
-        if before is not None:  # the same path's earlier save renames first
-            before._done.wait()
+        _wait_for_before(handle)  # the same path's earlier save renames first
         previous = _hold(path)
         os.replace(tmp, path)
         dfd = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY)
@@ -219,8 +218,11 @@ def _finish(handle: CheckpointHandle, f: h5py.File, tmp: str, path: str, t0: flo
     finally:
         if previous is not None:  # started before the handle says done, so it can be joined from then on
             threading.Thread(target=os.close, args=(previous,), name="h5gds-checkpoint-free").start()
-        handle._before = None
-        _forget_save(path, handle)
+        # a save that failed before its rename is done only after the one
+        # before it: the next save, which waits for this one, then renames
+        # after that one too (the order of the calls holds across failures)
+        _wait_for_before(handle)
+        _forget_save(handle)
         handle._done.set()
 
 
@@ -320,15 +322,19 @@ def _save_now(state: Any, path: str, *, async_: bool, memory: str, budget: int |
     except BaseException:
         _discard(f, tmp)
         raise
-    handle._before = _follow_last_save(path, handle)
+    _follow_last_save(path, handle)
     handle.stall_s = time.perf_counter() - t0
     if async_:
         handle._thread = threading.Thread(target=_finish, args=(handle, f, tmp, path, t0, meta), daemon=False,
                                           name="h5gds-checkpoint")
         try:
             handle._thread.start()
-        except BaseException:  # no thread: nothing may stay open (snapshot memory, datasets, the file)
+        except BaseException as exc:  # no thread: nothing may stay open (snapshot memory, datasets, the file)
             _discard(f, tmp)
+            handle._error = exc
+            _wait_for_before(handle)  # so that a later save that waits for this one also waits for that one
+            _forget_save(handle)
+            handle._done.set()
             raise
     else:
         _finish(handle, f, tmp, path, t0, meta)
@@ -348,21 +354,30 @@ _last_save_lock = threading.Lock()
 _last_save: dict[str, CheckpointHandle] = {}
 
 
-def _follow_last_save(path: str, handle: CheckpointHandle) -> CheckpointHandle | None:
-    """The save of `path` still in flight before this one, if any; this
-    one becomes the path's last."""
-    key = os.path.abspath(path)
+def _follow_last_save(path: str, handle: CheckpointHandle) -> None:
+    """Records the save of `path` still in flight before this one, if any;
+    this one becomes the path's last."""
+    handle._key = os.path.abspath(path)
     with _last_save_lock:
-        before = _last_save.get(key)
-        _last_save[key] = handle
-    return before if before is not None and not before.done() else None
+        before = _last_save.get(handle._key)
+        _last_save[handle._key] = handle
+    handle._before = before if before is not None and not before.done() else None
 
 
-def _forget_save(path: str, handle: CheckpointHandle) -> None:
-    key = os.path.abspath(path)
+def _wait_for_before(handle: CheckpointHandle) -> None:
+    before, handle._before = handle._before, None
+    if before is not None:
+        before._done.wait()
+
+
+def _forget_save(handle: CheckpointHandle) -> None:
     with _last_save_lock:
-        if _last_save.get(key) is handle:
-            del _last_save[key]
+        if handle._key is not None and _last_save.get(handle._key) is handle:
+            del _last_save[handle._key]
+
+
+# A child of fork() has none of the parent's background saves.
+os.register_at_fork(after_in_child=_last_save.clear)
 
 
 def _discard(f: h5py.File, tmp: str) -> None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from typing import Any
 
 import h5py
@@ -23,7 +22,6 @@ from ._lib import hdf5_error_text, native
 __all__ = ["load"]
 
 _H5S_ALL = 0
-_NATIVE_ORDER = h5t.ORDER_LE if sys.byteorder == "little" else h5t.ORDER_BE
 
 
 def _plain_value(kind: str, value: Any) -> Any:
@@ -59,7 +57,7 @@ def _missing_filters(dset: h5py.Dataset) -> list[int]:
     return [i for i in ids if not h5z.filter_avail(i)]
 
 
-def _read_into(dset: h5py.Dataset, target: Any) -> None:
+def _read_into(dset: h5py.Dataset, target: Any, convert: bool = False) -> None:
     """The whole dataset into `target`, by the driver's checked read: a
     compressed dataset into device memory is decoded on the GPU where it
     can be (as h5gds.read), else by HDF5's filters."""
@@ -74,8 +72,7 @@ def _read_into(dset: h5py.Dataset, target: Any) -> None:
             pass
     with phil:
         ftype = dset.id.get_type()
-        if isinstance(ftype, (h5t.TypeIntegerID, h5t.TypeFloatID)) and ftype.get_order() != _NATIVE_ORDER \
-                and v.dtype.kind in "iuf":
+        if convert:
             ftype = h5t.py_create(v.dtype)  # a leaf saved in the other byte order: HDF5 converts it
         dxpl = _dxpl(v)  # kept: the id closes with the object
         rc = native.H5Dread_gds(dset.id.id, ftype.id, _H5S_ALL, _H5S_ALL, dxpl.id, v.ptr)
@@ -100,10 +97,12 @@ def _load_node(f: h5py.File, where: str, device: Any, into: Any, arrays: dict[st
             if shape_into != shape or dname_into != dtype_name:
                 raise ValueError(f"{where}: the checkpoint holds {dtype_name}{list(shape)}, the state "
                                  f"{dname_into}{list(shape_into)}")
-            _read_into(node, _raw_view_writable(into))
+            _read_into(node, _raw_view_writable(into), convert=kind_into in ("numpy", "cupy"))
             return into
         arr, target = _new_array(kind, dtype_name, shape, device)
-        _read_into(node, target)
+        # numpy and CuPy leaves are read as their native dtype (HDF5 converts
+        # one saved big-endian); torch's as stored (bf16 has no HDF5 twin)
+        _read_into(node, target, convert=kind in ("numpy", "cupy"))
         return arr
     container = str(node.attrs.get("h5gds_container", "dict"))
     if container == "array":
@@ -114,12 +113,6 @@ def _load_node(f: h5py.File, where: str, device: Any, into: Any, arrays: dict[st
         int_keys = set(json.loads(node.attrs.get("h5gds_int_keys", "[]")))
         order = json.loads(node.attrs.get("h5gds_order", "null")) or list(node.keys()) + list(plain)
         out = into if isinstance(into, dict) else {}
-        if isinstance(into, dict):  # the same keys, or nothing read at this level
-            keys = {int(_unescape(n)) if n in int_keys else _unescape(n) for n in order}
-            missing, extra = [k for k in into if k not in keys], [k for k in keys if k not in into]
-            if missing or extra:
-                raise KeyError(f"{where}: the state and the checkpoint hold different keys (only in the state: "
-                               f"{missing}, only in the checkpoint: {extra})")
         for name in order:
             key: Any = int(_unescape(name)) if name in int_keys else _unescape(name)
             if name in plain:
@@ -143,6 +136,42 @@ def _load_node(f: h5py.File, where: str, device: Any, into: Any, arrays: dict[st
     return items
 
 
+def _check_into(f: h5py.File, where: str, into: Any, arrays: dict[str, list[str]]) -> None:
+    """Before anything is read in place: the state has the checkpoint's
+    structure, the same keys in every dict (KeyError naming the others) and
+    arrays of its shapes and dtypes (ValueError)."""
+    node = f[where]
+    if isinstance(node, h5py.Dataset):
+        if where in arrays and into is not None and _is_array(into):
+            _, dtype_name = arrays[where]
+            _, dname_into, shape_into, _, _ = _array_info(into)
+            if tuple(shape_into) != tuple(node.shape) or dname_into != dtype_name:
+                raise ValueError(f"{where}: the checkpoint holds {dtype_name}{list(node.shape)}, the state "
+                                 f"{dname_into}{list(shape_into)}")
+        return
+    container = str(node.attrs.get("h5gds_container", "dict"))
+    if container == "array":
+        _check_into(f, "/__root__", into, arrays)
+        return
+    plain = json.loads(node.attrs.get("h5gds_values", "{}"))
+    base = where.rstrip("/")
+    if container == "dict" and isinstance(into, dict):
+        int_keys = set(json.loads(node.attrs.get("h5gds_int_keys", "[]")))
+        order = json.loads(node.attrs.get("h5gds_order", "null")) or list(node.keys()) + list(plain)
+        keys = {int(_unescape(n)) if n in int_keys else _unescape(n): n for n in order}
+        missing, extra = [k for k in into if k not in keys], [k for k in keys if k not in into]
+        if missing or extra:
+            raise KeyError(f"{where}: the state and the checkpoint hold different keys (only in the state: "
+                           f"{missing}, only in the checkpoint: {extra}); nothing was read")
+        for key, name in keys.items():
+            if name not in plain:
+                _check_into(f, f"{base}/{name}", into[key], arrays)
+    elif container in ("list", "tuple") and isinstance(into, (list, tuple)):
+        for i in range(min(len(into), int(node.attrs["h5gds_length"]))):
+            if str(i) not in plain:
+                _check_into(f, f"{base}/{i}", into[i], arrays)
+
+
 def _raw_view_writable(obj: Any) -> Any:
     if type(obj).__module__.split(".")[0] == "torch":
         import torch
@@ -155,9 +184,14 @@ def load(path: str | os.PathLike[str], *, device: Any = None, into: Any = None, 
     """Reads a checkpoint written by :func:`save`: the same structure, torch
     tensors on ``device`` (default: the GPU when there is one), CuPy arrays
     on the current device, numpy arrays on the host. With ``into``, arrays
-    are read in place into the existing state (shapes and dtypes must
-    match) and ``into`` is returned."""
+    are read in place into the existing state and ``into`` is returned: its
+    structure is checked first, nothing read unless it matches (the same
+    keys in every dict, else ``KeyError``; the same shapes and dtypes, else
+    ``ValueError``)."""
     with h5py.File(os.fspath(path), "r", driver="gds", **options) as f:
         if "h5gds_arrays" not in f.attrs:
             raise ValueError(f"{os.fspath(path)!r} is not an h5gds checkpoint (no h5gds_arrays attribute)")
-        return _load_node(f, "/", device, into, json.loads(f.attrs["h5gds_arrays"]))
+        arrays = json.loads(f.attrs["h5gds_arrays"])
+        if into is not None:
+            _check_into(f, "/", into, arrays)
+        return _load_node(f, "/", device, into, arrays)

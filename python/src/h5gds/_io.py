@@ -168,20 +168,23 @@ def _selection(dset: h5py.Dataset, sel: Any) -> tuple[Any, tuple[int, ...], h5s.
     return fspace, tuple(selection.array_shape), mspace
 
 
-def _unsupported_dtype(dtype: np.dtype) -> str | None:
+def _unsupported_dtype(dtype: np.dtype, top: bool = True) -> str | None:
     """Why h5gds cannot move a dataset of `dtype` (h5py reads it), or None:
     variable-length data (strings, sequences) and references are pointers
-    HDF5 makes in memory; HDF5 array types have a shape of their own."""
-    if dtype.subdtype is not None:
+    HDF5 makes in memory; an HDF5 array type as the dataset's own type has a
+    shape of its own (as a compound's field it is fixed-size data, moved)."""
+    if top and dtype.subdtype is not None:
         return "an HDF5 array type (elements with a shape of their own)"
+    if dtype.subdtype is not None:
+        dtype = dtype.subdtype[0]
+    if h5py.check_ref_dtype(dtype) is not None:
+        return "references"
     if h5py.check_vlen_dtype(dtype) is not None or dtype.kind == "O":
         string = h5py.check_string_dtype(dtype)
         return "variable-length strings" if string is not None and string.length is None else \
             "variable-length or object data"
-    if h5py.check_ref_dtype(dtype) is not None:
-        return "references"
     for name, field in (dtype.fields or {}).items():
-        why = _unsupported_dtype(field[0])
+        why = _unsupported_dtype(field[0], top=False)
         if why:
             return f"{why} in field {name!r}"
     return None
@@ -203,8 +206,11 @@ def _never_filled(dset: h5py.Dataset) -> bool:
     allocated, and no fill value written for it (fill time never). h5py
     reads into zeros; a new array is then zeroed first, as h5py's is."""
     with phil:
-        if dset.id.get_create_plist().get_fill_time() != h5d.FILL_TIME_NEVER:
-            return False
+        dcpl = dset.id.get_create_plist()
+        if dcpl.get_fill_time() != h5d.FILL_TIME_NEVER or dcpl.get_alloc_time() == h5d.ALLOC_TIME_EARLY:
+            return False  # early allocation: all storage exists (h5gds.create_dataset's datasets)
+        if dcpl.get_layout() == h5d.CHUNKED:
+            return True  # its space status walks the whole chunk index: zeroing costs less
         return bool(dset.id.get_space_status() != h5d.SPACE_STATUS_ALLOCATED)
 
 
