@@ -376,8 +376,15 @@ def _forget_save(handle: CheckpointHandle) -> None:
             del _last_save[handle._key]
 
 
-# A child of fork() has none of the parent's background saves.
-os.register_at_fork(after_in_child=_last_save.clear)
+def _forget_all_saves() -> None:
+    """A child of fork() has none of the parent's background saves, and a
+    lock of its own (the parent's may have been held by another thread)."""
+    global _last_save_lock
+    _last_save_lock = threading.Lock()
+    _last_save.clear()
+
+
+os.register_at_fork(after_in_child=_forget_all_saves)
 
 
 def _discard(f: h5py.File, tmp: str) -> None:
