@@ -415,6 +415,29 @@ static void run_variant(const variant_t *v)
  * read-only: parallel HDF5 does not allocate at open then, and fills what is
  * missing with the CPU, so a device buffer must be staged (H5Dread_gds, or
  * the preload library's H5Dread) and the fill values arrive on every rank. */
+/* A collective read of elements [start, start + per) of the 1-D uint32
+ * dataset `name` into a buffer of this rank's kind, copied into `got`
+ * (host memory): H5Dread under the preload library, H5Dread_gds otherwise. */
+static herr_t read_my_slab(hid_t file, const char *name, hid_t dapl, hsize_t start, hsize_t per, uint32_t *got)
+{
+    hid_t ds = H5Dopen2(file, name, dapl);
+    hid_t fs = H5Dget_space(ds), ms = H5Screate_simple(1, &per, NULL);
+    H5Sselect_hyperslab(fs, H5S_SELECT_SET, &start, NULL, &per, NULL);
+    hid_t dxpl = H5Pcreate(H5P_DATASET_XFER);
+    H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_COLLECTIVE);
+    test_buffer_t b = buffer_alloc(my_kind(), per * 4);
+    buffer_fill(&b, 0xEE);
+    herr_t rc = fapl_kind == FAPL_MPIO ? H5Dread(ds, H5T_NATIVE_UINT32, ms, fs, dxpl, b.ptr)
+                                       : H5Dread_gds(ds, H5T_NATIVE_UINT32, ms, fs, dxpl, b.ptr);
+    buffer_get(&b, 0, got, per * 4);
+    buffer_free(&b);
+    H5Pclose(dxpl);
+    H5Sclose(ms);
+    H5Sclose(fs);
+    H5Dclose(ds);
+    return rc;
+}
+
 static void run_readonly_unallocated(void)
 {
     char path[512];
@@ -449,21 +472,11 @@ static void run_readonly_unallocated(void)
     hid_t file = H5Fopen(path, H5F_ACC_RDONLY, fapl);
     CHECK(file >= 0);
     hsize_t per = n / (hsize_t)nranks, start = (hsize_t)rank * per;
-    bool preloaded = fapl_kind == FAPL_MPIO;
     const char *names[] = {"x", "c"};
     for (int k = 0; k < 2 && file >= 0; k++) {
-        hid_t ds = H5Dopen2(file, names[k], H5P_DEFAULT);
-        hid_t fs = H5Dget_space(ds), ms = H5Screate_simple(1, &per, NULL);
-        H5Sselect_hyperslab(fs, H5S_SELECT_SET, &start, NULL, &per, NULL);
-        hid_t dxpl = H5Pcreate(H5P_DATASET_XFER);
-        H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_COLLECTIVE);
-        test_buffer_t b = buffer_alloc(my_kind(), per * 4);
-        buffer_fill(&b, 0xEE);
-        herr_t rc = preloaded ? H5Dread(ds, H5T_NATIVE_UINT32, ms, fs, dxpl, b.ptr)
-                              : H5Dread_gds(ds, H5T_NATIVE_UINT32, ms, fs, dxpl, b.ptr);
-        CHECK_MSG(rc >= 0, "readonly-unallocated %s rank %d: read failed", names[k], rank);
         uint32_t *got = malloc(per * 4);
-        buffer_get(&b, 0, got, per * 4);
+        CHECK_MSG(read_my_slab(file, names[k], H5P_DEFAULT, start, per, got) >= 0,
+                  "readonly-unallocated %s rank %d: read failed", names[k], rank);
         hsize_t wrong = 0;
         for (hsize_t i = 0; i < per; i++) {
             hsize_t at = start + i;
@@ -477,11 +490,6 @@ static void run_readonly_unallocated(void)
         CHECK_MSG(wrong == 0, "readonly-unallocated %s rank %d: %llu elements wrong", names[k], rank,
                   (unsigned long long)wrong);
         free(got);
-        buffer_free(&b);
-        H5Pclose(dxpl);
-        H5Sclose(ms);
-        H5Sclose(fs);
-        H5Dclose(ds);
     }
     if (file >= 0)
         CHECK(H5Fclose(file) >= 0);
@@ -523,26 +531,16 @@ static void run_readonly_small_chunks(void)
     hid_t file = H5Fopen(path, H5F_ACC_RDONLY, fapl);
     CHECK(file >= 0);
     hsize_t start = (hsize_t)rank * per;
-    bool preloaded = fapl_kind == FAPL_MPIO;
     for (int cache_off = buffers == BUF_HOST ? 0 : 1; cache_off < 2 && file >= 0; cache_off++) {
         hid_t dapl = H5Pcreate(H5P_DATASET_ACCESS);
         if (cache_off)
             H5Pset_chunk_cache(dapl, 0, 0, 1.0);
-        hid_t ds = H5Dopen2(file, "c", dapl);
-        hid_t fs = H5Dget_space(ds), ms = H5Screate_simple(1, &per, NULL);
-        H5Sselect_hyperslab(fs, H5S_SELECT_SET, &start, NULL, &per, NULL);
-        hid_t dxpl = H5Pcreate(H5P_DATASET_XFER);
-        H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_COLLECTIVE);
-        test_buffer_t b = buffer_alloc(my_kind(), per * 4);
-        buffer_fill(&b, 0xEE);
+        uint32_t *got = malloc(per * 4);
         uint64_t before = engine_bytes(file, false);
-        herr_t rc = preloaded ? H5Dread(ds, H5T_NATIVE_UINT32, ms, fs, dxpl, b.ptr)
-                              : H5Dread_gds(ds, H5T_NATIVE_UINT32, ms, fs, dxpl, b.ptr);
+        herr_t rc = read_my_slab(file, "c", dapl, start, per, got);
         uint64_t moved = engine_bytes(file, false) - before;
         CHECK_MSG(rc >= 0, "readonly-small-chunks (chunk cache %s) rank %d: read failed", cache_off ? "off" : "on",
                   rank);
-        uint32_t *got = malloc(per * 4);
-        buffer_get(&b, 0, got, per * 4);
         hsize_t wrong = 0;
         for (hsize_t i = 0; i < per; i++)
             wrong += got[i] != value_at(start + i, 7);
@@ -552,11 +550,6 @@ static void run_readonly_small_chunks(void)
             CHECK_MSG(moved >= per * 4, "readonly-small-chunks, chunk cache off, rank %d: the engine read %llu bytes, "
                       "not %llu", rank, (unsigned long long)moved, (unsigned long long)(per * 4));
         free(got);
-        buffer_free(&b);
-        H5Pclose(dxpl);
-        H5Sclose(ms);
-        H5Sclose(fs);
-        H5Dclose(ds);
         H5Pclose(dapl);
     }
     if (file >= 0)
