@@ -85,7 +85,16 @@ def _read_into(dset: h5py.Dataset, target: Any, convert: bool = False) -> None:
             raise OSError(f"reading {dset.name} failed ({text}){hint}")
 
 
+def _dict_entries(node: h5py.Group, plain: dict[str, Any]) -> list[tuple[Any, str]]:
+    """A dict container's (key, entry name) pairs, in the saved order."""
+    int_keys = set(json.loads(node.attrs.get("h5gds_int_keys", "[]")))
+    order = json.loads(node.attrs.get("h5gds_order", "null")) or list(node.keys()) + list(plain)
+    return [(int(_unescape(n)) if n in int_keys else _unescape(n), n) for n in order]
+
+
 def _load_node(f: h5py.File, where: str, device: Any, into: Any, arrays: dict[str, list[str]]) -> Any:
+    """The node at `where`; `into` (its part of the state, or None) already
+    checked against the file's structure (_check_into)."""
     node = f[where]
     if isinstance(node, h5py.Dataset):
         if where not in arrays:
@@ -93,10 +102,7 @@ def _load_node(f: h5py.File, where: str, device: Any, into: Any, arrays: dict[st
         kind, dtype_name = arrays[where]
         shape = tuple(node.shape)
         if into is not None and _is_array(into):
-            kind_into, dname_into, shape_into, _, _ = _array_info(into)
-            if shape_into != shape or dname_into != dtype_name:
-                raise ValueError(f"{where}: the checkpoint holds {dtype_name}{list(shape)}, the state "
-                                 f"{dname_into}{list(shape_into)}")
+            kind_into = _array_info(into)[0]
             _read_into(node, _raw_view_writable(into), convert=kind_into in ("numpy", "cupy"))
             return into
         arr, target = _new_array(kind, dtype_name, shape, device)
@@ -110,11 +116,8 @@ def _load_node(f: h5py.File, where: str, device: Any, into: Any, arrays: dict[st
     plain = json.loads(node.attrs.get("h5gds_values", "{}"))
     base = where.rstrip("/")
     if container == "dict":
-        int_keys = set(json.loads(node.attrs.get("h5gds_int_keys", "[]")))
-        order = json.loads(node.attrs.get("h5gds_order", "null")) or list(node.keys()) + list(plain)
         out = into if isinstance(into, dict) else {}
-        for name in order:
-            key: Any = int(_unescape(name)) if name in int_keys else _unescape(name)
+        for key, name in _dict_entries(node, plain):
             if name in plain:
                 out[key] = _plain_value(*plain[name])
             else:
@@ -156,9 +159,7 @@ def _check_into(f: h5py.File, where: str, into: Any, arrays: dict[str, list[str]
     plain = json.loads(node.attrs.get("h5gds_values", "{}"))
     base = where.rstrip("/")
     if container == "dict" and isinstance(into, dict):
-        int_keys = set(json.loads(node.attrs.get("h5gds_int_keys", "[]")))
-        order = json.loads(node.attrs.get("h5gds_order", "null")) or list(node.keys()) + list(plain)
-        keys = {int(_unescape(n)) if n in int_keys else _unescape(n): n for n in order}
+        keys = dict(_dict_entries(node, plain))
         missing, extra = [k for k in into if k not in keys], [k for k in keys if k not in into]
         if missing or extra:
             raise KeyError(f"{where}: the state and the checkpoint hold different keys (only in the state: "
