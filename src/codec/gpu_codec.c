@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* Generated at build time from codec_kernels.cu, codec_shared.h, zstd_splice.h, deflate_splice.h,
  * inflate_split.h and zstd_blocks.h. */
@@ -76,13 +75,6 @@ static const char *header_source(int i)
                                             gds_codec_deflate_splice_source, gds_codec_inflate_split_source,
                                             gds_codec_zstd_blocks_source};
     return (const char *)sources[i];
-}
-
-static double seconds_now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
 /* The disk cache's key of this compilation: sources, options, NVRTC's version. */
@@ -187,12 +179,12 @@ static int kernel_image(int arch, bool anew, const char **data, bool *from_disk,
             fprintf(stderr, "h5gds codec: kernels for sm_%d from %s\n", arch, path);
     }
     else {
-        double t0 = seconds_now();
+        uint64_t t0 = gds_now_ns();
         rc = compile_kernels(rtc, arch, &image, &size, &ptx, st);
         int stored = rc == 0 && cache ? gds_codec_kernel_cache_store(path, key, arch, image, size, ptx) : -1;
         if (rc == 0 && debug)
             fprintf(stderr, "h5gds codec: kernels for sm_%d compiled by NVRTC %d.%d in %.1f s%s%s\n", arch, rtc->major,
-                    rtc->minor, seconds_now() - t0, stored == 0 ? ", kept in " : cache ? ", not kept in " : "",
+                    rtc->minor, 1e-9 * (double)(gds_now_ns() - t0), stored == 0 ? ", kept in " : cache ? ", not kept in " : "",
                     cache ? path : "");
     }
     if (rc == 0) {
