@@ -34,24 +34,14 @@ typedef struct cache_header {
     uint32_t arch;
 } cache_header_t;
 
-static uint64_t fnv1a(uint64_t h, const void *data, size_t n)
-{
-    const unsigned char *p = data;
-    for (size_t i = 0; i < n; i++) {
-        h ^= p[i];
-        h *= 0x100000001b3ULL;
-    }
-    return h;
-}
-
 uint64_t gds_codec_kernel_key(const char *const *parts, size_t nparts)
 {
-    uint64_t h = 0xcbf29ce484222325ULL;
+    uint64_t h = GDS_FNV1A_START;
     for (size_t i = 0; i < nparts; i++) {
         size_t n = parts[i] ? strlen(parts[i]) : 0;
-        h = fnv1a(h, &n, sizeof n); /* lengths keep ("ab","c") apart from ("a","bc") */
+        h = gds_fnv1a(h, &n, sizeof n); /* lengths keep ("ab","c") apart from ("a","bc") */
         if (n)
-            h = fnv1a(h, parts[i], n);
+            h = gds_fnv1a(h, parts[i], n);
     }
     return h;
 }
@@ -118,7 +108,7 @@ char *gds_codec_kernel_cache_load(const char *path, uint64_t key, int arch, size
             break;
         got += (size_t)r;
     }
-    if (!image || got != h.size || fnv1a(0xcbf29ce484222325ULL, image, got) != h.checksum) {
+    if (!image || got != h.size || gds_fnv1a(GDS_FNV1A_START, image, got) != h.checksum) {
         free(image);
         image = NULL;
         goto out;
@@ -149,7 +139,7 @@ int gds_codec_kernel_cache_store(const char *path, uint64_t key, int arch, const
         return -1;
     cache_header_t h = {.key = key, .size = size, .ptx = ptx, .arch = (uint32_t)arch};
     memcpy(h.magic, CACHE_MAGIC, 8);
-    h.checksum = fnv1a(0xcbf29ce484222325ULL, image, size);
+    h.checksum = gds_fnv1a(GDS_FNV1A_START, image, size);
     bool ok = write(fd, &h, sizeof h) == (ssize_t)sizeof h;
     for (size_t put = 0; ok && put < size;) {
         ssize_t w = write(fd, image + put, size - put);

@@ -82,6 +82,19 @@ static inline bool gds_env_flag(const char *name)
     return v && *v && strcmp(v, "0") != 0;
 }
 
+/* FNV-1a, 64 bits, from GDS_FNV1A_START or a running value: for hashes that
+ * need no strength (names the ranks agree on, cache keys and checksums). */
+#define GDS_FNV1A_START 0xcbf29ce484222325ULL
+static inline uint64_t gds_fnv1a(uint64_t h, const void *data, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)data;
+    for (size_t i = 0; i < n; i++) {
+        h ^= p[i];
+        h *= 0x100000001b3ULL;
+    }
+    return h;
+}
+
 /* ---- memory kinds ---- */
 
 typedef enum gds_memory {

@@ -225,7 +225,7 @@ static bool check_write_args(api_t *a, H5FD_gds_collection_t *c, const char *nam
         ERR(H5E_DATATYPE, H5E_CANTENCODE, "rank %d: cannot encode the datatype", r);
         goto bad;
     }
-    me->type_hash = hash_bytes(0xcbf29ce484222325ULL, enc, enc_size);
+    me->type_hash = gds_fnv1a(GDS_FNV1A_START, enc, enc_size);
     free(enc);
     if (!name || !*name || !*relative_name(name)) {
         ERR(H5E_ARGS, H5E_BADVALUE, "rank %d: the dataset name is NULL, empty or the root group", r);

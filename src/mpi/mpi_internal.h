@@ -31,6 +31,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "../engine/engine.h" /* gds_fnv1a */
 #include "H5FDgds_mpi.h"
 #include "gds_error.h"
 
@@ -80,7 +81,6 @@ MPI_Comm private_comm(api_t *a, MPI_Comm comm);
 
 /* ---- names (mpi_names.c) ---- */
 
-uint64_t hash_bytes(uint64_t h, const void *data, size_t n);
 uint64_t hash_string(const char *s);
 /* "<master without .h5>.rank<r>.h5" (malloc'ed) */
 char *rank_file_path(const char *master, int rank);

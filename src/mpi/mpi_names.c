@@ -15,19 +15,9 @@
 
 #include "mpi_internal.h"
 
-uint64_t hash_bytes(uint64_t h, const void *data, size_t n)
-{
-    const unsigned char *p = data;
-    for (size_t i = 0; i < n; i++) {
-        h ^= p[i];
-        h *= 0x100000001b3ULL;
-    }
-    return h;
-}
-
 uint64_t hash_string(const char *s)
 {
-    return hash_bytes(0xcbf29ce484222325ULL, s, strlen(s));
+    return gds_fnv1a(GDS_FNV1A_START, s, strlen(s));
 }
 
 /* "<master without .h5>.rank<r>.h5" */
