@@ -38,6 +38,31 @@ def test_selection_outside_extent(dset):
         h5gds.read(dset, (0, 0, 0), like="numpy")
 
 
+@pytest.mark.parametrize("sel", ["abc", ("abc",), (slice(0, 2), "a"), None, (0, None), 1.5, [3, 1],
+                                 (slice(0, 2), slice(0, 2), 0)])
+def test_bad_selections_raise_what_h5py_raises(dset, sel):
+    try:
+        dset[sel]
+    except Exception as e:  # h5py's exception for this selection
+        want: type = type(e)
+    else:
+        pytest.fail(f"h5py accepted {sel!r}")
+    with pytest.raises(want):
+        h5gds.read(dset, sel, like="numpy")
+    with pytest.raises(want):
+        h5gds.write(dset, np.zeros((4, 6), "f4"), sel)
+
+
+def test_field_names_of_a_compound_are_refused_clearly(tmp_h5):
+    with h5py.File(tmp_h5, "w", driver="gds") as f:
+        d = f.create_dataset("c", data=np.zeros(4, [("a", "f4"), ("b", "i4")]))
+        assert d["a"].shape == (4,)  # h5py reads a field
+        with pytest.raises(ValueError, match="fields"):
+            h5gds.read(d, "a", like="numpy")
+        with pytest.raises(ValueError, match="fields"):
+            h5gds.write(d, np.zeros(4, "f4"), ("a",))
+
+
 def test_write_wrong_shape_writes_nothing(dset):
     before = dset[()]
     with pytest.raises(ValueError, match="shape"):

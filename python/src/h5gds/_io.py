@@ -160,6 +160,14 @@ def _check_dataset(dset: Any) -> h5py.Dataset:
 def _selection(dset: h5py.Dataset, sel: Any) -> tuple[Any, tuple[int, ...], h5s.SpaceID]:
     """h5py's own selection machinery: (file space, result shape, memory space)."""
     args = sel if isinstance(sel, tuple) else (sel,)
+    # h5py's own checks for what its selection machinery does not see:
+    # field names are taken out before it, None is refused before it.
+    if any(isinstance(a, str) for a in args):
+        if dset.dtype.names is None:
+            raise ValueError("Field names only allowed for compound types")
+        raise ValueError("h5gds moves whole compound elements: select fields with h5py (dset.fields([...]))")
+    if any(a is None for a in args):
+        raise TypeError("Indexing with None (or np.newaxis) is not supported")
     with phil:
         selection = _selections.select(dset.shape, args, dataset=dset)
     fspace = selection.id
