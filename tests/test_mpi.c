@@ -594,9 +594,10 @@ static void test_write_failure(void)
     RCHECK(H5FD_gds_mpi_write(c, "big", H5T_NATIVE_UINT8, 1, &g, &off, &cnt, b.ptr) < 0);
     snprintf(want, sizeof want, "write of dataset 'big' failed on rank %d (1 of %d ranks failed)", last, nranks);
     RCHECK_MSG(error_has(want), "error stack: %s", error_stack_text());
-    /* With write-behind (H5GDS_CONFIG=write_behind=...) the write itself
-     * returns after its snapshot; the background EFBIG is reported by the
-     * flush each rank write ends with, in the same call. */
+    /* With write-behind (H5GDS_CONFIG=write_behind=...) the file-size
+     * limit is checked before a write is deferred, so the write fails
+     * itself; a failure met in the background instead (a disk that filled)
+     * is reported by the flush each rank write ends with, in the same call. */
     if (rank == last)
         RCHECK_MSG(error_has("cannot write dataset 'big'") ||
                        (error_has("cannot flush its file") && error_has("background write (write-behind)") &&

@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #define WB_ALIGN 256
@@ -527,6 +528,13 @@ static int claim_space_locked(gds_file_t *file, gds_wb_t *wb, const gds_request_
                 hi = sorted[i].offset + sorted[i].size;
         if (hi <= reserved_end || (lo >= wb->reserved_lo && hi <= wb->reserved_hi))
             continue;
+        /* fallocate does not check the file-size limit (ext4, tmpfs): past
+         * it, written through, so that the call meets EFBIG as sec2's does */
+        struct rlimit fsize;
+        if (getrlimit(RLIMIT_FSIZE, &fsize) == 0 && fsize.rlim_cur != RLIM_INFINITY && hi > fsize.rlim_cur) {
+            rc = -1;
+            break;
+        }
         int r;
         do
             r = fallocate(file->fd, FALLOC_FL_KEEP_SIZE, (off_t)lo, (off_t)(hi - lo));

@@ -9,11 +9,12 @@ int case_fsize(void)
     char dir[4096]; /* test_path's buffers are reused */
     snprintf(dir, sizeof dir, "%s", test_path("fsize"));
     mkdir(dir, 0755);
-    /* Limits that fall inside a window of small writes, and inside a 32 KiB write. */
+    /* Limits that fall inside a window of small writes, inside a 32 KiB
+     * write, and inside a 1 MiB write (one write-behind defers). */
     static const struct {
         const char *limit;
         long piece;
-    } cases[] = {{"400000", 1024}, {"1000000", 4096}, {"65536", 32}, {"10000", 1024}};
+    } cases[] = {{"400000", 1024}, {"1000000", 4096}, {"65536", 32}, {"10000", 1024}, {"3000000", 131072}};
     /* Each with the driver's defaults, with write-behind, and with
      * write-behind's background writes held to the last moment. */
     static const char *const modes[][3] = {{"", NULL, NULL},
@@ -32,6 +33,10 @@ int case_fsize(void)
             compare_writes(label, &s, &g, m > 0);
             CHECK_MSG(g.intact >= s.intact, "%s: gds's file holds %ld intact pieces, sec2's %ld", label, g.intact,
                       s.intact);
+            /* the limit is known before a write is deferred: the write that
+             * crosses it fails in the call, as sec2's (not at a later flush) */
+            CHECK_MSG(g.written == s.written, "%s: gds's writes failed after %ld pieces, sec2's after %ld", label,
+                      g.written, s.written);
         }
     return test_finish("fsize");
 }

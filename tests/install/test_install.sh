@@ -10,11 +10,14 @@ here=$(cd "$(dirname "$0")" && pwd)
 prefix=$scratch/prefix
 rm -rf "$scratch"
 mkdir -p "$scratch"
-# Installed programs find libhdf5 by their RUNPATH; consumers built with
-# pkg-config by this path (as any program linking that HDF5 would).
-[ -n "$hdf5_libdir" ] && export LD_LIBRARY_PATH="$hdf5_libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# Installed libraries and programs find libh5gds, libhdf5 and MPI by their
+# RUNPATHs alone (cmake/rpath.cmake): nothing here sets LD_LIBRARY_PATH.
+# HDF5_LIBDIR is only checked to be among the bench's.
+unset LD_LIBRARY_PATH
 
 fail() { echo "test_install: FAIL: $*" >&2; exit 1; }
+# every library a program or library needs is found (ldd: "not found" otherwise)
+resolves() { ! ldd "$1" | grep -q "not found" || { ldd "$1"; fail "$2"; }; }
 
 "$cmake" --install "$build" --prefix "$prefix" --component Unspecified >"$scratch/install.log"
 for f in include/H5FDgds.h lib/libh5gds.so lib/cmake/h5gds/h5gdsConfig.cmake \
@@ -35,6 +38,7 @@ fi
 "$cmake" --build "$scratch/consumer-cmake" >>"$scratch/consumer-cmake.log" 2>&1 ||
     { cat "$scratch/consumer-cmake.log"; fail "find_package(h5gds) project does not build"; }
 "$scratch/consumer-cmake/consumer" "$scratch/cmake.h5" || fail "consumer built with find_package"
+resolves "$prefix/lib/libh5gds.so" "the installed libh5gds does not find its libraries"
 
 # pkg-config
 export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
@@ -43,17 +47,31 @@ pkg-config --exists h5gds || fail "pkg-config does not find h5gds"
 "$cc" -o "$scratch/consumer-pc" "$here/consumer/consumer.c" $(pkg-config --cflags h5gds) \
     $(pkg-config --libs h5gds) $(pkg-config --variable=rpath h5gds) || fail "consumer does not build with pkg-config"
 # the rpath variable alone finds libh5gds and HDF5
-env -u LD_LIBRARY_PATH "$scratch/consumer-pc" "$scratch/pc.h5" || fail "consumer built with pkg-config"
-# the installed bench finds the libraries beside it by its RUNPATH (HDF5's
-# too, where that HDF5 is outside this source tree: CMake leaves the tree's
-# own folders out, hence HDF5's folder on the path above)
+"$scratch/consumer-pc" "$scratch/pc.h5" || fail "consumer built with pkg-config"
+# the installed bench finds the libraries beside it and HDF5 (also an HDF5
+# inside this source tree, which CMake's own link-path RUNPATH leaves out)
 "$prefix/bin/h5gds-bench" --help >"$scratch/bench-help.txt" 2>&1 ||
     { cat "$scratch/bench-help.txt"; fail "the installed h5gds-bench does not start"; }
+if [ -n "$hdf5_libdir" ]; then
+    readelf -d "$prefix/bin/h5gds-bench" | grep -q "R.*PATH.*$(cd "$hdf5_libdir" && pwd -P)" ||
+        fail "the installed h5gds-bench's RUNPATH lacks HDF5's $hdf5_libdir"
+fi
 if [ "$mpi" = 1 ]; then
+    # --as-needed: the program names only libh5gds_mpi, which must find
+    # libh5gds beside it by its own RUNPATH
     # shellcheck disable=SC2046
     "$cc" -o "$scratch/consumer-mpi-pc" "$here/consumer/consumer_mpi.c" $(pkg-config --cflags h5gds_mpi) \
-        $(pkg-config --libs h5gds_mpi) -Wl,-rpath,"$prefix/lib" || fail "h5gds_mpi does not build with pkg-config"
+        -Wl,--as-needed $(pkg-config --libs h5gds_mpi) $(pkg-config --variable=rpath h5gds) ||
+        fail "h5gds_mpi does not build with pkg-config"
+    resolves "$scratch/consumer-mpi-pc" "a program linked to libh5gds_mpi does not find its libraries"
+    resolves "$scratch/consumer-cmake/consumer_mpi" "the find_package MPI consumer does not find its libraries"
+    resolves "$prefix/lib/libh5gds_mpi.so" "the installed libh5gds_mpi does not find its libraries"
 fi
+for lib in "$prefix"/lib/libh5gds_mpio*.so; do
+    if [ -e "$lib" ]; then
+        resolves "$lib" "the installed $(basename "$lib") does not find its libraries"
+    fi
+done
 
 # The plugin: where the package says, loaded by HDF5_DRIVER=gds.
 if [ "$plugin" = 1 ]; then
