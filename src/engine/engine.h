@@ -270,16 +270,19 @@ int gds_file_drain(gds_file_t *file, gds_status_t *st);
  * durable. */
 int gds_file_sync(gds_file_t *file, gds_status_t *st);
 
-/* Before a large write ending at `end`: reserves the file's space up to
- * `upto` (the end of allocation; at least `end`) with fallocate, so that
- * O_DIRECT writes land in allocated blocks inside the file's size. ext4
- * serialises direct writes that extend the file or fill holes (exclusive
- * inode lock); into reserved blocks they run side by side. Done only while
- * no background write is in flight: fallocate waits for every direct write
- * in progress, and only while the file system has twice the room free.
- * Best effort (a failure only stops later tries: the write itself reports a
- * full disk). Returns the file size it set, or 0. */
-uint64_t gds_file_reserve(gds_file_t *file, uint64_t end, uint64_t upto);
+/* Before a large write of `written` bytes ending at `end`: reserves the
+ * file's space up to `upto` (the end of allocation; at least `end`) with
+ * fallocate, so that O_DIRECT writes land in allocated blocks inside the
+ * file's size. ext4 serialises direct writes that extend the file or fill
+ * holes (exclusive inode lock); into reserved blocks they run side by side.
+ * Done only while no background write is in flight: fallocate waits for
+ * every direct write in progress, and only while the file system has twice
+ * the room free. The blocks reserved beyond the write's own are held to
+ * max(64 MiB, 8 x `written`), so a sparse file stays about as sparse as
+ * sec2 leaves it (less reserved ahead; nothing when the write lies past a
+ * larger hole). Best effort (a failure only stops later tries: the write
+ * itself reports a full disk). Returns the file size it set, or 0. */
+uint64_t gds_file_reserve(gds_file_t *file, uint64_t written, uint64_t end, uint64_t upto);
 
 /* The file's owner cut it to `size` bytes: the space reserved or claimed
  * past it was freed with the cut and is forgotten (later writes there

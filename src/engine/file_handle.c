@@ -151,7 +151,15 @@ const char *gds_route_name(gds_route_t route)
     return (unsigned)route < GDS_NROUTES ? names[route] : "unknown";
 }
 
-uint64_t gds_file_reserve_space(gds_file_t *file, uint64_t end, uint64_t upto)
+/* A reservation allocates blocks that no write has covered yet (the
+ * allocation below and after the write); a file left sparse by sec2 (a
+ * large dataset written in part) must not take the disk of its holes.
+ * Those blocks are held to max(64 MiB, 8 x the bytes written): a
+ * checkpoint's run of leaves still reserves the file's next runs at once. */
+#define RESERVE_SLACK_MIN ((uint64_t)64 << 20)
+#define RESERVE_SLACK_PER_BYTE 8
+
+uint64_t gds_file_reserve_space(gds_file_t *file, uint64_t written, uint64_t end, uint64_t upto)
 {
     if (!file->writable)
         return 0;
@@ -161,6 +169,15 @@ uint64_t gds_file_reserve_space(gds_file_t *file, uint64_t end, uint64_t upto)
     pthread_mutex_lock(&file->lock);
     if (!file->cannot_reserve && end > file->reserved_end) {
         uint64_t from = file->reserved_end;
+        uint64_t slack = written > RESERVE_SLACK_MIN / RESERVE_SLACK_PER_BYTE ? written * RESERVE_SLACK_PER_BYTE
+                                                                               : RESERVE_SLACK_MIN;
+        uint64_t covered = written < end - from ? written : end - from;
+        if (end - from - covered > slack) { /* a hole below the write: left as it is */
+            pthread_mutex_unlock(&file->lock);
+            return 0;
+        }
+        if (upto - from - covered > slack)
+            upto = from + covered + slack;
         /* Only with room to spare: a reservation that fails half-way may keep
          * what it allocated, and must never be what fills the disk. */
         struct statvfs vfs;

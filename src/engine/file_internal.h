@@ -49,7 +49,7 @@ int gds_file_handle_create(gds_file_t **out, const char *path, int fd, bool writ
 void gds_file_handle_destroy(gds_file_t *file);
 /* gds_file_reserve once no background write is in flight (the caller
  * checked): fallocate up to `upto` under the file's lock. */
-uint64_t gds_file_reserve_space(gds_file_t *file, uint64_t end, uint64_t upto);
+uint64_t gds_file_reserve_space(gds_file_t *file, uint64_t written, uint64_t end, uint64_t upto);
 
 /* The O_DIRECT descriptor, opened on first use; -1 when O_DIRECT is unusable
  * for this file (then buffered I/O is used and counted as a fallback). */

@@ -106,13 +106,13 @@ int gds_file_sync(gds_file_t *file, gds_status_t *st)
     return 0;
 }
 
-uint64_t gds_file_reserve(gds_file_t *file, uint64_t end, uint64_t upto)
+uint64_t gds_file_reserve(gds_file_t *file, uint64_t written, uint64_t end, uint64_t upto)
 {
     /* idle is asked before the file lock: write-behind takes its own lock
      * first; fallocate waits for direct writes in flight */
     if (!file->writable || (file->wb && !gds_wb_idle(file)))
         return 0;
-    return gds_file_reserve_space(file, end, upto);
+    return gds_file_reserve_space(file, written, end, upto);
 }
 
 void gds_file_truncated(gds_file_t *file, uint64_t size)

@@ -172,7 +172,7 @@ int gds_vfd_held_submit(gds_held_writes_t *h, unsigned slot, uint64_t ahead, gds
      * wait for the writes in flight. */
     if (end > h->reserved_to && total > 0) {
         uint64_t upto = end + ahead > file->eoa ? end + ahead : file->eoa;
-        uint64_t set = gds_file_reserve(file->engine, end, upto);
+        uint64_t set = gds_file_reserve(file->engine, total, end, upto);
         h->reserved_to = set ? set : end; /* 0: reserved already, or not possible (cheap to ask again) */
         if (set > file->eof)
             file->eof = set;

@@ -91,7 +91,7 @@ void gds_vfd_reserve_ahead(gds_vfd_file_t *file, size_t size, haddr_t end)
 {
     if (size < GDS_RESERVE_MIN || end <= file->eof)
         return;
-    uint64_t set = gds_file_reserve(file->engine, end, file->eoa);
+    uint64_t set = gds_file_reserve(file->engine, size, end, file->eoa);
     if (set > file->eof)
         file->eof = set;
 }
