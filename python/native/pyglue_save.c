@@ -111,9 +111,9 @@ static int close_all(size_t n, const int64_t *ids, const char *const *names, cha
     int rc = 0;
     for (size_t i = 0; i < n; i++)
         if (ids[i] > 0 && H5Dclose((hid_t)ids[i]) < 0 && rc == 0) {
-            char text[1536];
+            char text[8192]; /* a whole HDF5 stack: the reason is in its last frames */
             h5gds_py_error_text(text, sizeof text);
-            char msg[2048];
+            char msg[8192 + 512];
             snprintf(msg, sizeof msg, "closing %s failed: %s", names ? names[i] : "a checkpoint dataset", text);
             put_error(err, errlen, msg);
             rc = -1;
@@ -231,9 +231,9 @@ API int h5gds_py_save_leaves(int64_t loc, size_t n, const char *const *names, co
     }
 #endif
     if (rc == -1) {
-        char text[1536];
+        char text[8192]; /* a whole HDF5 stack: the reason is in its last frames */
         h5gds_py_error_text(text, sizeof text);
-        char msg[2048];
+        char msg[8192 + 512];
         snprintf(msg, sizeof msg, "%s %s failed: %s", what, names[failed], text);
         put_error(err, errlen, msg);
     }

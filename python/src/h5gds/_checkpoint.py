@@ -217,7 +217,10 @@ def _finish(handle: CheckpointHandle, f: h5py.File, tmp: str, path: str, t0: flo
             pass
     finally:
         if previous is not None:  # started before the handle says done, so it can be joined from then on
-            threading.Thread(target=os.close, args=(previous,), name="h5gds-checkpoint-free").start()
+            try:
+                threading.Thread(target=os.close, args=(previous,), name="h5gds-checkpoint-free").start()
+            except RuntimeError:  # no thread to be had (memory, ulimit -u): closed here, slower
+                os.close(previous)
         # a save that failed before its rename is done only after the one
         # before it: the next save, which waits for this one, then renames
         # after that one too (the order of the calls holds across failures)
@@ -392,11 +395,12 @@ def _discard(f: h5py.File, tmp: str) -> None:
     snapshot memory and open datasets with it), the temporary removed."""
     try:
         f.close()
-    finally:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+    except Exception:
+        pass  # the close of a failed file may fail too: the failure raised is the one that came first
+    try:
+        os.unlink(tmp)
+    except OSError:
+        pass
 
 
 class _Clock:

@@ -227,4 +227,4 @@ def hdf5_error_text() -> str:
 
 
 def errbuf() -> ctypes.Array[ctypes.c_char]:
-    return ctypes.create_string_buffer(1024)
+    return ctypes.create_string_buffer(8192)  # room for a whole HDF5 error stack (the reason comes last)
