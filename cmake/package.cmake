@@ -65,15 +65,8 @@ set(H5GDS_PC_HDF5_LIBS "${hdf5_libs_FLAGS}")
 # pkg-config --variable=rpath h5gds: linker flags that let a program find
 # libh5gds and that HDF5 at run time without LD_LIBRARY_PATH.
 set(H5GDS_PC_RPATH "-Wl,-rpath,\${libdir}")
-set(h5gds_rpath_dirs "")
-foreach(lib IN LISTS hdf5_libs_PATHS)
-  if(IS_ABSOLUTE "${lib}")
-    get_filename_component(dir "${lib}" DIRECTORY)
-    if(NOT dir IN_LIST h5gds_rpath_dirs)
-      list(APPEND h5gds_rpath_dirs "${dir}")
-      string(APPEND H5GDS_PC_RPATH " -Wl,-rpath,${dir}")
-    endif()
-  endif()
+foreach(dir IN LISTS H5GDS_LINKED_LIB_DIRS) # the installed libraries' own folders (cmake/rpath.cmake)
+  string(APPEND H5GDS_PC_RPATH " -Wl,-rpath,${dir}")
 endforeach()
 
 install(EXPORT h5gdsTargets NAMESPACE h5gds:: DESTINATION ${h5gds_cmake_dir})
